@@ -1,0 +1,1 @@
+"""Python client library and the `battleline` command line."""

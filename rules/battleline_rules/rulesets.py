@@ -1,0 +1,154 @@
+"""Rulesets as small declarative objects, plus per-match options.
+
+Adding a ruleset means adding one `Ruleset` value: the game code reads only
+these fields and the two hooks (`has_won`, category order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Final
+
+from .cards import DECK52_CARDS, STANDARD_TROOPS, TACTICS, mask_of
+
+
+class Category(Enum):
+    """The predicates a formation can satisfy; a ruleset ranks them."""
+
+    RUN_FLUSH = "run-flush"  # same colour, consecutive values
+    KIND = "kind"  # same value
+    FLUSH = "flush"  # same colour
+    RUN = "run"  # consecutive values
+    ANY = "any"  # anything (and everything under Fog)
+
+
+class ClaimTiming(Enum):
+    """When the player to act may claim flags."""
+
+    AFTER_PLAY = "after-play"
+    START_OF_TURN = "start-of-turn"
+
+
+@dataclass(frozen=True, slots=True)
+class Ruleset:
+    """Everything that differs between the rulesets the service offers."""
+
+    name: str
+    troops: tuple[int, ...]
+    tactics: tuple[int, ...]
+    flags: int
+    hand_size: int
+    colours: int
+    min_value: int
+    max_value: int
+    # Strongest first; index 0 is the best category.
+    categories: tuple[Category, ...]
+    category_names: tuple[str, ...]
+    hidden_removed: int = 0
+    # deck52: a complete side wins at once against a side with no card.
+    empty_side_loses: bool = False
+    # deck52: claims allowed both before and after playing.
+    claim_any_time: bool = False
+    envelopment: int = 5
+    breakthrough: int = 3
+    flank_pairs: bool = False
+    troop_mask: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "troop_mask", mask_of(self.troops))
+
+    def has_won(self, flags_held: list[int]) -> bool:
+        """Whether holding these flag indexes (0-based) wins the game."""
+        if len(flags_held) >= self.envelopment:
+            return True
+        held = set(flags_held)
+        run = 0
+        for flag in range(self.flags):
+            run = run + 1 if flag in held else 0
+            if run >= self.breakthrough:
+                return True
+        if self.flank_pairs:
+            last = self.flags - 1
+            return {0, 1} <= held or {last - 1, last} <= held
+        return False
+
+
+STANDARD: Final = Ruleset(
+    name="standard",
+    troops=STANDARD_TROOPS,
+    tactics=TACTICS,
+    flags=9,
+    hand_size=7,
+    colours=6,
+    min_value=1,
+    max_value=10,
+    categories=(Category.RUN_FLUSH, Category.KIND, Category.FLUSH, Category.RUN, Category.ANY),
+    category_names=("wedge", "phalanx", "battalion", "skirmish", "host"),
+)
+
+BASIC: Final = replace(STANDARD, name="basic", tactics=(), hand_size=6)
+
+DECK52: Final = Ruleset(
+    name="deck52",
+    troops=DECK52_CARDS,
+    tactics=(),
+    flags=8,
+    hand_size=6,
+    colours=4,
+    min_value=2,
+    max_value=13,
+    categories=(Category.RUN_FLUSH, Category.KIND, Category.RUN, Category.FLUSH, Category.ANY),
+    category_names=("straight flush", "three of a kind", "straight", "flush", "other"),
+    hidden_removed=2,
+    empty_side_loses=True,
+    claim_any_time=True,
+    envelopment=4,
+    breakthrough=3,
+    flank_pairs=True,
+)
+
+RULESETS: Final[dict[str, Ruleset]] = {r.name: r for r in (STANDARD, BASIC, DECK52)}
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Per-match options that apply on top of a ruleset."""
+
+    claim_timing: ClaimTiming = ClaimTiming.AFTER_PLAY
+    # None keeps the ruleset's hand size; basic allows 7 as seed 001 plays it.
+    hand_size: int | None = None
+    first_player: int = 0
+
+    def text(self) -> str:
+        """Options in the position notation: ``claim=after-play hand=7 first=0``."""
+        parts = [f"claim={self.claim_timing.value}"]
+        if self.hand_size is not None:
+            parts.append(f"hand={self.hand_size}")
+        parts.append(f"first={self.first_player}")
+        return " ".join(parts)
+
+    @classmethod
+    def parse(cls, tokens: list[str]) -> Options:
+        """Inverse of `text`; unknown keys raise ValueError."""
+        values: dict[str, str] = {}
+        for token in tokens:
+            key, sep, value = token.partition("=")
+            if not sep or key not in {"claim", "hand", "first"}:
+                raise ValueError(f"unknown option {token!r}: use claim=, hand=, first=")
+            values[key] = value
+        return cls(
+            claim_timing=ClaimTiming(values.get("claim", ClaimTiming.AFTER_PLAY.value)),
+            hand_size=int(values["hand"]) if "hand" in values else None,
+            first_player=int(values.get("first", "0")),
+        )
+
+
+def validate_options(ruleset: Ruleset, options: Options) -> None:
+    """Raise ValueError for options a ruleset does not allow."""
+    if options.hand_size is not None and not (
+        ruleset.name == "basic" and options.hand_size in (6, 7)
+    ):
+        raise ValueError("hand size can only be changed in basic, to 6 or 7")
+    if options.first_player not in (0, 1):
+        raise ValueError("first player must be seat 0 or 1")
