@@ -1,0 +1,1 @@
+"""Generated gRPC/protobuf code for the Battle Line API; never edit by hand."""
