@@ -1,0 +1,1 @@
+"""The Battle Line engine: the authoritative gRPC service, state in Redis."""

