@@ -285,3 +285,14 @@ def test_ids_cannot_escape_their_keys() -> None:
             st.match_key(bad, "m")
     assert st.match_key("abc", "ev") == "bl:{abc}:ev"
     assert st.check_id(st.new_match_id())
+
+
+def test_live_count_follows_create_and_finish(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        await _new(s, "m1")
+        await _new(s, "m2")
+        assert await s.live_count() == 2
+        await s.commit("m1", expected_version=1, state="E", finished=True)
+        assert await s.live_count() == 1
+
+    run(redis_url, body)

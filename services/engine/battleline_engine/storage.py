@@ -21,6 +21,7 @@ Global keys (indexes; the match hash stays authoritative)::
     bl:lobby           zset    open public matches by creation time (ms)
     bl:invite:<code>   string  match id
     bl:clocks          zset    match id -> deadline (ms), read by the sweeper
+    bl:live            zset    unfinished matches by creation time (ms), for metrics
     bl:ai:requests     stream  requests for a hosted AI to take a seat
 
 No grpc here: callers map `CommitStatus` to their own error codes.
@@ -42,6 +43,7 @@ import redis.asyncio as aioredis
 PREFIX: Final = "bl"
 LOBBY_KEY: Final = f"{PREFIX}:lobby"
 CLOCKS_KEY: Final = f"{PREFIX}:clocks"
+LIVE_KEY: Final = f"{PREFIX}:live"
 AI_REQUESTS_KEY: Final = f"{PREFIX}:ai:requests"
 AI_GROUP: Final = "ai-workers"
 
@@ -323,7 +325,8 @@ class Storage:
         events: Sequence[Mapping[str, str]] = (),
     ) -> CommitResult:
         """Store a new match at version 1 with its first events and seat token hashes."""
-        args: list[str] = [state, str(now_ms()), status, str(len(seats))]
+        created = now_ms()
+        args: list[str] = [state, str(created), status, str(len(seats))]
         for seat, token_hash in seats.items():
             args += [str(seat), token_hash]
         args += _flat_fields(fields or {})
@@ -332,6 +335,7 @@ class Storage:
         reply = await self._create(keys=_match_keys(match_id), args=args)
         if _s(reply[0]) == "EXISTS":
             return CommitResult(CommitStatus.EXISTS)
+        await self.redis.zadd(LIVE_KEY, {match_id: created})
         return CommitResult(CommitStatus.OK, int(reply[1]), int(reply[2]))
 
     async def load(self, match_id: str) -> MatchRecord | None:
@@ -406,7 +410,10 @@ class Storage:
         if deadline_ms is not None and not in_script_clock:
             await self._index_deadline(match_id, deadline_ms)
         if finished:
-            await self.redis.zrem(LOBBY_KEY, match_id)
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.zrem(LOBBY_KEY, match_id)
+                pipe.zrem(LIVE_KEY, match_id)
+                await pipe.execute()
         return CommitResult(status_, int(reply[1]), int(reply[2]))
 
     async def _index_deadline(self, match_id: str, deadline_ms: int) -> None:
@@ -414,6 +421,13 @@ class Storage:
             await self.redis.zadd(CLOCKS_KEY, {match_id: deadline_ms})
         else:
             await self.redis.zrem(CLOCKS_KEY, match_id)
+
+    async def live_count(self) -> int:
+        """Unfinished matches. Entries older than the idle TTL are dropped first:
+        those matches expired without finishing (a longer live match is miscounted)."""
+        if self.idle_ttl_s:
+            await self.redis.zremrangebyscore(LIVE_KEY, "-inf", now_ms() - self.idle_ttl_s * 1000)
+        return int(await self.redis.zcard(LIVE_KEY))
 
     async def exists(self, match_id: str) -> bool:
         """Whether the match is stored (not expired)."""

@@ -1,0 +1,119 @@
+"""Prometheus metrics of the engine, and the interceptor that records RPC outcomes.
+
+Per-process metrics: scrape every replica. Servicers only increment the
+domain counters (actions, subscribers); latency and error codes are recorded
+once here for every RPC, so no servicer can forget them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Final
+
+import grpc
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+REGISTRY: Final = CollectorRegistry(auto_describe=True)
+
+RPC_LATENCY: Final = Histogram(
+    "battleline_rpc_latency_seconds", "Time to answer an RPC (to the end of a stream).",
+    ["method"], registry=REGISTRY,
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10),
+)
+RPC_ERRORS: Final = Counter(
+    "battleline_rpc_errors_total", "RPCs that ended with a status other than OK.",
+    ["method", "code"], registry=REGISTRY,
+)
+ACTIONS: Final = Counter(
+    "battleline_actions_total", "Game actions submitted, by outcome.",
+    ["result"], registry=REGISTRY,  # applied, rejected, conflict, duplicate
+)
+LIVE_MATCHES: Final = Gauge(
+    "battleline_live_matches", "Matches not yet finished (from Redis, all replicas).",
+    registry=REGISTRY,
+)
+SUBSCRIBERS: Final = Gauge(
+    "battleline_stream_subscribers", "Open Watch streams on this process.", registry=REGISTRY,
+)
+
+
+def serve_metrics(port: int, host: str = "127.0.0.1") -> None:
+    """Expose /metrics over HTTP on a background thread."""
+    start_http_server(port, addr=host, registry=REGISTRY)
+
+
+def _code_name(context: grpc.aio.ServicerContext[Any, Any], error: BaseException | None) -> str:
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return code.name
+    if error is not None and not isinstance(error, grpc.aio.AbortError):
+        return grpc.StatusCode.UNKNOWN.name
+    return grpc.StatusCode.OK.name
+
+
+def _observe(method: str, started: float, context: Any, error: BaseException | None) -> None:
+    RPC_LATENCY.labels(method).observe(time.perf_counter() - started)
+    code = _code_name(context, error)
+    if code != "OK":
+        RPC_ERRORS.labels(method, code).inc()
+
+
+class MetricsInterceptor(grpc.aio.ServerInterceptor):
+    """Records latency and final status code of unary and server-streaming RPCs."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        method = handler_call_details.method.rsplit("/", 1)[-1]
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                _wrap_unary(method, handler.unary_unary),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            # A stream handler is an async generator or a coroutine using context.write.
+            stream = handler.unary_stream
+            wrap = _wrap_stream if inspect.isasyncgenfunction(stream) else _wrap_unary
+            return grpc.unary_stream_rpc_method_handler(
+                wrap(method, stream),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+
+def _wrap_unary(method: str, behaviour: Callable[..., Any]) -> Callable[..., Any]:
+    async def wrapped(request: Any, context: Any) -> Any:
+        started, error = time.perf_counter(), None
+        try:
+            return await behaviour(request, context)
+        except BaseException as err:
+            error = err
+            raise
+        finally:
+            _observe(method, started, context, error)
+
+    return wrapped
+
+
+def _wrap_stream(method: str, behaviour: Callable[..., Any]) -> Callable[..., Any]:
+    async def wrapped(request: Any, context: Any) -> AsyncIterator[Any]:
+        started, error = time.perf_counter(), None
+        try:
+            async for item in behaviour(request, context):
+                yield item
+        except BaseException as err:
+            error = err
+            raise
+        finally:
+            _observe(method, started, context, error)
+
+    return wrapped

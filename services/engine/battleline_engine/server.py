@@ -1,0 +1,164 @@
+"""The engine's gRPC server: health, reflection, metrics, limits, TLS, graceful stop.
+
+Game servicers are plugged in as `Service` objects, so this module knows
+nothing about the rules; `grpc_health.v1.Health` and server reflection are
+always on, so load balancers and `grpcurl` work against any deployment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+
+from .metrics import LIVE_MATCHES, MetricsInterceptor
+from .storage import Storage
+
+log = logging.getLogger(__name__)
+
+HEALTH_SERVICE = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """How the server listens and stops."""
+
+    host: str = "127.0.0.1"
+    port: int = 50051  # 0: any free port (see EngineServer.port)
+    max_message_bytes: int = 256 * 1024  # requests and responses; a view is a few KiB
+    max_concurrent_streams: int = 1000  # per HTTP/2 connection
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    drain_s: float = 1.0  # NOT_SERVING is announced this long before refusing new calls
+    grace_s: float = 5.0  # running calls get this long to finish
+    health_interval_s: float = 2.0  # how often Redis is pinged for the health status
+
+
+class Service(Protocol):
+    """A servicer to host: its full gRPC name and how to add it to a server."""
+
+    @property
+    def service_name(self) -> str:
+        """Full name, for example "battleline.v1.GameService"."""
+        ...
+
+    def register(self, server: grpc.aio.Server) -> None:
+        """Add the servicer to the server (the generated add_..._to_server)."""
+        ...
+
+
+class EngineServer:
+    """A running server; `stop()` drains it gracefully."""
+
+    def __init__(
+        self, server: grpc.aio.Server, port: int, health: HealthServicer,
+        names: Sequence[str], storage: Storage, config: ServerConfig,
+    ) -> None:
+        self.server = server
+        self.port = port
+        self.health = health
+        self.service_names = list(names)
+        self.storage = storage
+        self.config = config
+        self._monitor: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    @property
+    def address(self) -> str:
+        """host:port to dial."""
+        return f"{self.config.host}:{self.port}"
+
+    async def _set_all(self, status: health_pb2.HealthCheckResponse.ServingStatus) -> None:
+        for name in ["", *self.service_names]:
+            await self.health.set(name, status)
+
+    async def _watch_redis(self) -> None:
+        """Report NOT_SERVING while Redis is unreachable: without it nothing can be served."""
+        healthy: bool | None = None
+        while True:
+            try:
+                ok = await asyncio.wait_for(self.storage.ping(), self.config.health_interval_s)
+                LIVE_MATCHES.set(await self.storage.live_count())
+            except Exception:  # any failure means "cannot serve"
+                ok = False
+            if ok != healthy and not self._stopping:
+                await self._set_all(SERVING if ok else NOT_SERVING)
+                log.log(logging.INFO if ok else logging.WARNING, "redis %s",
+                        "reachable" if ok else "unreachable")
+                healthy = ok
+            await asyncio.sleep(self.config.health_interval_s)
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        """NOT_SERVING, wait `drain_s` so balancers move away, then stop with a grace period."""
+        if self._stopping:
+            return
+        self._stopping = True
+        await self.health.enter_graceful_shutdown()
+        if self._monitor is not None:
+            self._monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._monitor
+        await asyncio.sleep(self.config.drain_s)
+        await self.server.stop(self.config.grace_s if grace_s is None else grace_s)
+        log.info("engine stopped")
+
+    async def wait(self) -> None:
+        """Until the server has stopped."""
+        await self.server.wait_for_termination()
+
+
+def _credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
+    if config.tls_cert is None and config.tls_key is None:
+        return None
+    if config.tls_cert is None or config.tls_key is None:
+        raise ValueError("TLS needs both a certificate and a key")
+    return grpc.ssl_server_credentials(
+        [(config.tls_key.read_bytes(), config.tls_cert.read_bytes())]
+    )
+
+
+async def start_server(
+    config: ServerConfig, storage: Storage, services: Sequence[Service] = ()
+) -> EngineServer:
+    """Build, bind and start the server; health turns SERVING once Redis answers."""
+    options = [
+        ("grpc.max_receive_message_length", config.max_message_bytes),
+        ("grpc.max_send_message_length", config.max_message_bytes),
+        ("grpc.max_concurrent_streams", config.max_concurrent_streams),
+        ("grpc.keepalive_time_ms", 60_000),
+        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+        ("grpc.so_reuseport", 0),  # a second engine on the same port must fail, not share
+    ]
+    server = grpc.aio.server(interceptors=[MetricsInterceptor()], options=options)
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    names = [s.service_name for s in services]
+    for service in services:
+        service.register(server)
+    reflection.enable_server_reflection([*names, HEALTH_SERVICE, reflection.SERVICE_NAME], server)
+    address = f"{config.host}:{config.port}"
+    credentials = _credentials(config)
+    if credentials is None:
+        port = server.add_insecure_port(address)
+    else:
+        port = server.add_secure_port(address, credentials)
+    if port == 0:
+        raise OSError(f"cannot listen on {address}")
+    engine = EngineServer(server, port, health, names, storage, config)
+    # Until Redis has answered, nothing can be served.
+    await engine._set_all(NOT_SERVING)
+    await server.start()
+    engine._monitor = asyncio.create_task(engine._watch_redis(), name="redis-health")
+    log.info("engine listening", extra={"address": engine.address, "tls": credentials is not None})
+    return engine
