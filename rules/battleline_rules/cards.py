@@ -13,6 +13,7 @@ an int bitmask and "is this card available" is one `&`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 from typing import Final
 
@@ -65,9 +66,12 @@ TACTICS: Final = tuple(range(TACTIC_BASE, TACTIC_BASE + 10))
 DECK52_CARDS: Final = tuple(range(DECK52_BASE, DECK52_BASE + 48))
 
 
+TACTIC_CARDS: Final = frozenset((*TACTICS, UNKNOWN_TACTIC))
+
+
 def is_tactic(card: int) -> bool:
     """True for the ten tactics cards and the unknown-tactic placeholder."""
-    return TACTIC_BASE <= card < DECK52_BASE or card == UNKNOWN_TACTIC
+    return card in TACTIC_CARDS
 
 
 def troop_id(colour: int, value: int) -> int:
@@ -80,10 +84,10 @@ def deck52_id(suit: int, rank: int) -> int:
     return DECK52_BASE + suit * 12 + rank - 2
 
 
-def mask_of(cards: object) -> int:
+def mask_of(cards: Iterable[int]) -> int:
     """The bitmask of an iterable of card ids (placeholders ignored)."""
     mask = 0
-    for card in cards:  # type: ignore[attr-defined]
+    for card in cards:
         if card >= 0:
             mask |= 1 << card
     return mask

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Final
 
-from .cards import DECK52_CARDS, STANDARD_TROOPS, TACTICS, mask_of
+from .cards import COLOUR, DECK52_CARDS, STANDARD_TROOPS, TACTICS, VALUE, mask_of
 
 
 class Category(Enum):
@@ -54,9 +54,27 @@ class Ruleset:
     breakthrough: int = 3
     flank_pairs: bool = False
     troop_mask: int = field(init=False)
+    # value_masks[v]: the troop cards of value v; colour_masks[c]: of colour c.
+    value_masks: tuple[int, ...] = field(init=False)
+    colour_masks: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "troop_mask", mask_of(self.troops))
+        object.__setattr__(
+            self,
+            "value_masks",
+            tuple(
+                mask_of(c for c in self.troops if VALUE[c] == v) for v in range(self.max_value + 1)
+            ),
+        )
+        object.__setattr__(
+            self,
+            "colour_masks",
+            tuple(
+                mask_of(c for c in self.troops if COLOUR[c] == colour)
+                for colour in range(self.colours)
+            ),
+        )
 
     def has_won(self, flags_held: list[int]) -> bool:
         """Whether holding these flag indexes (0-based) wins the game."""

@@ -1,0 +1,55 @@
+"""The Battle Line rules core: pure, fast, no I/O.
+
+Engine and AI both stand on it. Start with `new_game`, then
+`legal_actions` / `apply`; `view` hides what a seat may not see and
+`sample_world` deals the hidden cards back at random for search.
+"""
+
+from .actions import DISCARD, TACTIC_DECK, TROOP_DECK, Action, Kind, format_action, parse_action
+from .cards import UNKNOWN_TACTIC, UNKNOWN_TROOP, Tactic, card_name, parse_card
+from .claims import ClaimVerdict, decide_claim
+from .errors import ErrorCode, RuleError
+from .formations import Formation, best_formation, brute_force_best, describe
+from .notation import dump_position, load_position
+from .record import GameRecord, next_first_player, record_of, series_points
+from .rulesets import RULESETS, ClaimTiming, Options, Ruleset
+from .state import SPECTATOR, Event, GameState, Phase, new_game, redact_event
+
+__all__ = [
+    "DISCARD",
+    "RULESETS",
+    "SPECTATOR",
+    "TACTIC_DECK",
+    "TROOP_DECK",
+    "UNKNOWN_TACTIC",
+    "UNKNOWN_TROOP",
+    "Action",
+    "ClaimTiming",
+    "ClaimVerdict",
+    "ErrorCode",
+    "Event",
+    "Formation",
+    "GameRecord",
+    "GameState",
+    "Kind",
+    "Options",
+    "Phase",
+    "RuleError",
+    "Ruleset",
+    "Tactic",
+    "best_formation",
+    "brute_force_best",
+    "card_name",
+    "decide_claim",
+    "describe",
+    "dump_position",
+    "format_action",
+    "load_position",
+    "new_game",
+    "next_first_player",
+    "parse_action",
+    "parse_card",
+    "record_of",
+    "redact_event",
+    "series_points",
+]

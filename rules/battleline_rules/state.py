@@ -1,0 +1,748 @@
+"""The game state: legal actions, `apply`, views of it, and worlds sampled from a view.
+
+A turn is a short sequence of phases, each a decision of the player to act:
+
+    PLAY          play one card (or pass); claims too with start-of-turn timing or deck52
+    SCOUT_DRAW    Scout's three draws, one by one
+    SCOUT_RETURN  Scout's two cards put back, one by one
+    MUD_DISCARD   a side left with 4 cards when Mud leaves discards one (its owner acts)
+    FINISH        claims (after-play timing), then one draw or `end`, which ends the turn
+    OVER          the game has ended
+
+A view (`GameState.view`) is the same class with every card the viewer may
+not see replaced by a placeholder, so one notation, one set of legal-action
+code and one sampler serve engine, clients and AI.
+"""
+
+from __future__ import annotations
+
+import random
+from enum import IntEnum
+from typing import NamedTuple
+
+from .actions import DISCARD, TACTIC_DECK, TROOP_DECK, Action, Kind
+from .board import UNCLAIMED, Flag
+from .cards import (
+    CARD_COUNT,
+    ENVIRONMENT,
+    LEADERS,
+    MORALE,
+    TACTIC_CARDS,
+    UNKNOWN_TACTIC,
+    UNKNOWN_TROOP,
+    Tactic,
+    card_name,
+    is_tactic,
+)
+from .claims import ClaimVerdict, decide_claim
+from .errors import ErrorCode, RuleError
+from .rulesets import RULESETS, ClaimTiming, Options, Ruleset, validate_options
+
+SPECTATOR = -1
+
+# Actions the hot path offers over and over, made once: PLAYS[card][flag], CLAIMS[flag].
+PLAYS = [
+    [Action(Kind.PLAY, card=card, flag=flag) for flag in range(9)] for card in range(CARD_COUNT)
+]
+CLAIMS = [Action(Kind.CLAIM, flag=flag) for flag in range(9)]
+DRAWS = [Action(Kind.DRAW, deck=TROOP_DECK), Action(Kind.DRAW, deck=TACTIC_DECK)]
+END = Action(Kind.END)
+PASS = Action(Kind.PASS)
+
+
+class Phase(IntEnum):
+    PLAY = 0
+    SCOUT_DRAW = 1
+    SCOUT_RETURN = 2
+    MUD_DISCARD = 3
+    FINISH = 4
+    OVER = 5
+
+
+class Event(NamedTuple):
+    """What one applied action did. ``drawn`` is secret to ``seat``."""
+
+    ply: int
+    seat: int
+    action: Action
+    drawn: int = -1
+
+
+def redact_event(event: Event, viewer: int) -> Event:
+    """The event as ``viewer`` (a seat or SPECTATOR) may see it."""
+    if event.seat == viewer:
+        return event
+    action = event.action
+    if action.kind is Kind.SCOUT_RETURN:
+        hidden = UNKNOWN_TACTIC if is_tactic(action.card) else UNKNOWN_TROOP
+        action = action._replace(card=hidden)
+    drawn = event.drawn
+    if drawn >= 0:
+        drawn = UNKNOWN_TACTIC if is_tactic(drawn) else UNKNOWN_TROOP
+    return event._replace(action=action, drawn=drawn)
+
+
+class GameState:
+    """A full game (or, with ``viewer`` set, what one viewer may see of it)."""
+
+    __slots__ = (
+        "_claim_cache",
+        "_legal",
+        "decks",
+        "discards",
+        "flags",
+        "hands",
+        "idle_turns",
+        "leader_used",
+        "may_draw",
+        "mud_pending",
+        "options",
+        "phase",
+        "player",
+        "ply",
+        "progress",
+        "public",
+        "removed",
+        "returned",
+        "ruleset",
+        "scout_draws",
+        "scout_returns",
+        "seed",
+        "seq",
+        "tactics_played",
+        "viewer",
+        "winner",
+    )
+
+    def __init__(self, ruleset: Ruleset, options: Options, seed: int | None) -> None:
+        self.ruleset = ruleset
+        self.options = options
+        self.seed = seed
+        self.flags = [Flag() for _ in range(ruleset.flags)]
+        self.hands: list[list[int]] = [[], []]
+        self.decks: list[list[int]] = [[], []]  # troop, tactic; the top is the end
+        self.removed: list[int] = []
+        self.discards: list[list[int]] = [[], []]
+        # Cards each seat put back with Scout: that seat knows where they are.
+        self.returned: list[list[int]] = [[], []]
+        self.player = options.first_player
+        self.phase = Phase.PLAY
+        self.ply = 0
+        self.seq = 0
+        self.scout_draws = 0
+        self.scout_returns = 0
+        self.may_draw = True
+        self.mud_pending: list[tuple[int, int]] = []  # (seat, flag) still to discard
+        self.idle_turns = 0
+        self.progress = False  # something was played, claimed or drawn this turn
+        self.winner: int | None = None
+        self.viewer: int | None = None  # None: the full state
+        self.tactics_played = [0, 0]
+        self.leader_used = [False, False]
+        self.public = 0  # mask of cards face up on the table or in a discard pile
+        self._claim_cache: dict[tuple[int, int], tuple[int, ClaimVerdict]] = {}
+        self._legal: list[Action] | None = None
+
+    # ----------------------------------------------------------------- basics
+
+    @property
+    def hand_size(self) -> int:
+        return self.options.hand_size or self.ruleset.hand_size
+
+    @property
+    def is_over(self) -> bool:
+        return self.phase is Phase.OVER
+
+    @property
+    def current_player(self) -> int:
+        """The seat that must act now (the owner of a side Mud left too full)."""
+        if self.phase is Phase.MUD_DISCARD:
+            return self.mud_pending[0][0]
+        return self.player
+
+    @property
+    def available(self) -> int:
+        """Troop cards not face up anywhere: what completions may draw on."""
+        return self.ruleset.troop_mask & ~self.public
+
+    def claimed_by(self, seat: int) -> list[int]:
+        return [i for i, f in enumerate(self.flags) if f.claimed == seat]
+
+    def clone(self) -> GameState:
+        new = GameState.__new__(GameState)
+        new.ruleset, new.options, new.seed = self.ruleset, self.options, self.seed
+        new.flags = [f.copy() for f in self.flags]
+        new.hands = [self.hands[0][:], self.hands[1][:]]
+        new.decks = [self.decks[0][:], self.decks[1][:]]
+        new.removed = self.removed[:]
+        new.discards = [self.discards[0][:], self.discards[1][:]]
+        new.returned = [self.returned[0][:], self.returned[1][:]]
+        new.player, new.phase, new.ply, new.seq = self.player, self.phase, self.ply, self.seq
+        new.scout_draws, new.scout_returns = self.scout_draws, self.scout_returns
+        new.may_draw, new.mud_pending = self.may_draw, self.mud_pending[:]
+        new.idle_turns, new.progress, new.winner = self.idle_turns, self.progress, self.winner
+        new.viewer = self.viewer
+        new.tactics_played, new.leader_used = self.tactics_played[:], self.leader_used[:]
+        new.public = self.public
+        new._claim_cache = dict(self._claim_cache)
+        new._legal = self._legal
+        return new
+
+    # ------------------------------------------------------------------ claims
+
+    def claim_verdict(self, flag: int, seat: int) -> ClaimVerdict:
+        """Whether ``seat`` could claim ``flag`` now, and why (cached while exact).
+
+        A verdict stays exact while the flag is unchanged: a granted claim stays
+        granted (unseen cards only ever become fewer), and a refusal stays a
+        refusal while every card of its refutation is still unseen.
+        """
+        f = self.flags[flag]
+        cached = self._claim_cache.get((flag, seat))
+        if cached is not None and cached[0] == f.version:
+            verdict = cached[1]
+            if verdict.granted or not verdict.refutation:
+                return verdict
+            mask = verdict.refutation_mask
+            if self.available & mask == mask:
+                return verdict
+        verdict = decide_claim(self.ruleset, f, flag, seat, self.available)
+        self._claim_cache[(flag, seat)] = (f.version, verdict)
+        return verdict
+
+    def _claims_allowed(self) -> bool:
+        if self.phase is Phase.PLAY:
+            return (
+                self.ruleset.claim_any_time
+                or self.options.claim_timing is ClaimTiming.START_OF_TURN
+            )
+        if self.phase is Phase.FINISH:
+            return (
+                self.ruleset.claim_any_time or self.options.claim_timing is ClaimTiming.AFTER_PLAY
+            )
+        return False
+
+    def _claim_actions(self) -> list[Action]:
+        seat = self.player
+        return [
+            CLAIMS[i]
+            for i, f in enumerate(self.flags)
+            if f.claimed == UNCLAIMED
+            and len(f.cards[seat]) >= f.size
+            and self.claim_verdict(i, seat).granted
+        ]
+
+    # ----------------------------------------------------------- legal actions
+
+    def can_place_troop(self, seat: int) -> bool:
+        """Whether ``seat`` holds a troop card and has an open slot for it."""
+        return any(not is_tactic(c) for c in self.hands[seat]) and any(
+            f.is_open(seat) for f in self.flags
+        )
+
+    def tactic_refusal(self, seat: int, card: int) -> RuleError | None:
+        """Why ``seat`` may not play tactic ``card`` now (None: it may)."""
+        if not self.ruleset.tactics:
+            return RuleError(
+                ErrorCode.NOT_IN_RULESET, f"{self.ruleset.name} is played without tactics cards"
+            )
+        mine, theirs = self.tactics_played[seat], self.tactics_played[1 - seat]
+        if mine > theirs:
+            return RuleError(
+                ErrorCode.TACTICS_PARITY,
+                f"you have played {mine} tactics and your opponent {theirs}: "
+                "wait until they play one",
+            )
+        if card in LEADERS and self.leader_used[seat]:
+            return RuleError(
+                ErrorCode.LEADER_USED,
+                "you have already played a Leader: a second one stays in hand",
+            )
+        return None
+
+    def legal_actions(self) -> list[Action]:
+        """Every action the player to act may take, in a fixed order."""
+        if self._legal is None:
+            self._legal = self._generate()
+        return self._legal
+
+    def _generate(self) -> list[Action]:
+        phase, seat = self.phase, self.current_player
+        if phase is Phase.OVER:
+            return []
+        if phase is Phase.SCOUT_DRAW:
+            return [
+                Action(Kind.SCOUT_DRAW, deck=d) for d in (TROOP_DECK, TACTIC_DECK) if self.decks[d]
+            ]
+        if phase is Phase.SCOUT_RETURN:
+            return [Action(Kind.SCOUT_RETURN, card=c) for c in dict.fromkeys(self.hands[seat])]
+        if phase is Phase.MUD_DISCARD:
+            flag = self.mud_pending[0][1]
+            return [
+                Action(Kind.MUD_DISCARD, card=c, flag=flag) for c in self.flags[flag].cards[seat]
+            ]
+        actions = self._claim_actions() if self._claims_allowed() else []
+        if phase is Phase.FINISH:
+            draws = (
+                [DRAWS[d] for d in (TROOP_DECK, TACTIC_DECK) if self.decks[d]]
+                if self._draw_due()
+                else []
+            )
+            return actions + (draws or [END])
+        return actions + self._plays(seat)
+
+    def _draw_due(self) -> bool:
+        return self.may_draw and len(self.hands[self.player]) < self.hand_size
+
+    def _plays(self, seat: int) -> list[Action]:
+        open_flags = [
+            i for i, f in enumerate(self.flags) if f.claimed < 0 and len(f.cards[seat]) < f.size
+        ]
+        actions: list[Action] = []
+        hand = self.hands[seat]
+        troops = [c for c in hand if c not in TACTIC_CARDS]
+        for card in troops:
+            row = PLAYS[card]
+            actions += [row[i] for i in open_flags]
+        if len(troops) < len(hand):
+            for card in dict.fromkeys(c for c in hand if c in TACTIC_CARDS):
+                if card >= 0 and self.tactic_refusal(seat, card) is None:
+                    actions += self._tactic_plays(seat, card, open_flags)
+        if not (troops and open_flags):
+            actions.append(PASS)
+        return actions
+
+    def _tactic_plays(self, seat: int, card: int, open_flags: list[int]) -> list[Action]:
+        flags, other = self.flags, 1 - seat
+        live = [i for i, f in enumerate(flags) if f.claimed == UNCLAIMED]
+        if card in MORALE:
+            return [PLAYS[card][i] for i in open_flags]
+        if card in ENVIRONMENT:
+            return [
+                Action(Kind.PLAY, card=card, flag=i)
+                for i in live
+                if all(e != card for e, _ in flags[i].env)
+            ]
+        if card == Tactic.SCOUT:
+            return [Action(Kind.PLAY, card=card)] if self.decks[0] or self.decks[1] else []
+        actions = []
+        if card == Tactic.REDEPLOY:
+            for i in live:
+                for target in self._own_cards(i, seat):
+                    actions.append(Action(Kind.REDEPLOY, card, i, target, DISCARD))
+                    movable = (j for j in live if j != i)
+                    dests = [
+                        j
+                        for j in movable
+                        if (
+                            all(e != target for e, _ in flags[j].env)
+                            if target in ENVIRONMENT
+                            else flags[j].is_open(seat)
+                        )
+                    ]
+                    actions.extend(Action(Kind.REDEPLOY, card, i, target, j) for j in dests)
+        elif card == Tactic.DESERTER:
+            for i in live:
+                actions.extend(
+                    Action(Kind.DESERTER, card, i, target) for target in self._own_cards(i, other)
+                )
+        elif card == Tactic.TRAITOR:
+            for i in live:
+                for target in flags[i].cards[other]:
+                    if not is_tactic(target):
+                        actions.extend(Action(Kind.TRAITOR, card, i, target, j) for j in open_flags)
+        return actions
+
+    def _own_cards(self, flag: int, seat: int) -> list[int]:
+        f = self.flags[flag]
+        return f.cards[seat] + [card for card, owner in f.env if owner == seat]
+
+    # ------------------------------------------------------------------- apply
+
+    def apply(self, action: Action) -> Event:
+        """Apply a legal action; anything else raises RuleError and changes nothing."""
+        if self.viewer is not None:
+            raise RuleError(ErrorCode.WRONG_PHASE, "a view cannot be played on; sample a world")
+        if action not in self.legal_actions():
+            raise self.diagnose(action)
+        return self.apply_unchecked(action)
+
+    def apply_unchecked(self, action: Action) -> Event:
+        """Apply an action taken from `legal_actions` (the search hot path)."""
+        seat, ply = self.current_player, self.ply
+        self._legal = None
+        drawn = -1
+        kind = action.kind
+        if kind is Kind.PLAY:
+            self._play(seat, action)
+        elif kind is Kind.CLAIM:
+            self._claim(seat, action.flag)
+        elif kind is Kind.DRAW:
+            drawn = self._draw(seat, action.deck)
+            self._end_turn()
+        elif kind is Kind.END:
+            self._end_turn()
+        elif kind is Kind.PASS:
+            self._after_play()
+        elif kind is Kind.SCOUT_DRAW:
+            drawn = self._draw(seat, action.deck)
+            self.scout_draws -= 1
+            if not self.scout_draws or not (self.decks[0] or self.decks[1]):
+                self._start_scout_return()
+        elif kind is Kind.SCOUT_RETURN:
+            self._return(seat, action.card)
+        elif kind is Kind.MUD_DISCARD:
+            self._mud_discard(seat, action)
+        else:
+            self._guile(seat, action)
+        return Event(ply, seat, action, drawn)
+
+    def _play(self, seat: int, action: Action) -> None:
+        card = action.card
+        self.hands[seat].remove(card)
+        self.progress = True
+        self.public |= 1 << card
+        if is_tactic(card):
+            self.tactics_played[seat] += 1
+            if card in LEADERS:
+                self.leader_used[seat] = True
+        if card == Tactic.SCOUT:
+            self.discards[seat].append(card)
+            self.phase = Phase.SCOUT_DRAW
+            self.scout_draws = 3
+            self.may_draw = False
+            return
+        flag = self.flags[action.flag]
+        if card in ENVIRONMENT:
+            flag.add_env(card, seat)
+        else:
+            self.seq += 1
+            flag.place(seat, card, self.seq)
+        self._after_play()
+
+    def _guile(self, seat: int, action: Action) -> None:
+        card, target = action.card, action.target
+        self.hands[seat].remove(card)
+        self.discards[seat].append(card)
+        self.public |= 1 << card
+        self.tactics_played[seat] += 1
+        self.progress = True
+        owner = seat if action.kind is Kind.REDEPLOY else 1 - seat
+        source = self.flags[action.flag]
+        if target in ENVIRONMENT:
+            source.remove_env(target, owner)
+        else:
+            source.take(owner, target)
+        if action.kind is Kind.DESERTER or action.to_flag == DISCARD:
+            self.discards[owner].append(target)
+        elif target in ENVIRONMENT:
+            self.flags[action.to_flag].add_env(target, seat)
+        else:
+            self.seq += 1
+            self.flags[action.to_flag].place(seat, target, self.seq)
+        if target == Tactic.MUD:
+            self.mud_pending = [
+                (s, action.flag) for s in (seat, 1 - seat) if len(source.cards[s]) > source.size
+            ]
+            if self.mud_pending:
+                self.phase = Phase.MUD_DISCARD
+                return
+        self._after_play()
+
+    def _mud_discard(self, seat: int, action: Action) -> None:
+        self.flags[action.flag].take(seat, action.card)
+        self.discards[seat].append(action.card)
+        self.public |= 1 << action.card
+        self.mud_pending.pop(0)
+        if not self.mud_pending:
+            self._after_play()
+
+    def _after_play(self) -> None:
+        self.phase = Phase.FINISH
+
+    def _start_scout_return(self) -> None:
+        self.scout_returns = min(2, len(self.hands[self.player]))
+        self.phase = Phase.SCOUT_RETURN if self.scout_returns else Phase.FINISH
+
+    def _return(self, seat: int, card: int) -> None:
+        self.hands[seat].remove(card)
+        self.decks[TACTIC_DECK if is_tactic(card) else TROOP_DECK].append(card)
+        self.returned[seat].append(card)
+        self.scout_returns -= 1
+        if not self.scout_returns:
+            self._after_play()
+
+    def _draw(self, seat: int, deck: int) -> int:
+        card = self.decks[deck].pop()
+        self.hands[seat].append(card)
+        self.progress = True
+        return card
+
+    def _claim(self, seat: int, flag: int) -> None:
+        self.flags[flag].claim(seat)
+        self.progress = True
+        if self.ruleset.has_won(self.claimed_by(seat)):
+            self._finish(seat)
+
+    def _end_turn(self) -> None:
+        self.idle_turns = 0 if self.progress else self.idle_turns + 1
+        if self.idle_turns >= 2:
+            self._settle_stalemate()
+            return
+        self.progress = False
+        self.player = 1 - self.player
+        self.ply += 1
+        self.phase = Phase.PLAY
+        self.may_draw = True
+
+    def _settle_stalemate(self) -> None:
+        """Two turns in a row changed nothing, so nothing ever will (docs/RULES.md).
+
+        Each open flag a seat could prove goes to it; then a seat that has won
+        by the ruleset wins, else the seat with more flags, else it is a draw.
+        """
+        for i, flag in enumerate(self.flags):
+            for seat in (self.player, 1 - self.player):
+                if (
+                    flag.claimed == UNCLAIMED
+                    and len(flag.cards[seat]) >= flag.size
+                    and self.claim_verdict(i, seat).granted
+                ):
+                    flag.claim(seat)
+        won = [s for s in (0, 1) if self.ruleset.has_won(self.claimed_by(s))]
+        counts = [len(self.claimed_by(s)) for s in (0, 1)]
+        if len(won) == 1:
+            self._finish(won[0])
+        else:
+            self._finish(None if counts[0] == counts[1] else counts.index(max(counts)))
+
+    def _finish(self, winner: int | None) -> None:
+        self.winner = winner
+        self.phase = Phase.OVER
+        self._legal = None
+
+    def resign(self, seat: int) -> None:
+        """``seat`` gives up: the opponent wins at once."""
+        if self.is_over:
+            raise RuleError(ErrorCode.GAME_OVER, "the game is over")
+        self._finish(1 - seat)
+
+    # --------------------------------------------------------------- diagnose
+
+    def diagnose(self, action: Action) -> RuleError:
+        """The precise reason an action that is not legal now is refused."""
+        seat, phase = self.current_player, self.phase
+        if phase is Phase.OVER:
+            return RuleError(ErrorCode.GAME_OVER, "the game is over")
+        kind = action.kind
+        allowed = {
+            Phase.PLAY: {Kind.PLAY, Kind.PASS, Kind.REDEPLOY, Kind.DESERTER, Kind.TRAITOR},
+            Phase.SCOUT_DRAW: {Kind.SCOUT_DRAW},
+            Phase.SCOUT_RETURN: {Kind.SCOUT_RETURN},
+            Phase.MUD_DISCARD: {Kind.MUD_DISCARD},
+            Phase.FINISH: {Kind.DRAW, Kind.END},
+        }
+        if self._claims_allowed():
+            allowed[phase].add(Kind.CLAIM)
+        if kind not in allowed[phase]:
+            if kind is Kind.CLAIM:
+                when = (
+                    "before playing"
+                    if self.options.claim_timing is ClaimTiming.START_OF_TURN
+                    else "after playing, before drawing"
+                )
+                return RuleError(ErrorCode.WRONG_PHASE, f"claims are made {when}")
+            words = ", ".join(sorted(k.name.lower().replace("_", "-") for k in allowed[phase]))
+            return RuleError(
+                ErrorCode.WRONG_PHASE, f"now is the {phase.name.lower()} step: expected {words}"
+            )
+        n = len(self.flags)
+        for flag in (action.flag, action.to_flag):
+            if flag != -1 and not 0 <= flag < n:
+                return RuleError(ErrorCode.NO_SUCH_FLAG, f"there are flags 1 to {n} only")
+        if kind is Kind.CLAIM:
+            return self._diagnose_claim(seat, action.flag)
+        if kind in (Kind.DRAW, Kind.SCOUT_DRAW):
+            if action.deck not in (TROOP_DECK, TACTIC_DECK) or not self.decks[action.deck]:
+                return RuleError(ErrorCode.DECK_EMPTY, "that deck is empty")
+            return RuleError(ErrorCode.HAND_FULL, "no draw is due: end the turn")
+        if kind is Kind.END:
+            return RuleError(ErrorCode.WRONG_PHASE, "a draw is due: draw before ending the turn")
+        if kind is Kind.PASS:
+            return RuleError(
+                ErrorCode.MUST_PLAY_TROOP, "you can place a troop card, so you may not pass"
+            )
+        if kind is Kind.MUD_DISCARD:
+            return RuleError(
+                ErrorCode.BAD_TARGET,
+                f"discard one of your cards at flag {self.mud_pending[0][1] + 1}",
+            )
+        if action.card not in self.hands[seat]:
+            return RuleError(
+                ErrorCode.CARD_NOT_IN_HAND, f"{_name(action.card)} is not in your hand"
+            )
+        if is_tactic(action.card):
+            refusal = self.tactic_refusal(seat, action.card)
+            if refusal is not None:
+                return refusal
+        return self._diagnose_placement(seat, action)
+
+    def _diagnose_claim(self, seat: int, flag: int) -> RuleError:
+        verdict = decide_claim(self.ruleset, self.flags[flag], flag, seat, self.available)
+        f = self.flags[flag]
+        if f.claimed != UNCLAIMED:
+            code = ErrorCode.FLAG_CLAIMED
+        elif len(f.cards[seat]) < f.size:
+            code = ErrorCode.SIDE_INCOMPLETE
+        else:
+            code = ErrorCode.CLAIM_UNPROVEN
+        return RuleError(code, verdict.reason)
+
+    def _diagnose_placement(self, seat: int, action: Action) -> RuleError:
+        kind, card = action.kind, action.card
+        if kind is Kind.PLAY:
+            return self._diagnose_play(seat, action)
+        flag = self.flags[action.flag] if action.flag >= 0 else None
+        if flag is None:
+            return RuleError(ErrorCode.MALFORMED, "name the card and its flag: CARD@FLAG")
+        if flag.claimed != UNCLAIMED:
+            return RuleError(ErrorCode.FLAG_CLAIMED, f"flag {action.flag + 1} is claimed")
+        expected = {
+            Kind.REDEPLOY: Tactic.REDEPLOY,
+            Kind.DESERTER: Tactic.DESERTER,
+            Kind.TRAITOR: Tactic.TRAITOR,
+        }[kind]
+        if card != expected:
+            return RuleError(
+                ErrorCode.MALFORMED, f"{kind.name.lower()} is played with {expected.name}"
+            )
+        owner = seat if kind is Kind.REDEPLOY else 1 - seat
+        whose = "your" if owner == seat else "your opponent's"
+        if action.target not in self._own_cards(action.flag, owner):
+            return RuleError(
+                ErrorCode.BAD_TARGET,
+                f"{_name(action.target)} is not on {whose} side of flag {action.flag + 1}",
+            )
+        if kind is Kind.TRAITOR and is_tactic(action.target):
+            return RuleError(ErrorCode.BAD_TARGET, "Traitor takes troop cards only, not tactics")
+        if action.to_flag == action.flag:
+            return RuleError(ErrorCode.BAD_TARGET, "Redeploy moves a card to another flag")
+        dest = self.flags[action.to_flag]
+        if dest.claimed != UNCLAIMED:
+            return RuleError(ErrorCode.FLAG_CLAIMED, f"flag {action.to_flag + 1} is claimed")
+        return RuleError(ErrorCode.SLOT_FULL, f"your side of flag {action.to_flag + 1} is full")
+
+    def _diagnose_play(self, seat: int, action: Action) -> RuleError:
+        card, index = action.card, action.flag
+        if card in (Tactic.REDEPLOY, Tactic.DESERTER, Tactic.TRAITOR):
+            return RuleError(
+                ErrorCode.MALFORMED,
+                f"{_name(card)} is played as '{_name(card).lower()} CARD@FLAG ...'",
+            )
+        if card == Tactic.SCOUT:
+            if index != -1:
+                return RuleError(ErrorCode.MALFORMED, "Scout goes to no flag: play SCOUT")
+            return RuleError(
+                ErrorCode.DECK_EMPTY, "both decks are empty: Scout has nothing to draw"
+            )
+        if index == -1:
+            return RuleError(
+                ErrorCode.MALFORMED, f"say where to play {_name(card)}: play CARD@FLAG"
+            )
+        flag = self.flags[index]
+        if flag.claimed != UNCLAIMED:
+            return RuleError(ErrorCode.FLAG_CLAIMED, f"flag {index + 1} is claimed")
+        if card in ENVIRONMENT:
+            return RuleError(ErrorCode.BAD_TARGET, f"flag {index + 1} already has {_name(card)}")
+        return RuleError(ErrorCode.SLOT_FULL, f"your side of flag {index + 1} is full")
+
+    # ------------------------------------------------------------------ views
+
+    def view(self, viewer: int) -> GameState:
+        """What ``viewer`` (seat 0, 1 or SPECTATOR) may see; everything once the game is over.
+
+        The single place where hidden information is removed: hands, deck
+        order and removed cards become placeholders, except the viewer's own
+        hand and the cards it put back with Scout (wherever they are now).
+        """
+        view = self.clone()
+        view.viewer = viewer
+        view._claim_cache = {}
+        if self.is_over:
+            return view
+        view.seed = None
+        known = set(self.returned[viewer]) if viewer != SPECTATOR else set()
+        for seat in (0, 1):
+            if seat != viewer:
+                view.hands[seat] = [_hide(c, known) for c in self.hands[seat]]
+        view.decks = [[_hide(c, known) for c in deck] for deck in self.decks]
+        view.removed = [UNKNOWN_TROOP for _ in self.removed]
+        view.returned = [
+            [
+                c
+                for c in self.returned[s]
+                if s == viewer
+                and c in known
+                and (c in self.decks[0] or c in self.decks[1] or c in self.hands[1 - s])
+            ]
+            for s in (0, 1)
+        ]
+        return view
+
+    def sample_world(self, rng: random.Random) -> GameState:
+        """A full state drawn uniformly from those consistent with this view."""
+        world = self.clone()
+        world.viewer = None
+        seen: set[int] = set()
+        for cards in (*self.hands, *self.decks, self.removed, *self.discards):
+            seen.update(c for c in cards if c >= 0)
+        for f in self.flags:
+            seen.update(f.cards[0] + f.cards[1] + [c for c, _ in f.env])
+        troops = [c for c in self.ruleset.troops if c not in seen]
+        tactics = [c for c in self.ruleset.tactics if c not in seen]
+        rng.shuffle(troops)
+        rng.shuffle(tactics)
+        pools = {UNKNOWN_TROOP: troops, UNKNOWN_TACTIC: tactics}
+
+        def fill(cards: list[int]) -> list[int]:
+            return [pools[c].pop() if c < 0 else c for c in cards]
+
+        world.hands = [fill(h) for h in self.hands]
+        world.decks = [fill(d) for d in self.decks]
+        world.removed = fill(self.removed)
+        if troops or tactics:
+            raise ValueError("view is inconsistent: unseen cards left over after dealing")
+        return world
+
+
+def _hide(card: int, known: set[int]) -> int:
+    if card in known:
+        return card
+    return UNKNOWN_TACTIC if is_tactic(card) else UNKNOWN_TROOP
+
+
+def _name(card: int) -> str:
+    return card_name(card) if card >= -2 else str(card)
+
+
+def new_game(
+    ruleset: str | Ruleset, options: Options | None = None, seed: int | None = None
+) -> GameState:
+    """Shuffle with ``seed`` (random if None) and deal a new game."""
+    rules = RULESETS[ruleset] if isinstance(ruleset, str) else ruleset
+    options = options or Options()
+    validate_options(rules, options)
+    if seed is None:
+        seed = random.SystemRandom().getrandbits(63)
+    rng = random.Random(seed)
+    state = GameState(rules, options, seed)
+    troops, tactics = list(rules.troops), list(rules.tactics)
+    rng.shuffle(troops)
+    rng.shuffle(tactics)
+    for _ in range(rules.hidden_removed):
+        state.removed.append(troops.pop())
+    for _ in range(state.hand_size):
+        for seat in (options.first_player, 1 - options.first_player):
+            state.hands[seat].append(troops.pop())
+    state.decks = [troops, tactics]
+    return state
