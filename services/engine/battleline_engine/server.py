@@ -73,6 +73,7 @@ class EngineServer:
         self.config = config
         self._monitor: asyncio.Task[None] | None = None
         self._stopping = False
+        self._stop_event = asyncio.Event()
 
     @property
     def address(self) -> str:
@@ -86,7 +87,7 @@ class EngineServer:
     async def _watch_redis(self) -> None:
         """Report NOT_SERVING while Redis is unreachable: without it nothing can be served."""
         healthy: bool | None = None
-        while True:
+        while not self._stop_event.is_set():
             try:
                 ok = await asyncio.wait_for(self.storage.ping(), self.config.health_interval_s)
                 LIVE_MATCHES.set(await self.storage.live_count())
@@ -97,7 +98,10 @@ class EngineServer:
                 log.log(logging.INFO if ok else logging.WARNING, "redis %s",
                         "reachable" if ok else "unreachable")
                 healthy = ok
-            await asyncio.sleep(self.config.health_interval_s)
+            # Wait on an event rather than being cancelled: on Python 3.11 a cancel can be
+            # swallowed by the wait_for above, which would leave this loop running.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop_event.wait(), self.config.health_interval_s)
 
     async def stop(self, grace_s: float | None = None) -> None:
         """NOT_SERVING, wait `drain_s` so balancers move away, then stop with a grace period."""
@@ -105,10 +109,10 @@ class EngineServer:
             return
         self._stopping = True
         await self.health.enter_graceful_shutdown()
+        self._stop_event.set()
         if self._monitor is not None:
+            await asyncio.wait([self._monitor], timeout=2 * self.config.health_interval_s + 1)
             self._monitor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._monitor
         await asyncio.sleep(self.config.drain_s)
         await self.server.stop(self.config.grace_s if grace_s is None else grace_s)
         log.info("engine stopped")
