@@ -73,7 +73,7 @@ def _files(root: Path) -> set[Path]:
 
 
 def check() -> int:
-    """Regenerate into a temp dir; return 1 and list differences if the committed files are stale."""
+    """Regenerate into a temp dir; return 1 and list the stale files if they differ."""
     with tempfile.TemporaryDirectory() as tmp:
         fresh_root = Path(tmp)
         generate(fresh_root)
