@@ -3,9 +3,11 @@
 import typer
 
 from .commands.analyze import analyze
+from .commands.serve import serve
 
 app = typer.Typer(help="Battle Line Online: serve, play, analyse.", no_args_is_help=True)
 app.command()(analyze)
+app.command()(serve)
 
 
 @app.callback()

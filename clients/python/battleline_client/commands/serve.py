@@ -1,0 +1,82 @@
+"""`battleline serve`: run the engine, with an embedded Redis unless one is given."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+log = logging.getLogger("battleline.serve")
+
+
+def serve(
+    port: Annotated[int, typer.Option(envvar="BATTLELINE_PORT", help="gRPC port, 0: any.")] = 50051,
+    host: Annotated[str, typer.Option(envvar="BATTLELINE_HOST", help="Address to bind.")] = (
+        "127.0.0.1"
+    ),
+    data_dir: Annotated[Path, typer.Option(
+        envvar="BATTLELINE_DATA_DIR", help="Where the embedded Redis keeps its data."
+    )] = Path("data"),
+    redis_url: Annotated[str | None, typer.Option(
+        envvar="REDIS_URL", help="Use this Redis instead of starting an embedded one."
+    )] = None,
+    tls_cert: Annotated[Path | None, typer.Option(help="PEM certificate; enables TLS.")] = None,
+    tls_key: Annotated[Path | None, typer.Option(help="PEM private key for --tls-cert.")] = None,
+    metrics_port: Annotated[int, typer.Option(
+        envvar="BATTLELINE_METRICS_PORT", help="Prometheus /metrics port (0: off)."
+    )] = 0,
+    retention: Annotated[int, typer.Option(
+        envvar="BATTLELINE_RETENTION_S", help="Seconds a finished match is kept."
+    )] = 7 * 24 * 3600,
+    grace: Annotated[float, typer.Option(help="Seconds running calls get on shutdown.")] = 5.0,
+    log_level: Annotated[str, typer.Option(envvar="BATTLELINE_LOG_LEVEL")] = "info",
+    log_format: Annotated[str, typer.Option(help="json or text.")] = "json",
+) -> None:
+    """Start the Battle Line engine (gRPC) until SIGINT/SIGTERM."""
+    from battleline_engine import logs
+    from battleline_engine.redis_server import EmbeddedRedis
+
+    logs.configure(log_level, log_format)
+    embedded: EmbeddedRedis | None = None
+    if not redis_url:
+        embedded = EmbeddedRedis(data_dir)
+        redis_url = embedded.start()
+    try:
+        asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention, grace))
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+async def _run(
+    redis_url: str, port: int, host: str, tls_cert: Path | None, tls_key: Path | None,
+    metrics_port: int, retention: int, grace: float,
+) -> None:
+    from battleline_engine import metrics
+    from battleline_engine.server import ServerConfig, start_server
+    from battleline_engine.storage import Storage
+    from battleline_engine.wiring import default_services
+
+    storage = Storage.from_url(redis_url, retention_s=retention)
+    config = ServerConfig(host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, grace_s=grace)
+    engine = await start_server(config, storage, default_services(storage))
+    if metrics_port:
+        metrics.serve_metrics(metrics_port, host)
+    # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
+    print(f"battleline engine listening on {engine.address}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+        log.info("shutting down")
+    finally:
+        await engine.stop()
+        with contextlib.suppress(Exception):
+            await storage.close()

@@ -1,0 +1,87 @@
+"""`battleline serve` as a real process: embedded Redis, health, metrics, clean exit."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import grpc
+import pytest
+import redis
+from battleline_engine.redis_server import free_port
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+BATTLELINE = str(Path(sys.executable).parent / "battleline")
+
+
+def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [BATTLELINE, "serve", "--port", "0", "--grace", "1", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "REDIS_URL": ""},
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()  # blocks until the server is listening (or exits)
+    if "listening on" not in line:
+        process.kill()
+        raise AssertionError(f"serve did not start: {line!r} {process.stderr.read()}")  # type: ignore[union-attr]
+    return process, line.rsplit(" ", 1)[1].strip()
+
+
+def _serving(address: str) -> int:
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        deadline = time.monotonic() + 10
+        status = health_pb2.HealthCheckResponse.UNKNOWN
+        while time.monotonic() < deadline:
+            status = stub.Check(health_pb2.HealthCheckRequest(), timeout=2).status
+            if status == health_pb2.HealthCheckResponse.SERVING:
+                break
+            time.sleep(0.05)
+        return int(status)
+
+
+def _stop(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    return err
+
+
+@pytest.mark.timeout(60)
+def test_serve_with_embedded_redis(tmp_path: Path) -> None:
+    metrics_port = free_port()
+    process, address = _start("--data-dir", str(tmp_path / "data"),
+                              "--metrics-port", str(metrics_port))
+    try:
+        assert _serving(address) == health_pb2.HealthCheckResponse.SERVING
+        text = urllib.request.urlopen(
+            f"http://127.0.0.1:{metrics_port}/metrics", timeout=5
+        ).read().decode()
+        assert "battleline_rpc_latency_seconds" in text
+    finally:
+        err = _stop(process)
+    logs = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    started = [rec for rec in logs if rec["message"] == "embedded redis started"]
+    assert started and started[0]["data_dir"] == str(tmp_path / "data")
+    assert any(rec["message"] == "embedded redis stopped" for rec in logs)
+    assert (tmp_path / "data" / "appendonly.aof").exists()
+    with pytest.raises(redis.ConnectionError):
+        redis.Redis(port=started[0]["port"], socket_connect_timeout=1).ping()
+
+
+@pytest.mark.timeout(60)
+def test_serve_with_external_redis(redis_url: str, tmp_path: Path) -> None:
+    process, address = _start("--redis-url", redis_url, "--data-dir", str(tmp_path))
+    try:
+        assert _serving(address) == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        err = _stop(process)
+    assert "embedded redis" not in err
+    assert not (tmp_path / "appendonly.aof").exists()
