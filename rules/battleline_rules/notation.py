@@ -114,9 +114,11 @@ def load_position(text: str) -> GameState:
             raise ValueError(f"line {number}: expected 'key: value', got {raw!r}")
         fields[key.strip()] = value.strip()
     try:
-        return _build(fields)
+        state = _build(fields)
     except KeyError as missing:
         raise ValueError(f"position lacks the line {missing.args[0]!r}") from None
+    _check_consistent(state)
+    return state
 
 
 def _build(fields: dict[str, str]) -> GameState:
@@ -133,6 +135,9 @@ def _build(fields: dict[str, str]) -> GameState:
     state.seed = None if fields["seed"] == "-" else int(fields["seed"])
     turn = dict(word.split("=", 1) for word in fields["turn"].split())
     state.player = _seat(turn["player"])
+    if turn["phase"].upper() not in Phase.__members__:
+        phases = ", ".join(p.lower() for p in Phase.__members__)
+        raise ValueError(f"unknown phase {turn['phase']!r}: use one of {phases}")
     state.phase = Phase[turn["phase"].upper()]
     state.ply, state.seq = int(turn["ply"]), int(turn["seq"])
     state.idle_turns, state.progress = int(turn["idle"]), turn["progress"] == "1"
@@ -197,3 +202,41 @@ def _derive_counters(state: GameState) -> None:
     state.tactics_played = [len(played[0]), len(played[1])]
     state.leader_used = [any(c in LEADERS for c in played[s]) for s in (0, 1)]
     state.public = public
+
+
+def _check_consistent(state: GameState) -> None:
+    """Refuse positions the rules could not reach: a card twice, a card lost, a bad step.
+
+    A full state holds every card of its ruleset exactly once; a view holds
+    each card it shows once and one placeholder for every card it hides.
+    """
+    places: list[int] = []
+    for cards in (*state.hands, *state.decks, state.removed, *state.discards):
+        places += cards
+    for flag in state.flags:
+        places += flag.cards[0] + flag.cards[1] + [c for c, _ in flag.env]
+        if max(len(flag.cards[0]), len(flag.cards[1])) > flag.size and not state.mud_pending:
+            raise ValueError("a side holds more cards than its flag allows")
+    shown = [c for c in places if c >= 0]
+    twice = {c for c in shown if shown.count(c) > 1}
+    if twice:
+        raise ValueError(f"cards in two places: {' '.join(card_name(c) for c in sorted(twice))}")
+    rules = state.ruleset
+    for pool, placeholder, kind in ((rules.troops, UNKNOWN_TROOP, "troop"),
+                                    (rules.tactics, UNKNOWN_TACTIC, "tactic")):
+        hidden = places.count(placeholder)
+        unseen = [c for c in pool if c not in set(shown)]
+        if state.viewer is None and hidden:
+            raise ValueError("a full state (viewer: full) cannot hide cards")
+        if hidden != len(unseen):
+            missing = " ".join(card_name(c) for c in unseen[:5])
+            raise ValueError(f"{len(unseen)} {kind} cards are unaccounted for ({missing}...) "
+                             f"but {hidden} are hidden")
+    foreign = [c for c in shown if c not in rules.troops and c not in rules.tactics]
+    if foreign:
+        raise ValueError(f"{card_name(foreign[0])} is not a card of {rules.name}")
+    steps = {Phase.MUD_DISCARD: bool(state.mud_pending), Phase.SCOUT_DRAW: state.scout_draws > 0,
+             Phase.SCOUT_RETURN: state.scout_returns > 0, Phase.OVER: True}
+    if not steps.get(state.phase, not state.mud_pending):
+        raise ValueError(f"phase {state.phase.name.lower()} does not match its counters "
+                         "(mud-pending, scout=draws/returns)")

@@ -261,14 +261,18 @@ class GameState:
         return None
 
     def legal_actions(self) -> list[Action]:
-        """Every action the player to act may take, in a fixed order."""
+        """Every action the player to act may take, in a fixed order.
+
+        On a view only the viewer's own actions are known: when another seat
+        is to act, the list is empty.
+        """
         if self._legal is None:
             self._legal = self._generate()
         return self._legal
 
     def _generate(self) -> list[Action]:
         phase, seat = self.phase, self.current_player
-        if phase is Phase.OVER:
+        if phase is Phase.OVER or self.viewer not in (None, seat):
             return []
         if phase is Phase.SCOUT_DRAW:
             return [

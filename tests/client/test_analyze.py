@@ -15,13 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from battleline_client.analysis import analyze_state
 from battleline_client.cli import app
 from battleline_rules import (
     SPECTATOR,
     GameState,
     Kind,
-    Phase,
     brute_force_best,
     card_name,
     decide_claim,
@@ -30,7 +31,6 @@ from battleline_rules import (
     load_position,
     new_game,
 )
-from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "positions").glob("*.txt"))
@@ -149,13 +149,12 @@ FULL_EXAMPLES = [p for p in EXAMPLES if load_position(p.read_text()).viewer is N
 @pytest.mark.parametrize("viewer", [0, 1, SPECTATOR])
 @pytest.mark.parametrize("path", FULL_EXAMPLES, ids=[p.name for p in FULL_EXAMPLES])
 def test_views_list_the_full_states_actions_or_none(path: Path, viewer: int) -> None:
-    """A view lists the real actions, or None when they hang on cards it hides."""
+    """A view lists the real actions to the seat to act, and None to anyone else."""
     state = load_position(path.read_text())
     full = [format_action(a) for a in state.legal_actions()]
     assert _json(path.read_text())["legal_actions"] == full
     shown = _json(dump_position(state.view(viewer)))["legal_actions"]
-    hand_phase = state.phase in (Phase.PLAY, Phase.SCOUT_RETURN)
-    if viewer == state.current_player or not hand_phase:
+    if viewer == state.current_player:
         assert shown == full
     else:
         assert shown is None

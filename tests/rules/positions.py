@@ -68,12 +68,16 @@ def position(
     assert len(taken) == len(used), f"a card appears twice: {sorted(used)}"
     rest_troops = " ".join(card_name(c) for c in rules.troops if c not in taken)
     rest_tactics = " ".join(card_name(c) for c in rules.tactics if c not in taken)
+    # With a deck given, the cards named nowhere are set aside face down (unseen).
+    removed = " ".join(
+        [rest_troops] * (troop_deck is not None) + [rest_tactics] * (tactic_deck is not None)
+    )
     text = _HEADER.format(ruleset=ruleset, options=options, player=player, phase=phase, seq=seq)
     text += "\n".join(lines) + "\n"
     text += f"hand 0: {hands[0] or '-'}\nhand 1: {hands[1] or '-'}\n"
     text += f"deck troop: {troop_deck if troop_deck is not None else rest_troops or '-'}\n"
     text += f"deck tactic: {tactic_deck if tactic_deck is not None else rest_tactics or '-'}\n"
-    text += "removed: -\n"
+    text += f"removed: {removed.strip() or '-'}\n"
     text += f"discard 0: {discards[0] or '-'}\ndiscard 1: {discards[1] or '-'}\n"
     text += "returned 0: -\nreturned 1: -\n"
     return load_position(text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from battleline_rules import Action, ErrorCode, Kind, RuleError, dump_position
 
 from .positions import position

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from battleline_rules import RULESETS, best_formation, parse_card
 
 STANDARD = RULESETS["standard"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from battleline_rules import (
     SPECTATOR,
     ErrorCode,

@@ -19,7 +19,6 @@ from battleline_rules import (
     Formation,
     GameState,
     Kind,
-    Phase,
     best_formation,
     card_name,
     decide_claim,
@@ -32,9 +31,6 @@ Json = dict[str, Any]
 
 _PLACEHOLDERS = (UNKNOWN_TROOP, UNKNOWN_TACTIC)
 # Phases whose legal actions are drawn from the acting player's hand.
-_HAND_PHASES = (Phase.PLAY, Phase.SCOUT_RETURN)
-
-
 def names(cards: list[int] | tuple[int, ...]) -> list[str]:
     """Card names in the rules core's notation (``R7``, ``FOG``, ``?troop``)."""
     return [card_name(c) for c in cards]
@@ -183,14 +179,8 @@ def analyze_state(state: GameState) -> Json:
 
 
 def actions_hidden(state: GameState) -> bool:
-    """Whether the player to act's options hang on cards this view does not show.
-
-    In a view the hidden hand holds placeholders, and the rules core would
-    list plays of them as if they were real cards, so we list nothing instead.
-    """
-    if state.viewer is None or state.is_over or state.phase not in _HAND_PHASES:
-        return False
-    return any(c in _PLACEHOLDERS for c in state.hands[state.current_player])
+    """Whether this is a view of another seat's decision (the rules core lists none)."""
+    return state.viewer not in (None, state.current_player) and not state.is_over
 
 
 def legal_actions(state: GameState) -> list[str] | None:

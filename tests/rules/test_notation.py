@@ -1,0 +1,73 @@
+"""Card, action and position notation: exact round trips, precise refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from battleline_rules import (
+    SPECTATOR,
+    card_name,
+    dump_position,
+    format_action,
+    load_position,
+    new_game,
+    parse_action,
+    parse_card,
+)
+
+
+def test_every_card_name_round_trips() -> None:
+    for card in [*range(0, 70), *range(70, 118), -1, -2]:
+        assert parse_card(card_name(card)) == card
+    assert parse_card("hq") == parse_card("H12") == parse_card("HQ")
+    with pytest.raises(ValueError, match="unknown card"):
+        parse_card("X9")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["play R7@3", "play SCOUT", "redeploy R7@3 5", "redeploy FOG@3 discard", "deserter B4@2",
+     "traitor B4@2 6", "claim 4", "draw troop", "draw tactic", "scout-draw tactic",
+     "scout-return R3", "mud-discard R4@6", "pass", "end"],
+)
+def test_action_notation_round_trips(text: str) -> None:
+    assert format_action(parse_action(text)) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("jump R7@3", "unknown action"), ("play R7@0", "numbered from 1"), ("claim", "takes 1"),
+     ("draw hand", "troop"), ("deserter B4", "CARD@FLAG"), ("play Z1@2", "unknown card")],
+)
+def test_bad_action_text_says_what_is_wrong(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_action(text)
+
+
+@pytest.mark.parametrize("ruleset", ["standard", "basic", "deck52"])
+def test_positions_and_views_round_trip(ruleset: str) -> None:
+    state = new_game(ruleset, seed=11)
+    for viewed in (state, state.view(0), state.view(1), state.view(SPECTATOR)):
+        text = dump_position(viewed)
+        assert dump_position(load_position(text)) == text
+
+
+def _replace(text: str, old: str, new: str) -> str:
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+def test_inconsistent_positions_are_refused() -> None:
+    text = dump_position(new_game("standard", seed=2))
+    hand = next(line for line in text.splitlines() if line.startswith("hand 0:"))
+    first = hand.split()[2]
+    with pytest.raises(ValueError, match="two places"):
+        load_position(_replace(text, hand, hand + " " + first))
+    with pytest.raises(ValueError, match="unaccounted"):
+        load_position(_replace(text, hand, hand.replace(" " + first, "", 1)))
+    with pytest.raises(ValueError, match="unknown phase"):
+        load_position(_replace(text, "phase=play", "phase=bogus"))
+    with pytest.raises(ValueError, match="does not match"):
+        load_position(_replace(text, "phase=play", "phase=mud_discard"))
+    with pytest.raises(ValueError, match="lacks the line"):
+        load_position("\n".join(line for line in text.splitlines() if "flag 3" not in line))
