@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import redis
+
 from battleline_engine.redis_server import EmbeddedRedis, redis_executable
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import grpc
 import pytest
 import redis
-from battleline_engine.redis_server import free_port
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from battleline_engine.redis_server import free_port
 
 BATTLELINE = str(Path(sys.executable).parent / "battleline")
 

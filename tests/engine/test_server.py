@@ -15,15 +15,16 @@ from typing import Any
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+    ProtoReflectionDescriptorDatabase,
+)
+
 from battleline.v1 import lobby_pb2, lobby_pb2_grpc
 from battleline_engine import metrics
 from battleline_engine.redis_server import free_port
 from battleline_engine.server import EngineServer, ServerConfig, start_server
 from battleline_engine.storage import Storage
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
-    ProtoReflectionDescriptorDatabase,
-)
 
 FAST = ServerConfig(port=0, drain_s=0.2, grace_s=1.0, health_interval_s=0.1)
 

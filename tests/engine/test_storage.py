@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import pytest
+
 from battleline_engine import storage as st
 from battleline_engine.storage import CommitStatus, Storage
 
