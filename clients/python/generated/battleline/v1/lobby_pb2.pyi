@@ -33,8 +33,9 @@ class CreateMatchRequest(_message.Message):
     seat: _types_pb2.SeatChoice.ValueType
     """Which seat the creator takes (for LOCAL the creator holds both)."""
     seed: _builtins.int
-    """Seed for a reproducible deal. Refused (INVALID_ARGUMENT) for an OPEN
-    opponent: whoever knows the seed knows the deck.
+    """Seed for a reproducible deal (later games of a series derive theirs from
+    it). Refused (INVALID_ARGUMENT) for an OPEN opponent: whoever knows the
+    seed knows the deck.
     """
     @_builtins.property
     def options(self) -> _types_pb2.MatchOptions:
@@ -120,10 +121,16 @@ class JoinMatchRequest(_message.Message):
     MATCH_ID_FIELD_NUMBER: _builtins.int
     INVITE_CODE_FIELD_NUMBER: _builtins.int
     SEAT_OPTIONS_FIELD_NUMBER: _builtins.int
+    JOIN_TICKET_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """The match id."""
     invite_code: _builtins.str
     """The invite code given at creation."""
+    join_ticket: _builtins.str
+    """For hosted-AI workers: the one-time join ticket from the AI seat-request
+    stream, sent with match_id. It takes the seat reserved for the AI; the
+    server stores only its hash and it cannot be used twice.
+    """
     @_builtins.property
     def seat_options(self) -> _types_pb2.SeatOptions:
         """The joiner's seat preferences."""
@@ -134,10 +141,11 @@ class JoinMatchRequest(_message.Message):
         match_id: _builtins.str = ...,
         invite_code: _builtins.str = ...,
         seat_options: _types_pb2.SeatOptions | None = ...,
+        join_ticket: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["invite_code", b"invite_code", "match_id", b"match_id", "seat_options", b"seat_options", "target", b"target"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["invite_code", b"invite_code", "match_id", b"match_id", "seat_options", b"seat_options", "target", b"target"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["invite_code", b"invite_code", "join_ticket", b"join_ticket", "match_id", b"match_id", "seat_options", b"seat_options", "target", b"target"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_target: _TypeAlias = _typing.Literal["match_id", "invite_code"]  # noqa: Y015
     _WhichOneofArgType_target: _TypeAlias = _typing.Literal["target", b"target"]  # noqa: Y015

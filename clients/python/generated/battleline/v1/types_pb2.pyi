@@ -173,40 +173,46 @@ class _TurnStepEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TurnStep.Val
     DESCRIPTOR: _descriptor.EnumDescriptor
     TURN_STEP_UNSPECIFIED: _TurnStep.ValueType  # 0
     """Not set, or no game in progress."""
-    TURN_STEP_CLAIM_BEFORE_PLAY: _TurnStep.ValueType  # 1
-    """Claim flags before playing (start-of-turn claim timing)."""
     TURN_STEP_PLAY: _TurnStep.ValueType  # 2
-    """Play a card (or pass when no troop can be placed)."""
-    TURN_STEP_CLAIM: _TurnStep.ValueType  # 3
-    """Claim flags after playing, then draw."""
-    TURN_STEP_DRAW: _TurnStep.ValueType  # 4
-    """Draw a card."""
+    """Play a card (or pass when no troop can be placed); claims too with
+    start-of-turn claim timing, and always in deck52.
+    """
+    TURN_STEP_FINISH: _TurnStep.ValueType  # 3
+    """Claims (after-play claim timing, and deck52), then one draw, or "end"
+    when no draw is possible; the draw or "end" ends the turn.
+    """
     TURN_STEP_SCOUT_DRAW: _TurnStep.ValueType  # 5
     """Scout: draw the next of three cards."""
     TURN_STEP_SCOUT_RETURN: _TurnStep.ValueType  # 6
     """Scout: put a card back on top of its deck."""
     TURN_STEP_MUD_DISCARD: _TurnStep.ValueType  # 7
-    """Mud left a flag with four cards on a side: discard one there."""
+    """Mud left a flag with four cards on a side: its owner (who may not be the
+    player whose turn it is) discards one there.
+    """
 
 class TurnStep(_TurnStep, metaclass=_TurnStepEnumTypeWrapper):
-    """The step of the current turn, which decides what actions are legal."""
+    """The step of the current turn, which decides what actions are legal. The
+    steps are the rules core's phases (rules/battleline_rules/state.py).
+    """
 
 TURN_STEP_UNSPECIFIED: TurnStep.ValueType  # 0
 """Not set, or no game in progress."""
-TURN_STEP_CLAIM_BEFORE_PLAY: TurnStep.ValueType  # 1
-"""Claim flags before playing (start-of-turn claim timing)."""
 TURN_STEP_PLAY: TurnStep.ValueType  # 2
-"""Play a card (or pass when no troop can be placed)."""
-TURN_STEP_CLAIM: TurnStep.ValueType  # 3
-"""Claim flags after playing, then draw."""
-TURN_STEP_DRAW: TurnStep.ValueType  # 4
-"""Draw a card."""
+"""Play a card (or pass when no troop can be placed); claims too with
+start-of-turn claim timing, and always in deck52.
+"""
+TURN_STEP_FINISH: TurnStep.ValueType  # 3
+"""Claims (after-play claim timing, and deck52), then one draw, or "end"
+when no draw is possible; the draw or "end" ends the turn.
+"""
 TURN_STEP_SCOUT_DRAW: TurnStep.ValueType  # 5
 """Scout: draw the next of three cards."""
 TURN_STEP_SCOUT_RETURN: TurnStep.ValueType  # 6
 """Scout: put a card back on top of its deck."""
 TURN_STEP_MUD_DISCARD: TurnStep.ValueType  # 7
-"""Mud left a flag with four cards on a side: discard one there."""
+"""Mud left a flag with four cards on a side: its owner (who may not be the
+player whose turn it is) discards one there.
+"""
 Global___TurnStep: _TypeAlias = TurnStep  # noqa: Y015
 
 class _EndReason:
@@ -229,6 +235,10 @@ class _EndReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EndReason.V
     """A player ran out of time."""
     END_REASON_DRAW: _EndReason.ValueType  # 6
     """Neither side can win (drawn game)."""
+    END_REASON_STALEMATE: _EndReason.ValueType  # 7
+    """Two turns in a row changed nothing: provable flags were awarded and the
+    seat with more flags won (docs/RULES.md, "Stalemate").
+    """
 
 class EndReason(_EndReason, metaclass=_EndReasonEnumTypeWrapper):
     """Why a game ended."""
@@ -247,6 +257,10 @@ END_REASON_TIMEOUT: EndReason.ValueType  # 5
 """A player ran out of time."""
 END_REASON_DRAW: EndReason.ValueType  # 6
 """Neither side can win (drawn game)."""
+END_REASON_STALEMATE: EndReason.ValueType  # 7
+"""Two turns in a row changed nothing: provable flags were awarded and the
+seat with more flags won (docs/RULES.md, "Stalemate").
+"""
 Global___EndReason: _TypeAlias = EndReason  # noqa: Y015
 
 class _EventKind:
