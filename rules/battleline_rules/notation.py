@@ -221,22 +221,32 @@ def _check_consistent(state: GameState) -> None:
     twice = {c for c in shown if shown.count(c) > 1}
     if twice:
         raise ValueError(f"cards in two places: {' '.join(card_name(c) for c in sorted(twice))}")
-    rules = state.ruleset
-    for pool, placeholder, kind in ((rules.troops, UNKNOWN_TROOP, "troop"),
-                                    (rules.tactics, UNKNOWN_TACTIC, "tactic")):
+    rules, shown_set = state.ruleset, set(shown)
+    for pool, placeholder, kind in (
+        (rules.troops, UNKNOWN_TROOP, "troop"),
+        (rules.tactics, UNKNOWN_TACTIC, "tactic"),
+    ):
         hidden = places.count(placeholder)
-        unseen = [c for c in pool if c not in set(shown)]
+        unseen = [c for c in pool if c not in shown_set]
         if state.viewer is None and hidden:
             raise ValueError("a full state (viewer: full) cannot hide cards")
         if hidden != len(unseen):
             missing = " ".join(card_name(c) for c in unseen[:5])
-            raise ValueError(f"{len(unseen)} {kind} cards are unaccounted for ({missing}...) "
-                             f"but {hidden} are hidden")
+            raise ValueError(
+                f"{len(unseen)} {kind} cards are unaccounted for ({missing}...) "
+                f"but {hidden} are hidden"
+            )
     foreign = [c for c in shown if c not in rules.troops and c not in rules.tactics]
     if foreign:
         raise ValueError(f"{card_name(foreign[0])} is not a card of {rules.name}")
-    steps = {Phase.MUD_DISCARD: bool(state.mud_pending), Phase.SCOUT_DRAW: state.scout_draws > 0,
-             Phase.SCOUT_RETURN: state.scout_returns > 0, Phase.OVER: True}
+    steps = {
+        Phase.MUD_DISCARD: bool(state.mud_pending),
+        Phase.SCOUT_DRAW: state.scout_draws > 0,
+        Phase.SCOUT_RETURN: state.scout_returns > 0,
+        Phase.OVER: True,
+    }
     if not steps.get(state.phase, not state.mud_pending):
-        raise ValueError(f"phase {state.phase.name.lower()} does not match its counters "
-                         "(mud-pending, scout=draws/returns)")
+        raise ValueError(
+            f"phase {state.phase.name.lower()} does not match its counters "
+            "(mud-pending, scout=draws/returns)"
+        )

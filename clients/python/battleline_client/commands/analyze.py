@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from battleline_rules import load_position
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+
+from battleline_rules import load_position
 
 from ..analysis import Json, analyze_state
 
