@@ -47,6 +47,8 @@ PLAYS = [
 CLAIMS = [Action(Kind.CLAIM, flag=flag) for flag in range(9)]
 DRAWS = [Action(Kind.DRAW, deck=TROOP_DECK), Action(Kind.DRAW, deck=TACTIC_DECK)]
 END = Action(Kind.END)
+# Builds an Action from a full 6-tuple without the keyword-argument wrapper (hot path).
+_new = tuple.__new__
 PASS = Action(Kind.PASS)
 
 
@@ -285,40 +287,59 @@ class GameState:
             return [
                 Action(Kind.MUD_DISCARD, card=c, flag=flag) for c in self.flags[flag].cards[seat]
             ]
-        actions = self._claim_actions() if self._claims_allowed() else []
+        claims = self._claim_actions() if self._claims_allowed() else []
         if phase is Phase.FINISH:
             draws = (
                 [DRAWS[d] for d in (TROOP_DECK, TACTIC_DECK) if self.decks[d]]
                 if self._draw_due()
                 else []
             )
-            return actions + (draws or [END])
-        return actions + self._plays(seat)
+            return claims + (draws or [END])
+        troops, open_flags, others = self._play_parts(seat)
+        return claims + [PLAYS[c][i] for c in troops for i in open_flags] + others
+
+    def random_action(self, rng: random.Random) -> Action:
+        """A uniformly random legal action (the same distribution as choosing from
+        `legal_actions`), without listing every troop play: the rollout hot path."""
+        if self._legal is not None or self.phase is not Phase.PLAY or self.viewer is not None:
+            return rng.choice(self.legal_actions())
+        claims = self._claim_actions() if self._claims_allowed() else []
+        troops, open_flags, others = self._play_parts(self.player)
+        placements = len(troops) * len(open_flags)
+        index = rng.randrange(len(claims) + placements + len(others))
+        if index < len(claims):
+            return claims[index]
+        index -= len(claims)
+        if index < placements:
+            card, flag = divmod(index, len(open_flags))
+            return PLAYS[troops[card]][open_flags[flag]]
+        return others[index - placements]
 
     def _draw_due(self) -> bool:
         return self.may_draw and len(self.hands[self.player]) < self.hand_size
 
-    def _plays(self, seat: int) -> list[Action]:
+    def _play_parts(self, seat: int) -> tuple[list[int], list[int], list[Action]]:
+        """The PLAY step's options: troop cards x open flags, then tactic plays and pass."""
+        flags = self.flags
         open_flags = [
-            i for i, f in enumerate(self.flags) if f.claimed < 0 and len(f.cards[seat]) < f.size
+            i for i, f in enumerate(flags) if f.claimed < 0 and len(f.cards[seat]) < f.size
         ]
-        actions: list[Action] = []
         hand = self.hands[seat]
         troops = [c for c in hand if c not in TACTIC_CARDS]
-        for card in troops:
-            row = PLAYS[card]
-            actions += [row[i] for i in open_flags]
+        others: list[Action] = []
         if len(troops) < len(hand):
+            live = [i for i, f in enumerate(flags) if f.claimed < 0]
             for card in dict.fromkeys(c for c in hand if c in TACTIC_CARDS):
                 if card >= 0 and self.tactic_refusal(seat, card) is None:
-                    actions += self._tactic_plays(seat, card, open_flags)
+                    others += self._tactic_plays(seat, card, open_flags, live)
         if not (troops and open_flags):
-            actions.append(PASS)
-        return actions
+            others.append(PASS)
+        return troops, open_flags, others
 
-    def _tactic_plays(self, seat: int, card: int, open_flags: list[int]) -> list[Action]:
+    def _tactic_plays(
+        self, seat: int, card: int, open_flags: list[int], live: list[int]
+    ) -> list[Action]:
         flags, other = self.flags, 1 - seat
-        live = [i for i, f in enumerate(flags) if f.claimed == UNCLAIMED]
         if card in MORALE:
             return [PLAYS[card][i] for i in open_flags]
         if card in ENVIRONMENT:
@@ -333,7 +354,7 @@ class GameState:
         if card == Tactic.REDEPLOY:
             for i in live:
                 for target in self._own_cards(i, seat):
-                    actions.append(Action(Kind.REDEPLOY, card, i, target, DISCARD))
+                    actions.append(_new(Action, (Kind.REDEPLOY, card, i, target, DISCARD, -1)))
                     movable = (j for j in live if j != i)
                     dests = [
                         j
@@ -344,17 +365,22 @@ class GameState:
                             else flags[j].is_open(seat)
                         )
                     ]
-                    actions.extend(Action(Kind.REDEPLOY, card, i, target, j) for j in dests)
+                    actions += [
+                        _new(Action, (Kind.REDEPLOY, card, i, target, j, -1)) for j in dests
+                    ]
         elif card == Tactic.DESERTER:
             for i in live:
                 actions.extend(
-                    Action(Kind.DESERTER, card, i, target) for target in self._own_cards(i, other)
+                    _new(Action, (Kind.DESERTER, card, i, target, -1, -1))
+                    for target in self._own_cards(i, other)
                 )
         elif card == Tactic.TRAITOR:
             for i in live:
                 for target in flags[i].cards[other]:
                     if not is_tactic(target):
-                        actions.extend(Action(Kind.TRAITOR, card, i, target, j) for j in open_flags)
+                        actions += [
+                            _new(Action, (Kind.TRAITOR, card, i, target, j, -1)) for j in open_flags
+                        ]
         return actions
 
     def _own_cards(self, flag: int, seat: int) -> list[int]:

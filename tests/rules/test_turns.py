@@ -219,3 +219,31 @@ def test_stalemate_ends_the_game() -> None:
     act(state, "pass")
     act(state, "end")
     assert state.is_over and state.flags[0].claimed == 0 and state.winner == 0
+
+
+class _Pick(random.Random):
+    """A generator whose next `randrange` answer is chosen by the test."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(0)
+        self.index = index
+
+    def randrange(self, stop: int, *args: object, **kwargs: object) -> int:  # type: ignore[override]
+        assert 0 <= self.index < stop
+        return self.index
+
+
+def test_random_action_covers_exactly_the_legal_actions() -> None:
+    rng = random.Random(4)
+    checked = 0
+    for seed in range(30):
+        state = new_game("standard", seed=seed)
+        while not state.is_over:
+            if state.phase.name == "PLAY":
+                fresh = state.clone()
+                legal = fresh.legal_actions()
+                picked = [state.clone().random_action(_Pick(i)) for i in range(len(legal))]
+                assert sorted(picked) == sorted(legal)
+                checked += 1
+            state.apply_unchecked(rng.choice(state.legal_actions()))
+    assert checked > 500
