@@ -1,0 +1,64 @@
+"""The bot interface, the random bot, and the parser for bot specs.
+
+A spec names a bot and its knobs: ``random``, ``heuristic``,
+``ismcts:level=3``, ``ismcts:iterations=2000,c=0.7``. The tournament
+harness, the hosted AI worker and hints all build bots through `make_bot`.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Protocol
+
+from battleline_rules import Action, GameState
+
+
+class Bot(Protocol):
+    """Anything that picks an action for the seat a view belongs to.
+
+    ``view`` is ``state.view(seat)`` with that seat to act: a bot must decide
+    from it alone (it may sample worlds from it, never see the real one).
+    """
+
+    name: str
+
+    def choose(self, view: GameState, rng: random.Random) -> Action: ...
+
+
+class RandomBot:
+    """Uniform over the legal actions: the floor every other bot must clear."""
+
+    name = "random"
+
+    def choose(self, view: GameState, rng: random.Random) -> Action:
+        return rng.choice(view.legal_actions())
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """Split ``kind:key=value,key=value`` into the kind and its knobs."""
+    kind, _, rest = spec.strip().partition(":")
+    knobs: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"bad bot option {item!r} in {spec!r}: expected key=value")
+        knobs[key.strip()] = value.strip()
+    return kind.strip().lower(), knobs
+
+
+def make_bot(spec: str) -> Bot:
+    """Build a bot from its spec; unknown kinds or knobs raise ValueError."""
+    kind, knobs = parse_spec(spec)
+    if kind == "random":
+        if knobs:
+            raise ValueError("random takes no options")
+        return RandomBot()
+    if kind == "heuristic":
+        from .heuristic import HeuristicBot
+
+        return HeuristicBot.from_knobs(knobs)
+    if kind == "ismcts":
+        from .ismcts import IsmctsBot
+
+        return IsmctsBot.from_knobs(knobs)
+    raise ValueError(f"unknown bot {kind!r}: use random, heuristic or ismcts[:knobs]")
