@@ -116,18 +116,22 @@ class _Side:
 
     def run(self, colours: tuple[int | None, ...]) -> tuple[int, tuple[int, ...]] | None:
         """Highest-sum run (of one of ``colours``; None: any), as (total, added cards)."""
-        if len(set(self.troop_values)) != len(self.troop_values):
+        fixed = set(self.troop_values)
+        if len(fixed) != len(self.troop_values):
             return None
         ruleset, size = self.ruleset, self.size
-        fixed = set(self.troop_values)
-        low_bound = ruleset.min_value
-        for top in range(ruleset.max_value, low_bound + size - 2, -1):
+        # The run's top value: it must cover every fixed value and stay in range.
+        highest = ruleset.max_value
+        lowest = ruleset.min_value + size - 1
+        if fixed:
+            highest = min(highest, min(fixed) + size - 1)
+            lowest = max(lowest, max(fixed))
+        wilds = self.wilds
+        for top in range(highest, lowest - 1, -1):
             low = top - size + 1
-            if any(v < low or v > top for v in fixed):
-                continue
             open_values = [v for v in range(low, top + 1) if v not in fixed]
-            for assigned in permutations(open_values, len(self.wilds)):
-                if not all(v in w for v, w in zip(assigned, self.wilds, strict=True)):
+            for assigned in permutations(open_values, len(wilds)) if wilds else ((),):
+                if wilds and not all(v in w for v, w in zip(assigned, wilds, strict=True)):
                     continue
                 needed = [v for v in open_values if v not in assigned]
                 for colour in colours:
@@ -163,12 +167,20 @@ class _Side:
 
     def flush(self) -> tuple[int, tuple[int, ...]] | None:
         best: tuple[int, tuple[int, ...]] | None = None
+        missing = self.missing
         for colour in self.flush_colours:
-            added = self.top_values(self.available & self.ruleset.colour_masks[colour])
-            if added is not None:
-                total = self.fixed_total() + sum(VALUE[c] for c in added)
-                if best is None or total > best[0]:
-                    best = (total, added)
+            pool = self.available & self.ruleset.colour_masks[colour]
+            if pool.bit_count() < missing:
+                continue
+            # Within one colour, card ids grow with value: take the highest bits.
+            added = []
+            for _ in range(missing):
+                card = pool.bit_length() - 1
+                added.append(card)
+                pool ^= 1 << card
+            total = self.fixed_total() + sum(VALUE[c] for c in added)
+            if best is None or total > best[0]:
+                best = (total, tuple(added))
         return best
 
     def any(self) -> tuple[int, tuple[int, ...]] | None:
