@@ -7,7 +7,7 @@ Engine and AI both stand on it. Start with `new_game`, then
 
 from .actions import DISCARD, TACTIC_DECK, TROOP_DECK, Action, Kind, format_action, parse_action
 from .cards import UNKNOWN_TACTIC, UNKNOWN_TROOP, Tactic, card_name, parse_card
-from .claims import ClaimVerdict, decide_claim
+from .claims import ClaimVerdict, Grounds, decide_claim
 from .errors import ErrorCode, RuleError
 from .formations import Formation, best_formation, brute_force_best, describe
 from .notation import dump_position, load_position

@@ -8,6 +8,7 @@ claim, because the claimant completed first.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import NamedTuple
 
 from .board import UNCLAIMED, Flag
@@ -16,11 +17,31 @@ from .formations import Formation, best_formation, describe
 from .rulesets import Ruleset
 
 
+class Grounds(Enum):
+    """Why a claim is granted or refused; `ClaimVerdict.reason` puts it in words."""
+
+    ALREADY_CLAIMED = "already-claimed"
+    INCOMPLETE = "incomplete"
+    STRONGER = "stronger"
+    TIE_FIRST = "tie-first"
+    TIE_SECOND = "tie-second"
+    WEAKER = "weaker"
+    EMPTY_SIDE = "empty-side"
+    CANNOT_COMPLETE = "cannot-complete"
+    UNBEATABLE = "unbeatable"
+    REFUTED = "refuted"
+
+
 class ClaimVerdict(NamedTuple):
-    """Whether ``seat`` may claim a flag now, and why."""
+    """Whether ``seat`` may claim a flag now, and why (words built only when asked)."""
 
     granted: bool
-    reason: str
+    grounds: Grounds
+    ruleset: Ruleset
+    flag: int
+    seat_cards: int = 0  # how many cards the claimant has there (for INCOMPLETE)
+    size: int = 3
+    mine: Formation | None = None
     # The opponent's formation, or the best they can still reach (None: cannot complete).
     theirs: Formation | None = None
     # Cards that would complete the opponent's side and beat the claim.
@@ -30,66 +51,73 @@ class ClaimVerdict(NamedTuple):
     def refutation_mask(self) -> int:
         return mask_of(self.refutation)
 
+    @property
+    def reason(self) -> str:
+        name = f"flag {self.flag + 1}"
+        grounds, rules = self.grounds, self.ruleset
+        if grounds is Grounds.ALREADY_CLAIMED:
+            return f"{name} is already claimed"
+        if grounds is Grounds.INCOMPLETE:
+            return f"your side of {name} has {self.seat_cards} of {self.size} cards"
+        if grounds is Grounds.EMPTY_SIDE:
+            return f"{name}: your opponent has no card there"
+        if grounds is Grounds.CANNOT_COMPLETE:
+            return f"{name}: too few troop cards remain unseen for your opponent to complete it"
+        assert self.mine is not None
+        mine = describe(rules, self.mine)
+        theirs = describe(rules, self.theirs) if self.theirs else ""
+        if grounds is Grounds.STRONGER:
+            return f"{name}: your {mine} beats their {theirs}"
+        if grounds is Grounds.WEAKER:
+            return f"{name}: their {theirs} beats your {mine}"
+        if grounds is Grounds.TIE_FIRST:
+            return f"{name}: {mine} on both sides; you completed first"
+        if grounds is Grounds.TIE_SECOND:
+            return f"{name}: {mine} on both sides; your opponent completed first"
+        if grounds is Grounds.UNBEATABLE:
+            assert self.theirs is not None
+            tie = (
+                " (a tie goes to you: you completed first)"
+                if self.theirs.strength == self.mine.strength
+                else ""
+            )
+            return f"{name}: your {mine}; the best your opponent can still reach is {theirs}{tie}"
+        cards = " ".join(card_name(c) for c in self.refutation)
+        return (
+            f"{name}: your opponent can still reach {theirs} by adding {cards}, "
+            f"which beats your {mine}"
+        )
+
 
 def decide_claim(
     ruleset: Ruleset, flag: Flag, index: int, seat: int, available: int
 ) -> ClaimVerdict:
     """Decide a claim of flag ``index`` (0-based) by ``seat``."""
-    name = f"flag {index + 1}"
     if flag.claimed != UNCLAIMED:
-        return ClaimVerdict(False, f"{name} is already claimed")
+        return ClaimVerdict(False, Grounds.ALREADY_CLAIMED, ruleset, index)
     size, fog = flag.size, flag.fog
     mine, theirs = flag.cards[seat], flag.cards[1 - seat]
     if len(mine) < size:
-        return ClaimVerdict(False, f"your side of {name} has {len(mine)} of {size} cards")
+        return ClaimVerdict(False, Grounds.INCOMPLETE, ruleset, index, len(mine), size)
     my_form = best_formation(ruleset, mine, 0, 0, fog)
     assert my_form is not None
-    mine_words = describe(ruleset, my_form)
     if len(theirs) == size:
         their_form = best_formation(ruleset, theirs, 0, 0, fog)
         assert their_form is not None
-        their_words = describe(ruleset, their_form)
-        if my_form.strength > their_form.strength:
-            return ClaimVerdict(
-                True, f"{name}: your {mine_words} beats their {their_words}", their_form
-            )
-        if my_form.strength == their_form.strength:
-            if flag.completed_at(seat) < flag.completed_at(1 - seat):
-                return ClaimVerdict(
-                    True, f"{name}: {mine_words} on both sides; you completed first", their_form
-                )
-            return ClaimVerdict(
-                False,
-                f"{name}: {mine_words} on both sides; your opponent completed first",
-                their_form,
-            )
-        return ClaimVerdict(
-            False, f"{name}: their {their_words} beats your {mine_words}", their_form
-        )
+        if my_form.strength != their_form.strength:
+            stronger = my_form.strength > their_form.strength
+            grounds = Grounds.STRONGER if stronger else Grounds.WEAKER
+        else:
+            stronger = flag.completed_at(seat) < flag.completed_at(1 - seat)
+            grounds = Grounds.TIE_FIRST if stronger else Grounds.TIE_SECOND
+        return ClaimVerdict(stronger, grounds, ruleset, index, size, size, my_form, their_form)
     if not theirs and ruleset.empty_side_loses:
-        return ClaimVerdict(True, f"{name}: your opponent has no card there")
-    missing = size - len(theirs)
-    best = best_formation(ruleset, theirs, missing, available, fog)
+        return ClaimVerdict(True, Grounds.EMPTY_SIDE, ruleset, index, size, size, my_form)
+    best = best_formation(ruleset, theirs, size - len(theirs), available, fog)
     if best is None:
-        return ClaimVerdict(
-            True, f"{name}: too few troop cards remain unseen for your opponent to complete it"
-        )
-    best_words = describe(ruleset, best)
+        return ClaimVerdict(True, Grounds.CANNOT_COMPLETE, ruleset, index, size, size, my_form)
     if best.strength <= my_form.strength:
-        tie = (
-            " (a tie goes to you: you completed first)" if best.strength == my_form.strength else ""
-        )
-        return ClaimVerdict(
-            True,
-            f"{name}: your {mine_words}; the best your opponent can still reach is "
-            f"{best_words}{tie}",
-            best,
-        )
-    cards = " ".join(card_name(c) for c in best.added)
+        return ClaimVerdict(True, Grounds.UNBEATABLE, ruleset, index, size, size, my_form, best)
     return ClaimVerdict(
-        False,
-        f"{name}: your opponent can still reach {best_words} by adding {cards}, "
-        f"which beats your {mine_words}",
-        best,
-        best.added,
+        False, Grounds.REFUTED, ruleset, index, size, size, my_form, best, best.added
     )
