@@ -31,6 +31,7 @@ __all__ = [
     "Formation",
     "GameRecord",
     "GameState",
+    "Grounds",
     "Kind",
     "Options",
     "Phase",
