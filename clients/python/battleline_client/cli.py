@@ -4,10 +4,12 @@ import typer
 
 from .commands.analyze import analyze
 from .commands.serve import serve
+from .commands.tournament import tournament
 
 app = typer.Typer(help="Battle Line Online: serve, play, analyse.", no_args_is_help=True)
 app.command()(analyze)
 app.command()(serve)
+app.command()(tournament)
 
 
 @app.callback()

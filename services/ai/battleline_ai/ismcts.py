@@ -1,0 +1,244 @@
+"""Single-observer information-set MCTS (Cowling, Powley & Whitehouse 2012).
+
+The tree belongs to the searching seat's information set: every iteration
+samples one world consistent with the view (`GameState.sample_world`), walks
+the tree choosing only among children whose actions are legal in that world
+(UCB1 with availability counts: a child's exploration term counts the
+iterations in which it could have been chosen, not its parent's visits),
+expands one action, plays a cheap rollout (cut after ``depth`` turns and
+scored by `evaluation.position_value`), and backs the result up from the
+point of view of whoever chose each action, read from the world at that step
+(the seat to act can change mid-turn, e.g. Mud's discard).
+
+Only the view is ever looked at. Claims are always made at once (never
+worse: a claimed flag is locked for good), so the tree does not branch on
+them. Root candidates are the heuristic's best ``width`` plays, searched in
+its order; deeper nodes see every legal action.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import random
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from battleline_rules import Action, GameState, Kind, Phase
+
+from .evaluation import position_value
+from .heuristic import HeuristicBot, ranked_plays
+from .rollout import POLICIES
+
+# Level -> iterations per move; the wall-time cap comes on top (services/ai/README.md).
+LEVELS: dict[int, dict[str, Any]] = {
+    1: {"iterations": 30},
+    2: {"iterations": 100},
+    3: {"iterations": 300},
+    4: {"iterations": 1000},
+    5: {"iterations": 3000},
+}
+DEFAULT_TIME_CAP = 10.0
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    """The knobs. ``iterations`` and ``seconds`` are budgets per move (None: unbounded)."""
+
+    iterations: int | None = 300
+    seconds: float | None = DEFAULT_TIME_CAP
+    c: float = 0.7  # UCB1 exploration constant (rewards in [0, 1])
+    rollout: str = "greedy"
+    depth: int = 6  # rollout turns before the position is scored; 0: play to the end
+    width: int = 8  # root candidates taken from the heuristic's ranking; 0: all
+    final: str = "visits"  # final-move rule: most "visits", or best mean "value"
+    workers: int = 1  # root parallelism across processes
+
+    def __post_init__(self) -> None:
+        if self.iterations is None and self.seconds is None:
+            raise ValueError("ismcts needs a budget: iterations= or seconds=")
+        if self.rollout not in POLICIES:
+            raise ValueError(f"rollout must be one of {', '.join(POLICIES)}")
+        if self.final not in ("visits", "value"):
+            raise ValueError("final must be visits or value")
+
+
+class Node:
+    __slots__ = ("avail", "children", "parent", "player", "reward", "visits")
+
+    def __init__(self, parent: Node | None, player: int) -> None:
+        self.parent = parent
+        self.player = player  # the seat that chose the action leading here
+        self.children: dict[Action, Node] = {}
+        self.visits = 0
+        self.avail = 1
+        self.reward = 0.0
+
+
+@dataclass
+class SearchResult:
+    """The move and what backs it: for the hint/analysis RPC and for tests."""
+
+    action: Action
+    value: float  # estimated chance the searching seat wins, after ``action``
+    iterations: int
+    seconds: float
+    stats: dict[Action, tuple[int, float]] = field(default_factory=dict)  # visits, reward
+
+
+def _candidates(world: GameState) -> list[Action]:
+    actions = world.legal_actions()
+    return actions[:1] if actions and actions[0].kind is Kind.CLAIM else actions
+
+
+def _run(
+    view: GameState, roots: list[Action], params: SearchParams, rng: random.Random, deadline: float
+) -> tuple[dict[Action, tuple[int, float]], int]:
+    """The search loop on one core: stats of the root's children, and iterations done."""
+    seat = view.current_player
+    policy = POLICIES[params.rollout]
+    root = Node(None, 1 - seat)
+    c, limit = params.c, params.iterations
+    done = 0
+    while (limit is None or done < limit) and time.perf_counter() < deadline:
+        world = view.sample_world(rng)
+        node = root
+        path = [root]
+        legal = roots
+        while not world.is_over:
+            untried = [a for a in legal if a not in node.children]
+            if untried:
+                action = untried[0] if node is root else rng.choice(untried)
+                child = Node(node, world.current_player)
+                node.children[action] = child
+                world.apply_unchecked(action)
+                path.append(child)
+                break
+            best, best_ucb = None, -1.0
+            for action in legal:
+                child = node.children[action]
+                n = child.visits
+                ucb = child.reward / n + c * math.sqrt(math.log(child.avail) / n)
+                child.avail += 1
+                if ucb > best_ucb:
+                    best, best_ucb = action, ucb
+            assert best is not None
+            node = node.children[best]
+            world.apply_unchecked(best)
+            path.append(node)
+            legal = _candidates(world)
+        value = _rollout(world, seat, policy, rng, params.depth)
+        for n in path:
+            n.visits += 1
+            n.reward += value if n.player == seat else 1.0 - value
+        done += 1
+    return {a: (n.visits, n.reward) for a, n in root.children.items()}, done
+
+
+def _rollout(world: GameState, seat: int, policy: Any, rng: random.Random, depth: int) -> float:
+    turns_left = depth if depth > 0 else 10**9
+    ply = world.ply
+    while not world.is_over:
+        world.apply_unchecked(policy(world, rng))
+        if world.ply != ply:
+            ply = world.ply
+            turns_left -= 1
+            if turns_left <= 0:
+                break
+    return position_value(world, seat)
+
+
+def _worker(job: tuple[GameState, list[Action], SearchParams, int, float]) -> Any:
+    view, roots, params, seed, deadline = job
+    return _run(view, roots, params, random.Random(seed), deadline)
+
+
+class IsmctsBot:
+    """ISMCTS over the PLAY step; the heuristic takes the small decisions (draws, Scout, Mud)."""
+
+    name = "ismcts"
+
+    def __init__(self, params: SearchParams | None = None) -> None:
+        self.params = params or SearchParams()
+        self.helper = HeuristicBot()
+        self._pool: Any = None
+
+    @classmethod
+    def from_knobs(cls, knobs: dict[str, str]) -> IsmctsBot:
+        knobs = dict(knobs)
+        base: dict[str, Any] = {}
+        if "level" in knobs:
+            level = int(knobs.pop("level"))
+            if level not in LEVELS:
+                raise ValueError(f"level must be 1..{max(LEVELS)}")
+            base.update(LEVELS[level])
+        types = {"iterations": int, "seconds": float, "c": float, "rollout": str,
+                 "depth": int, "width": int, "final": str, "workers": int}
+        for key, value in knobs.items():
+            if key not in types:
+                raise ValueError(f"unknown ismcts option {key!r}: use level or {', '.join(types)}")
+            base[key] = None if value.lower() == "none" else types[key](value)
+        return cls(replace(SearchParams(), **base))
+
+    def choose(self, view: GameState, rng: random.Random) -> Action:
+        actions = view.legal_actions()
+        if len(actions) == 1 or actions[0].kind is Kind.CLAIM or view.phase is not Phase.PLAY:
+            return self.helper.choose(view, rng)
+        return self.search(view, rng).action
+
+    def search(self, view: GameState, rng: random.Random) -> SearchResult:
+        """Search the seat's decision in ``view`` within the budget."""
+        start = time.perf_counter()
+        params = self.params
+        # Leave room for merging and returning so the move lands inside the budget.
+        deadline = start + params.seconds * 0.97 if params.seconds is not None else math.inf
+        actions = view.legal_actions()
+        roots = [a for _, a in ranked_plays(view, actions)] if view.phase is Phase.PLAY else actions
+        if params.width > 0:
+            roots = roots[: params.width]
+        if len(roots) == 1:
+            return SearchResult(roots[0], 0.5, 0, time.perf_counter() - start)
+        if params.workers > 1:
+            stats, done = self._parallel(view, roots, rng, deadline)
+        else:
+            stats, done = _run(view, roots, params, rng, deadline)
+        order = {a: i for i, a in enumerate(roots)}
+
+        def key(item: tuple[Action, tuple[int, float]]) -> tuple[float, int]:
+            action, (visits, reward) = item
+            main = visits if params.final == "visits" else reward / max(visits, 1)
+            return main, -order[action]
+
+        action, (visits, reward) = max(stats.items(), key=key) if stats else (roots[0], (0, 0.0))
+        value = reward / visits if visits else 0.5
+        return SearchResult(action, value, done, time.perf_counter() - start, stats)
+
+    def _parallel(
+        self, view: GameState, roots: list[Action], rng: random.Random, deadline: float
+    ) -> tuple[dict[Action, tuple[int, float]], int]:
+        """Root parallelism: independent trees per process, root statistics summed."""
+        params = self.params
+        workers = params.workers
+        share = replace(params, workers=1)
+        if params.iterations is not None:
+            share = replace(share, iterations=-(-params.iterations // workers))
+        if self._pool is None:
+            self._pool = multiprocessing.get_context("fork").Pool(workers)
+        jobs = [(view, roots, share, rng.getrandbits(63), deadline) for _ in range(workers)]
+        merged: dict[Action, tuple[int, float]] = {}
+        total = 0
+        for stats, done in self._pool.map(_worker, jobs):
+            total += done
+            for action, (visits, reward) in stats.items():
+                v, r = merged.get(action, (0, 0.0))
+                merged[action] = (v + visits, r + reward)
+        return merged, total
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool = None
+
+    def __del__(self) -> None:
+        self.close()

@@ -1,0 +1,149 @@
+"""Bot against bot, in-process: many games over several processes, with statistics.
+
+Games come in mirrored pairs: game ``2k`` and ``2k + 1`` deal the same cards
+(seed ``seed + k``) with the bots in swapped seats, so each bot plays both
+hands of every deal and both orders of play; the seat that moves first is
+seat 0, so the bots also alternate who starts. Each bot sees only
+``state.view(seat)``.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from battleline_rules import new_game
+
+from .bots import Bot, make_bot
+
+Z95 = 1.959963984540054
+_BOTS: dict[str, Bot] = {}
+
+
+def _bot(spec: str) -> Bot:
+    """One bot per spec per process (ISMCTS keeps a process pool when it has workers)."""
+    if spec not in _BOTS:
+        _BOTS[spec] = make_bot(spec)
+    return _BOTS[spec]
+
+
+def play_game(a: Bot, b: Bot, ruleset: str, seed: int, a_seat: int) -> tuple[int | None, int]:
+    """Play one game; the winner as 0 (a), 1 (b) or None (draw), and the actions taken."""
+    state = new_game(ruleset, None, seed)
+    bots = (a, b) if a_seat == 0 else (b, a)
+    rngs = [random.Random(seed * 2 + seat) for seat in (0, 1)]
+    actions = 0
+    while not state.is_over:
+        seat = state.current_player
+        state.apply(bots[seat].choose(state.view(seat), rngs[seat]))
+        actions += 1
+    if state.winner is None:
+        return None, actions
+    return (0 if state.winner == a_seat else 1), actions
+
+
+def _job(args: tuple[str, str, str, int, int]) -> tuple[int | None, int]:
+    a, b, ruleset, seed, game = args
+    return play_game(_bot(a), _bot(b), ruleset, seed + game // 2, game % 2)
+
+
+def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion (draws count half a success)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def elo(score: float) -> float:
+    """Elo difference implied by an expected score (clamped to +-800 at 0 and 1)."""
+    score = min(max(score, 0.01), 0.99)
+    return -400.0 * math.log10(1.0 / score - 1.0)
+
+
+@dataclass
+class Result:
+    a: str
+    b: str
+    ruleset: str
+    games: int
+    wins_a: int
+    wins_b: int
+    draws: int
+    score_a: float
+    ci: tuple[float, float]
+    elo: float
+    elo_ci: tuple[float, float]
+    seed: int
+    workers: int
+    seconds: float
+    actions_per_game: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def summary(self) -> str:
+        lo, hi = self.ci
+        return (
+            f"{self.a} vs {self.b} ({self.ruleset}, {self.games} games): "
+            f"{self.wins_a}-{self.wins_b}-{self.draws} (W-L-D); "
+            f"{self.a} scores {self.score_a:.1%} [95% CI {lo:.1%}-{hi:.1%}]; "
+            f"Elo {self.elo:+.0f} [{self.elo_ci[0]:+.0f}, {self.elo_ci[1]:+.0f}]; "
+            f"{self.seconds:.0f} s"
+        )
+
+
+def run(
+    a: str,
+    b: str,
+    games: int,
+    ruleset: str = "standard",
+    workers: int = 1,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> Result:
+    """Play ``games`` games of ``a`` against ``b`` and summarise them."""
+    make_bot(a), make_bot(b)  # fail fast on bad specs, before forking
+    start = time.perf_counter()
+    jobs = [(a, b, ruleset, seed, g) for g in range(games)]
+    outcomes: list[tuple[int | None, int]] = []
+    if workers > 1:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            for outcome in pool.imap_unordered(_job, jobs):
+                outcomes.append(outcome)
+                if progress:
+                    progress(len(outcomes), games)
+    else:
+        for job in jobs:
+            outcomes.append(_job(job))
+            if progress:
+                progress(len(outcomes), games)
+    wins_a = sum(1 for w, _ in outcomes if w == 0)
+    wins_b = sum(1 for w, _ in outcomes if w == 1)
+    draws = games - wins_a - wins_b
+    score = (wins_a + 0.5 * draws) / games if games else 0.5
+    ci = wilson(wins_a + 0.5 * draws, games)
+    return Result(
+        a=a,
+        b=b,
+        ruleset=ruleset,
+        games=games,
+        wins_a=wins_a,
+        wins_b=wins_b,
+        draws=draws,
+        score_a=round(score, 4),
+        ci=(round(ci[0], 4), round(ci[1], 4)),
+        elo=round(elo(score), 1),
+        elo_ci=(round(elo(ci[0]), 1), round(elo(ci[1]), 1)),
+        seed=seed,
+        workers=workers,
+        seconds=round(time.perf_counter() - start, 1),
+        actions_per_game=round(sum(n for _, n in outcomes) / max(games, 1), 1),
+    )
