@@ -271,7 +271,7 @@ def test_ai_requests_through_consumer_group(redis_url: str) -> None:
         await s.ensure_ai_group()  # idempotent
         request_id = await s.request_ai_seat("m1", 1, 4, "m1.tok")
         got = await s.read_ai_requests("w1", block_ms=1000)
-        assert got == [(request_id, {"match": "m1", "seat": "1", "level": "4", "token": "m1.tok"})]
+        assert got == [(request_id, {"match": "m1", "seat": "1", "level": "4", "ticket": "m1.tok"})]
         assert await s.read_ai_requests("w2", block_ms=100) == []  # delivered once per group
         await s.ack_ai_request(request_id)
         pending = await s.redis.xpending(st.AI_REQUESTS_KEY, st.AI_GROUP)

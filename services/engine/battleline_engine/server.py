@@ -46,7 +46,11 @@ class ServerConfig:
 
 
 class Service(Protocol):
-    """A servicer to host: its full gRPC name and how to add it to a server."""
+    """A servicer to host: its full gRPC name and how to add it to a server.
+
+    A service may also have `async start()` / `async stop()`, called after the
+    server starts and after it has stopped (background tasks); an empty
+    `service_name` hosts no RPCs and is left out of health and reflection."""
 
     @property
     def service_name(self) -> str:
@@ -74,6 +78,7 @@ class EngineServer:
         self._monitor: asyncio.Task[None] | None = None
         self._stopping = False
         self._stop_event = asyncio.Event()
+        self.services: list[Service] = []
 
     @property
     def address(self) -> str:
@@ -115,6 +120,10 @@ class EngineServer:
             self._monitor.cancel()
         await asyncio.sleep(self.config.drain_s)
         await self.server.stop(self.config.grace_s if grace_s is None else grace_s)
+        for service in self.services:
+            stop = getattr(service, "stop", None)
+            if stop is not None:
+                await stop()
         log.info("engine stopped")
 
     async def wait(self) -> None:
@@ -147,7 +156,7 @@ async def start_server(
     server = grpc.aio.server(interceptors=[MetricsInterceptor()], options=options)
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    names = [s.service_name for s in services]
+    names = [s.service_name for s in services if s.service_name]
     for service in services:
         service.register(server)
     reflection.enable_server_reflection([*names, HEALTH_SERVICE, reflection.SERVICE_NAME], server)
@@ -164,5 +173,10 @@ async def start_server(
     await engine._set_all(NOT_SERVING)
     await server.start()
     engine._monitor = asyncio.create_task(engine._watch_redis(), name="redis-health")
+    engine.services = list(services)
+    for service in services:
+        start = getattr(service, "start", None)
+        if start is not None:  # background tasks (sweeper, event reader)
+            await start()
     log.info("engine listening", extra={"address": engine.address, "tls": credentials is not None})
     return engine

@@ -118,7 +118,8 @@ return {'OK', newv, seq}
 """
 
 # Creates a match if the id is free. KEYS as in commit; ARGV: state, now, status,
-# n seat pairs (seat, token hash)..., n field pairs..., n events (as in commit), ttl.
+# n seat pairs (seat, token hash)..., n field pairs..., n events (as in commit), ttl,
+# deadline ms ('0' none), match id (KEYS[5], the clock index, only with a deadline).
 _CREATE_LUA: Final = """
 local m, ev, seats = KEYS[1], KEYS[2], KEYS[4]
 if redis.call('EXISTS', m) == 1 then return {'EXISTS'} end
@@ -145,8 +146,10 @@ for _ = 1, ne do
   end
   redis.call(unpack(args))
 end
+local deadline = ARGV[i + 1] or '0'
 redis.call('HSET', m, 'state', ARGV[1], 'version', 1, 'seq', seq, 'status', ARGV[3],
-  'deadline', 0, 'created', ARGV[2], 'updated', ARGV[2])
+  'deadline', deadline, 'created', ARGV[2], 'updated', ARGV[2])
+if KEYS[5] and deadline ~= '0' then redis.call('ZADD', KEYS[5], deadline, ARGV[i + 2]) end
 if ARGV[i] ~= '' then
   for k = 1, 4 do redis.call('EXPIRE', KEYS[k], ARGV[i]) end
 end
@@ -323,18 +326,26 @@ class Storage:
         seats: Mapping[int, str] = {},
         fields: Mapping[str, str] | None = None,
         events: Sequence[Mapping[str, str]] = (),
+        deadline_ms: int = 0,
     ) -> CommitResult:
-        """Store a new match at version 1 with its first events and seat token hashes."""
+        """Store a new match at version 1 with its first events, seat token hashes and
+        clock deadline (0: none)."""
         created = now_ms()
         args: list[str] = [state, str(created), status, str(len(seats))]
         for seat, token_hash in seats.items():
             args += [str(seat), token_hash]
         args += _flat_fields(fields or {})
         args += _flat_events(events)
-        args.append(str(self.idle_ttl_s) if self.idle_ttl_s else "")
-        reply = await self._create(keys=_match_keys(match_id), args=args)
+        args += [str(self.idle_ttl_s) if self.idle_ttl_s else "", str(deadline_ms), match_id]
+        keys = _match_keys(match_id)
+        in_script_clock = not self.cluster and deadline_ms
+        if in_script_clock:
+            keys.append(CLOCKS_KEY)
+        reply = await self._create(keys=keys, args=args)
         if _s(reply[0]) == "EXISTS":
             return CommitResult(CommitStatus.EXISTS)
+        if deadline_ms and not in_script_clock:
+            await self._index_deadline(match_id, deadline_ms)
         await self.redis.zadd(LIVE_KEY, {match_id: created})
         return CommitResult(CommitStatus.OK, int(reply[1]), int(reply[2]))
 
@@ -342,6 +353,17 @@ class Storage:
         """The match hash in one read, or None if it does not exist (or expired)."""
         raw = await self.redis.hgetall(match_key(match_id, "m"))
         return _record(match_id, raw) if raw else None
+
+    async def load_for_action(
+        self, match_id: str, action_key: str
+    ) -> tuple[MatchRecord | None, bytes | None]:
+        """The match hash and the response stored for `action_key`, in one round trip."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(match_key(match_id, "m"))
+            pipe.hget(match_key(match_id, "idem"), action_key)
+            raw, prior = await pipe.execute()
+        return (_record(match_id, raw) if raw else None,
+                bytes(prior) if prior is not None else None)
 
     async def load_many(self, match_ids: Iterable[str]) -> list[MatchRecord | None]:
         """Several match hashes in one round trip (one command per match, so Cluster-safe)."""
@@ -476,6 +498,20 @@ class Storage:
             out[match_id] = [_event(i, f) for i, f in entries]
         return out
 
+    async def poke(self, name: str) -> int:
+        """Append to a private wake-up stream (an id like a match id); returns its number.
+
+        A process's blocking `read_new_events` includes its own wake-up stream, so
+        adding a match to the read set can interrupt the wait without a new connection.
+        """
+        number = int(await self.redis.incr(match_key(name, "n")))
+        await self.redis.xadd(match_key(name, "ev"), {"w": "1"}, id=f"{number}-0", maxlen=1)
+        return number
+
+    async def drop_stream(self, name: str) -> None:
+        """Delete a wake-up stream made by `poke`."""
+        await self.redis.delete(match_key(name, "ev"), match_key(name, "n"))
+
     # -- seats -------------------------------------------------------------------
 
     async def seat_of(self, token: str) -> tuple[str, int] | None:
@@ -553,14 +589,15 @@ class Storage:
             if "BUSYGROUP" not in str(err):
                 raise
 
-    async def request_ai_seat(self, match_id: str, seat: int, level: int, token: str) -> str:
+    async def request_ai_seat(self, match_id: str, seat: int, level: int, ticket: str) -> str:
         """Ask an AI worker to play `seat` of a match; returns the request id.
 
-        The seat token travels in the request because the AI plays through the
-        public API like any client.
+        `ticket` is a one-time join ticket, not a seat token: the match stores only
+        its hash, the worker redeems it with JoinMatch (getting its own seat token
+        there), and once redeemed it is worthless, so the stream keeps no credential.
         """
         entry = {"match": check_id(match_id), "seat": str(seat), "level": str(level),
-                 "token": token}
+                 "ticket": ticket}
         return _s(await self.redis.xadd(AI_REQUESTS_KEY, entry))  # type: ignore[arg-type]
 
     async def read_ai_requests(

@@ -1,0 +1,90 @@
+"""Event fan-out: one blocking stream reader per process, many subscribers in memory.
+
+Every Watch stream of this process subscribes here instead of reading Redis
+itself. The reader runs one XREAD over the streams of every watched match
+(plus a private wake-up stream, poked when a new match is added so the
+blocking read restarts at once) and hands each batch to the subscribers'
+queues. Subscribers detect gaps by event number and fill them from Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+
+from .storage import Storage, StoredEvent
+
+log = logging.getLogger(__name__)
+
+Batch = list[StoredEvent]
+
+
+class Hub:
+    """The per-process reader and its subscribers."""
+
+    def __init__(self, storage: Storage, block_ms: int = 2000) -> None:
+        self.storage = storage
+        self.block_ms = block_ms
+        self.wake_name = f"wake-{secrets.token_hex(8)}"
+        self._wake_cursor = 0
+        self._subscribers: dict[str, set[asyncio.Queue[Batch]]] = {}
+        self._cursors: dict[str, int] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def subscriber_count(self) -> int:
+        return sum(len(s) for s in self._subscribers.values())
+
+    async def subscribe(self, match_id: str, after: int) -> asyncio.Queue[Batch]:
+        """A queue receiving the match's events numbered > `after` (maybe some earlier ones)."""
+        queue: asyncio.Queue[Batch] = asyncio.Queue()
+        self._subscribers.setdefault(match_id, set()).add(queue)
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name="event-hub")
+        if match_id not in self._cursors:
+            self._cursors[match_id] = after
+            await self.storage.poke(self.wake_name)
+        return queue
+
+    def unsubscribe(self, match_id: str, queue: asyncio.Queue[Batch]) -> None:
+        subscribers = self._subscribers.get(match_id)
+        if subscribers is None:
+            return
+        subscribers.discard(queue)
+        if not subscribers:
+            del self._subscribers[match_id]
+            self._cursors.pop(match_id, None)
+
+    async def stop(self) -> None:
+        """Stop reading and delete the wake-up stream."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        with contextlib.suppress(Exception):
+            await self.storage.drop_stream(self.wake_name)
+
+    async def _run(self) -> None:
+        while self._subscribers:
+            cursors = {**self._cursors, self.wake_name: self._wake_cursor}
+            try:
+                got = await self.storage.read_new_events(cursors, block_ms=self.block_ms)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("event reader failed; retrying")
+                await asyncio.sleep(0.5)
+                continue
+            for match_id, events in got.items():
+                if not events:
+                    continue
+                if match_id == self.wake_name:
+                    self._wake_cursor = max(self._wake_cursor, events[-1].number)
+                    continue
+                if match_id not in self._cursors:
+                    continue
+                self._cursors[match_id] = max(self._cursors[match_id], events[-1].number)
+                for queue in self._subscribers.get(match_id, ()):
+                    queue.put_nowait(events)

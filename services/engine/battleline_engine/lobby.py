@@ -1,0 +1,152 @@
+"""LobbyService: create, join and list matches. Decodes and checks requests; the
+work is in matches.py."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import replace
+from typing import Any
+
+import grpc
+
+from battleline.v1 import lobby_pb2, lobby_pb2_grpc
+from battleline.v1 import types_pb2 as pb
+from battleline_rules import RULESETS, ClaimTiming, Options
+from battleline_rules.rulesets import validate_options
+
+from . import views
+from .auth import peer_key
+from .errors import invalid
+from .model import AI, LOCAL, NO_CLOCK, OPEN, PER_GAME, PER_MOVE, Meta
+from .runtime import Runtime, match_id_of, unary
+
+MAX_SERIES = 9
+MIN_CLOCK_MS = 1000
+MAX_CLOCK_MS = 24 * 3600 * 1000
+_OPPONENTS = {pb.OPPONENT_KIND_OPEN: OPEN, pb.OPPONENT_KIND_AI: AI,
+              pb.OPPONENT_KIND_LOCAL: LOCAL}
+_TIMING = {pb.CLAIM_TIMING_UNSPECIFIED: ClaimTiming.AFTER_PLAY,
+           pb.CLAIM_TIMING_AFTER_PLAY: ClaimTiming.AFTER_PLAY,
+           pb.CLAIM_TIMING_START_OF_TURN: ClaimTiming.START_OF_TURN}
+
+
+def display_name(options: pb.SeatOptions) -> str:
+    name = options.display_name.strip()
+    if len(name) > 40 or not name.isprintable():
+        raise invalid("bad-name", "display_name: at most 40 printable characters")
+    return name
+
+
+def meta_of(request: lobby_pb2.CreateMatchRequest, runtime: Runtime) -> Meta:
+    """The match settings a CreateMatch asks for, checked field by field."""
+    o = request.options
+    if o.ruleset not in RULESETS:
+        raise invalid("bad-ruleset", f"ruleset {o.ruleset!r}: use one of {', '.join(RULESETS)}")
+    if o.claim_timing not in _TIMING:
+        raise invalid("bad-option", f"unknown claim_timing {o.claim_timing}")
+    hand = o.hand_size or None
+    try:
+        validate_options(RULESETS[o.ruleset], Options(_TIMING[o.claim_timing], hand, 0))
+    except ValueError as err:
+        raise invalid("bad-option", str(err)) from None
+    if o.series_games > MAX_SERIES:
+        raise invalid("bad-option", f"series_games: at most {MAX_SERIES}")
+    opponent = _OPPONENTS.get(request.opponent.kind)
+    if opponent is None:
+        raise invalid("bad-opponent", "opponent.kind: OPEN, AI or LOCAL")
+    if opponent == AI and not 1 <= request.opponent.ai_level <= 10:
+        raise invalid("bad-opponent", "opponent.ai_level: 1 to 10")
+    if request.HasField("seed") and opponent == OPEN:
+        raise invalid("seed-refused", "a seed is refused when another person can take a "
+                      "seat: whoever knows the seed knows the deck")
+    tc = o.time_control
+    clock, clock_ms = runtime.config.default_clock, runtime.config.default_clock_ms
+    if tc.kind == pb.TIME_CONTROL_KIND_NONE:
+        if opponent == OPEN:
+            raise invalid("bad-clock", "a match against a person needs a clock")
+        clock, clock_ms = NO_CLOCK, 0
+    elif tc.kind in (pb.TIME_CONTROL_KIND_PER_MOVE, pb.TIME_CONTROL_KIND_PER_GAME):
+        clock = PER_MOVE if tc.kind == pb.TIME_CONTROL_KIND_PER_MOVE else PER_GAME
+        clock_ms = tc.limit.ToMilliseconds()
+        if not MIN_CLOCK_MS <= clock_ms <= MAX_CLOCK_MS:
+            raise invalid("bad-clock", "time_control.limit: 1 s to 24 h")
+    elif tc.kind != pb.TIME_CONTROL_KIND_UNSPECIFIED:
+        raise invalid("bad-clock", f"unknown time_control.kind {tc.kind}")
+    name = display_name(request.seat_options)
+    auto = request.seat_options.auto_claim
+    return Meta(
+        ruleset=o.ruleset, claim_timing=_TIMING[o.claim_timing].value, hand_size=hand,
+        series_games=max(1, o.series_games), clock=clock, clock_ms=clock_ms,
+        opponent=opponent, private=request.opponent.private,
+        ai_level=request.opponent.ai_level if opponent == AI else 0,
+        seed=request.seed if request.HasField("seed") else None,
+        names=(name, name), auto_claim=(auto, auto),
+    )
+
+
+class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
+    """battleline.v1.LobbyService."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+
+    @unary
+    async def CreateMatch(self, request: lobby_pb2.CreateMatchRequest,
+                          context: grpc.aio.ServicerContext[Any, Any],
+                          ) -> lobby_pb2.CreateMatchResponse:
+        meta = meta_of(request, self.rt)
+        self.rt.create_limit.take(peer_key(context))
+        if request.seat in (pb.SEAT_CHOICE_FIRST, pb.SEAT_CHOICE_SECOND):
+            seat = 0 if request.seat == pb.SEAT_CHOICE_FIRST else 1
+        elif request.seat in (pb.SEAT_CHOICE_UNSPECIFIED, pb.SEAT_CHOICE_RANDOM):
+            seat = secrets.randbelow(2)
+        else:
+            raise invalid("bad-seat", f"unknown seat choice {request.seat}")
+        if meta.opponent == AI:
+            names = [meta.names[0]] * 2
+            names[1 - seat] = f"AI level {meta.ai_level}"
+            meta = replace(meta, names=(names[0], names[1]))
+        created = await self.rt.matches.create(meta, seat)
+        return lobby_pb2.CreateMatchResponse(
+            match_id=created.match.match_id, invite_code=created.invite,
+            seat=views.seat_enum(seat), seat_token=created.token,
+            other_seat_token=created.other_token, match=views.summary(created.match),
+        )
+
+    @unary
+    async def JoinMatch(self, request: lobby_pb2.JoinMatchRequest,
+                        context: grpc.aio.ServicerContext[Any, Any]) -> lobby_pb2.JoinMatchResponse:
+        target = request.WhichOneof("target")
+        if target is None:
+            raise invalid("no-target", "give a match_id or an invite_code")
+        name = display_name(request.seat_options)
+        self.rt.create_limit.take(peer_key(context))
+        if target == "match_id":
+            match_id = match_id_of(request.match_id)
+        else:
+            if not request.invite_code or len(request.invite_code) > 64:
+                raise invalid("bad-invite", "invite_code: 1-64 characters")
+            match_id = await self.rt.matches.resolve("", request.invite_code)
+        match, seat, token = await self.rt.matches.join(
+            match_id, name, request.seat_options.auto_claim, request.join_ticket)
+        return lobby_pb2.JoinMatchResponse(match_id=match_id, seat=views.seat_enum(seat),
+                                           seat_token=token, match=views.summary(match))
+
+    @unary
+    async def ListOpenMatches(self, request: lobby_pb2.ListOpenMatchesRequest,
+                              context: grpc.aio.ServicerContext[Any, Any],
+                              ) -> lobby_pb2.ListOpenMatchesResponse:
+        if request.ruleset and request.ruleset not in RULESETS:
+            raise invalid("bad-ruleset", f"ruleset {request.ruleset!r}: use one of "
+                          f"{', '.join(RULESETS)}")
+        limit = min(request.page_size or 50, 200)
+        before = None
+        if request.page_token:
+            if not request.page_token.isdigit() or len(request.page_token) > 20:
+                raise invalid("bad-page-token", "page_token: pass next_page_token back unchanged")
+            before = int(request.page_token)
+        found, cursor = await self.rt.matches.list_open(request.ruleset, limit, before)
+        return lobby_pb2.ListOpenMatchesResponse(
+            matches=[views.summary(m) for m in found],
+            next_page_token="" if cursor is None else str(cursor),
+        )

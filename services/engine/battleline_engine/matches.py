@@ -1,0 +1,437 @@
+"""The match domain: create, join, read (with the clock check), act, resign, time out.
+
+Every write follows one pattern: read the match (one Redis round trip), work
+on a clone of its state with the rules core, then commit state, events,
+progress fields, clock deadline and the idempotent response together with a
+version check (storage.commit). A lost race is ABORTED, never a silent drop.
+No grpc servicer code here: callers get protos back or a `Refusal`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, replace
+
+import grpc
+
+from battleline.v1 import game_pb2
+from battleline_rules import (
+    SPECTATOR,
+    Action,
+    Event,
+    GameState,
+    Kind,
+    RuleError,
+    dump_position,
+    format_action,
+    next_first_player,
+    parse_action,
+    series_points,
+)
+
+from . import views
+from .clocks import ClockState, advance, start_clock
+from .errors import Refusal, from_rule_error, invalid, not_found, precondition
+from .model import (
+    FINISHED,
+    LOCAL,
+    OPEN,
+    PLAYING,
+    WAITING,
+    Match,
+    Meta,
+    StateCache,
+    deal,
+    parse_match,
+    progress_fields,
+)
+from .storage import (
+    CommitStatus,
+    MatchRecord,
+    Storage,
+    StoredEvent,
+    hash_token,
+    new_match_id,
+    new_seat_token,
+    now_ms,
+)
+
+MAX_ACTIONS = 16  # per request; a full turn is play + claims + draw
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """A new match and the credentials only its creator ever sees."""
+
+    match: Match
+    seat: int
+    token: str
+    other_token: str = ""  # LOCAL: the second seat's token
+    invite: str = ""
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What a commit will write: the new state and everything that goes with it."""
+
+    state: GameState
+    events: list[dict[str, str]]
+    match: Match  # the match as it will read after the commit
+
+
+def occupied(meta: Meta) -> set[int]:
+    """Seats held by someone (a seat waiting for a player or an AI is not)."""
+    return {0, 1} - {meta.open_seat}
+
+
+def parse_actions(texts: list[str]) -> list[Action]:
+    """Parse the action texts of a request; malformed ones never reach the rules core."""
+    if not texts:
+        raise invalid("no-actions", "send at least one action")
+    if len(texts) > MAX_ACTIONS:
+        raise invalid("too-many-actions", f"at most {MAX_ACTIONS} actions per request")
+    actions = []
+    for i, text in enumerate(texts, 1):
+        if len(text) > 64:
+            raise invalid("malformed", f"action {i} is longer than 64 characters")
+        try:
+            actions.append(parse_action(text))
+        except ValueError as err:
+            raise invalid("malformed", f"action {i} {text!r}: {err}") from None
+    for i, action in enumerate(actions[:-1], 1):
+        if action.kind is Kind.SCOUT_DRAW:
+            raise invalid("scout-step", f"action {i}: send each scout-draw in its own request "
+                          "(each draw shows a card before the next choice)")
+    return actions
+
+
+def seat_name(seat: int) -> str:
+    return ("first", "second")[seat] + " seat"
+
+
+class Matches:
+    """Match operations over one Storage; keeps a cache of parsed states."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.cache = StateCache()
+
+    # -- reading --------------------------------------------------------------------
+
+    async def read(self, match_id: str) -> Match:
+        """The match, after ending it if the running clock has run out."""
+        record = await self.storage.load(match_id)
+        if record is None:
+            raise not_found(match_id)
+        return await self._checked(record)
+
+    async def _checked(self, record: MatchRecord) -> Match:
+        match = parse_match(record, self.cache)
+        for _ in range(5):
+            if not self.clock_expired(match):
+                return match
+            await self._time_out(match)
+            fresh = await self.storage.load(match.match_id)
+            if fresh is None:
+                raise not_found(match.match_id)
+            match = parse_match(fresh, self.cache)
+        return match
+
+    @staticmethod
+    def clock_expired(match: Match, at_ms: int | None = None) -> bool:
+        deadline = match.record.deadline_ms
+        return match.status == PLAYING and deadline > 0 and (at_ms or now_ms()) >= deadline
+
+    def view(self, match: Match, viewer: int) -> game_pb2.GetViewResponse:
+        return game_pb2.GetViewResponse(
+            view=views.match_view(match, viewer, occupied(match.meta), now_ms())
+        )
+
+    # -- creating and joining -------------------------------------------------------
+
+    async def create(self, meta: Meta, creator: int) -> Created:
+        """Store a new match; LOCAL starts at once, OPEN and AI wait for the other seat."""
+        match_id = new_match_id()
+        other = 1 - creator
+        token = new_seat_token(match_id)
+        seats = {creator: hash_token(token)}
+        other_token = invite = ""
+        ai_ticket = ""
+        if meta.opponent == LOCAL:
+            other_token = new_seat_token(match_id)
+            seats[other] = hash_token(other_token)
+        else:
+            meta = replace(meta, open_seat=other)
+            if meta.opponent == OPEN:
+                invite = secrets.token_urlsafe(6)
+                meta = replace(meta, invite=invite)
+            else:
+                ai_ticket = secrets.token_urlsafe(24)
+                meta = replace(meta, ai_ticket_hash=hash_token(ai_ticket))
+        status = PLAYING if meta.opponent == LOCAL else WAITING
+        state = deal(meta, 1, 0)
+        now = now_ms()
+        events = [views.stored_event("created", 1, now, creator,
+                                     text=f"created: {meta.ruleset}, {seat_name(creator)}")]
+        clock = start_clock(meta)
+        if status == PLAYING:
+            events.append(views.stored_event("game_started", 1, now, text="game 1 started"))
+            clock = advance(meta, clock, state, True, now)
+        fields = {"meta": meta.to_json(), **progress_fields(1, (0, 0), None, ""),
+                  **clock.fields()}
+        result = await self.storage.create_match(
+            match_id, dump_position(state), status=status, seats=seats, fields=fields,
+            events=events, deadline_ms=clock.deadline_ms(meta) if status == PLAYING else 0,
+        )
+        if result.status is not CommitStatus.OK:  # a 96-bit id collided: practically never
+            raise Refusal(grpc.StatusCode.ABORTED, "retry", "could not allocate a match id")
+        if invite:
+            await self.storage.set_invite(invite, match_id, self.storage.idle_ttl_s or 86400)
+            if not meta.private:
+                await self.storage.add_open(match_id, now)
+        if ai_ticket:
+            await self.storage.request_ai_seat(match_id, other, meta.ai_level, ai_ticket)
+        match = await self.read(match_id)
+        return Created(match, creator, token, other_token, invite)
+
+    async def resolve(self, match_id: str, invite: str) -> str:
+        """The match id of a JoinMatch target."""
+        if invite:
+            found = await self.storage.resolve_invite(invite)
+            if found is None:
+                raise Refusal(grpc.StatusCode.NOT_FOUND, "invite-not-found",
+                              "no match has this invite code")
+            return found
+        return match_id
+
+    async def join(self, match_id: str, name: str, auto_claim: bool,
+                   ticket: str) -> tuple[Match, int, str]:
+        """Take the open seat: returns the match, the seat and its token."""
+        match = await self.read(match_id)
+        meta = match.meta
+        seat = meta.open_seat
+        if match.status != WAITING or seat < 0:
+            raise precondition("match-full", "the match has no open seat")
+        if meta.opponent != OPEN:
+            if not ticket or hash_token(ticket) != meta.ai_ticket_hash:
+                raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "seat-reserved",
+                              "this seat is reserved for the hosted AI")
+            name = name or f"AI level {meta.ai_level}"
+        token = new_seat_token(match_id)
+        new_meta = meta.with_seat(seat, name, auto_claim)
+        now = now_ms()
+        version = match.version + 1
+        clock = advance(new_meta, ClockState.parse(match.fields), match.state, True, now)
+        events = [views.stored_event("joined", version, now, seat, text=f"{seat_name(seat)} "
+                                     f"joined: {name}" if name else f"{seat_name(seat)} joined"),
+                  views.stored_event("game_started", version, now, text="game 1 started")]
+        result = await self.storage.commit(
+            match_id, expected_version=match.version, state=match.record.state, events=events,
+            status=PLAYING, deadline_ms=clock.deadline_ms(new_meta),
+            fields={"meta": new_meta.to_json(), **clock.fields()},
+            claim_seat=(seat, hash_token(token)),
+        )
+        if result.status is CommitStatus.SEAT_TAKEN:
+            raise precondition("match-full", "the seat was just taken")
+        if result.status is CommitStatus.CONFLICT:
+            raise Refusal(grpc.StatusCode.ABORTED, "stale-version",
+                          "the match changed while joining: try again")
+        if result.status is CommitStatus.NOT_FOUND:
+            raise not_found(match_id)
+        await self.storage.remove_open(match_id)
+        if meta.invite:
+            await self.storage.delete_invite(meta.invite)
+        return await self.read(match_id), seat, token
+
+    async def list_open(self, ruleset: str, limit: int,
+                        before_ms: int | None) -> tuple[list[Match], int | None]:
+        """Open public matches, newest first, and the cursor of the next page."""
+        found: list[Match] = []
+        cursor = before_ms
+        while len(found) < limit:
+            page = await self.storage.list_open(limit, cursor)
+            if not page:
+                return found, None
+            records = await self.storage.load_many(m for m, _ in page)
+            gone = []
+            for (match_id, created), record in zip(page, records, strict=True):
+                cursor = created
+                if record is None or record.status != WAITING:
+                    gone.append(match_id)
+                    continue
+                match = parse_match(record, self.cache)
+                if not ruleset or match.meta.ruleset == ruleset:
+                    found.append(match)
+                if len(found) == limit:
+                    return found, cursor
+            await self.storage.remove_open(*gone)
+            if len(page) < limit:
+                return found, None
+        return found, cursor
+
+    # -- playing --------------------------------------------------------------------
+
+    async def submit(self, match_id: str, seat: int, expected_version: int, action_id: str,
+                     actions: list[Action]) -> game_pb2.SubmitActionResponse:
+        """Apply the seat's actions all-or-nothing; a repeated action id replays its answer."""
+        key = f"a:{seat}:{action_id}"
+        record, prior = await self.storage.load_for_action(match_id, key)
+        if prior is not None:
+            return game_pb2.SubmitActionResponse.FromString(prior)
+        if record is None:
+            raise not_found(match_id)
+        match = await self._checked(record)
+        self._check_playing(match)
+        if expected_version != match.version:
+            raise Refusal(grpc.StatusCode.ABORTED, "stale-version",
+                          f"the match is at version {match.version}, not {expected_version}: "
+                          "refetch the view")
+        state = match.state.clone()
+        events: list[Event] = []
+        auto = match.meta.auto_claim[seat]
+        for i, action in enumerate(actions, 1):
+            if state.is_over:
+                raise precondition("game-over", f"action {i}: the game ended before it")
+            if state.current_player != seat:
+                raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "not-your-turn",
+                              f"action {i}: it is the {seat_name(state.current_player)}'s turn")
+            if auto and action.kind is not Kind.CLAIM:
+                events += _auto_claims(state, seat)
+                if state.is_over:
+                    break
+            try:
+                events.append(state.apply(action))
+            except RuleError as err:
+                raise from_rule_error(err, f"action {i} {format_action(action)!r}") from None
+        if auto and not state.is_over and state.current_player == seat:
+            events += _auto_claims(state, seat)
+        outcome = self._outcome(match, state, events, seat)
+        response = game_pb2.SubmitActionResponse(version=outcome.match.version)
+        first = match.record.last_event + 1
+        response.events.extend(
+            views.event_message(StoredEvent(first + i, e), seat)
+            for i, e in enumerate(outcome.events)
+        )
+        response.view.CopyFrom(views.match_view(outcome.match, seat, occupied(match.meta),
+                                                now_ms()))
+        return await self._commit(match, outcome, key, response)
+
+    async def resign(self, match_id: str, seat: int, action_id: str) -> game_pb2.ResignResponse:
+        """End the match: the seat resigning loses the game and the series."""
+        key = f"r:{seat}:{action_id}"
+        for _ in range(5):
+            record, prior = await self.storage.load_for_action(match_id, key)
+            if prior is not None:
+                return game_pb2.ResignResponse.FromString(prior)
+            if record is None:
+                raise not_found(match_id)
+            match = await self._checked(record)
+            self._check_playing(match)
+            state = match.state.clone()
+            state.resign(seat)
+            outcome = self._outcome(match, state, [], seat, end="resignation", loser=seat)
+            response = game_pb2.ResignResponse(
+                view=views.match_view(outcome.match, seat, occupied(match.meta), now_ms())
+            )
+            try:
+                return await self._commit(match, outcome, key, response)
+            except Refusal as refusal:
+                if refusal.reason != "stale-version":
+                    raise
+        raise Refusal(grpc.StatusCode.ABORTED, "stale-version", "the match keeps changing")
+
+    async def _time_out(self, match: Match) -> None:
+        """The running clock ran out: its seat loses the match (committed once, by any replica)."""
+        loser = ClockState.parse(match.fields).seat
+        state = match.state.clone()
+        state.resign(loser)
+        outcome = self._outcome(match, state, [], None, end="timeout", loser=loser)
+        await self._commit(match, outcome, None, None)
+
+    def _check_playing(self, match: Match) -> None:
+        if match.status == WAITING:
+            raise precondition("waiting", "waiting for the other seat to be taken")
+        if match.status == FINISHED:
+            raise precondition("game-over", "the match is over")
+
+    def _outcome(self, match: Match, state: GameState, events: list[Event], seat: int | None,
+                 end: str = "", loser: int | None = None) -> Outcome:
+        """Everything the commit writes, and the match as it will then read."""
+        meta, now = match.meta, now_ms()
+        version = match.version + 1
+        stored = [views.stored_event("action", version, now, e.seat, e) for e in events]
+        game, score, winner, status = match.game, match.score, match.winner, PLAYING
+        if end == "resignation":
+            stored.append(views.stored_event("resigned", version, now, loser,
+                                             text=f"{seat_name(loser or 0)} resigned"))
+        elif end == "timeout":
+            stored.append(views.stored_event("timeout", version, now, loser,
+                                             text=f"{seat_name(loser or 0)} ran out of time"))
+        if state.is_over:
+            points = series_points(state)
+            score = (score[0] + points[0], score[1] + points[1])
+            last = end != "" or game >= meta.series_games
+            if last:
+                status = FINISHED
+                if loser is not None:
+                    winner = 1 - loser
+                elif meta.series_games == 1:
+                    winner = state.winner
+                else:
+                    winner = None if score[0] == score[1] else int(score[1] > score[0])
+            who = "drawn" if state.winner is None else f"won by the {seat_name(state.winner)}"
+            stored.append(views.stored_event(
+                "game_over", version, now,
+                text=f"game {game} {who}; score {score[0]}-{score[1]}", final=last))
+            if not last:
+                game += 1
+                state = deal(meta, game, next_first_player(state))
+                stored.append(views.stored_event("game_started", version, now,
+                                                 text=f"game {game} started"))
+        clock = advance(meta, ClockState.parse(match.fields), state, status == PLAYING, now)
+        fields = {**match.fields, **progress_fields(game, score, winner, end), **clock.fields()}
+        record = replace(
+            match.record, version=version, last_event=match.record.last_event + len(stored),
+            status=status, deadline_ms=clock.deadline_ms(meta), updated_ms=now, fields=fields,
+        )
+        new = Match(record, meta, state, game, score, winner, end, fields)
+        return Outcome(state, stored, new)
+
+    async def _commit(self, match: Match, outcome: Outcome, key: str | None,
+                      response: game_pb2.SubmitActionResponse | game_pb2.ResignResponse | None,
+                      ) -> game_pb2.SubmitActionResponse | game_pb2.ResignResponse:
+        new = outcome.match
+        changed = {k: v for k, v in new.fields.items() if match.fields.get(k) != v}
+        result = await self.storage.commit(
+            match.match_id, expected_version=match.version, state=dump_position(outcome.state),
+            events=outcome.events, action_key=key,
+            response=response.SerializeToString() if response is not None else b"",
+            status=new.status if new.status != match.status else None,
+            deadline_ms=new.record.deadline_ms, fields=changed,
+            finished=new.status == FINISHED,
+        )
+        if result.status is CommitStatus.DUPLICATE and response is not None:
+            return type(response).FromString(result.response or b"")
+        if result.status is CommitStatus.CONFLICT:
+            raise Refusal(grpc.StatusCode.ABORTED, "stale-version",
+                          f"the match changed (now version {result.version}): refetch the view")
+        if result.status is CommitStatus.NOT_FOUND:
+            raise not_found(match.match_id)
+        self.cache.put(match.match_id, new.version, outcome.state)
+        return response  # type: ignore[return-value]
+
+
+def _auto_claims(state: GameState, seat: int) -> list[Event]:
+    """Claim every flag the seat can prove now (the seat's auto-claim option)."""
+    events = []
+    while not state.is_over and state.current_player == seat:
+        claims = [a for a in state.legal_actions() if a.kind is Kind.CLAIM]
+        if not claims:
+            break
+        events.append(state.apply(claims[0]))
+    return events
+
+
+
+
+__all__ = ["SPECTATOR", "Created", "Matches", "occupied", "parse_actions"]

@@ -1,0 +1,175 @@
+"""A match as the engine keeps it: settings, progress fields and the game state.
+
+The match hash (see storage.py) holds the rules core's position text as the
+state plus a few `f:` fields written here: `meta` (settings as JSON, fixed
+after both seats are taken), `game`, `score`, `winner`, `end`, and the clock
+fields of clocks.py. This module only converts; it does no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field, replace
+from typing import Final
+
+from battleline_rules import ClaimTiming, GameState, Options, load_position, new_game
+
+from .storage import MatchRecord
+
+WAITING: Final = "waiting"
+PLAYING: Final = "playing"
+FINISHED: Final = "finished"
+
+OPEN: Final = "open"
+AI: Final = "ai"
+LOCAL: Final = "local"
+
+PER_MOVE: Final = "per_move"
+PER_GAME: Final = "per_game"
+NO_CLOCK: Final = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    """Settings of a match, stored as JSON in the `meta` field."""
+
+    ruleset: str
+    claim_timing: str = ClaimTiming.AFTER_PLAY.value
+    hand_size: int | None = None
+    series_games: int = 1
+    clock: str = PER_MOVE
+    clock_ms: int = 0
+    opponent: str = OPEN
+    private: bool = False
+    ai_level: int = 0
+    ai_ticket_hash: str = ""  # one-time join ticket of the AI seat (hash only)
+    seed: int | None = None  # a client-chosen base seed (never for OPEN matches)
+    names: tuple[str, str] = ("", "")
+    auto_claim: tuple[bool, bool] = (False, False)
+    invite: str = ""
+    open_seat: int = -1  # the seat an OPEN or AI match is waiting to fill
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Meta:
+        data = json.loads(text)
+        data["names"] = tuple(data["names"])
+        data["auto_claim"] = tuple(data["auto_claim"])
+        return cls(**data)
+
+    def options(self, first_player: int) -> Options:
+        """The rules-core options of one game of this match."""
+        return Options(ClaimTiming(self.claim_timing), self.hand_size, first_player)
+
+    def game_seed(self, game: int) -> int | None:
+        """The deal of game `game` (from 1): the chosen seed, then seeds derived from it."""
+        if self.seed is None:
+            return None
+        if game == 1:
+            return self.seed
+        digest = hashlib.sha256(f"{self.seed}:{game}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") >> 1
+
+    def with_seat(self, seat: int, name: str, auto_claim: bool) -> Meta:
+        """The settings once `seat` is taken by someone with these preferences."""
+        names = list(self.names)
+        autos = list(self.auto_claim)
+        names[seat], autos[seat] = name, auto_claim
+        return replace(
+            self, names=(names[0], names[1]), auto_claim=(autos[0], autos[1]), open_seat=-1,
+            ai_ticket_hash="",
+        )
+
+
+def deal(meta: Meta, game: int, first_player: int) -> GameState:
+    """A fresh game of the match."""
+    return new_game(meta.ruleset, meta.options(first_player), meta.game_seed(game))
+
+
+@dataclass(slots=True)
+class Match:
+    """One read of a match: the record plus its parsed settings and state."""
+
+    record: MatchRecord
+    meta: Meta
+    state: GameState
+    game: int = 1
+    score: tuple[int, int] = (0, 0)
+    winner: int | None = None  # of the match, once finished
+    end: str = ""  # "resignation" or "timeout" when the game ended that way
+    fields: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def match_id(self) -> str:
+        return self.record.match_id
+
+    @property
+    def version(self) -> int:
+        return self.record.version
+
+    @property
+    def status(self) -> str:
+        return self.record.status
+
+    @property
+    def finished(self) -> bool:
+        return self.record.status == FINISHED
+
+
+def progress_fields(
+    game: int, score: tuple[int, int], winner: int | None, end: str
+) -> dict[str, str]:
+    """The `f:` fields that record a match's progress."""
+    return {
+        "game": str(game),
+        "score": f"{score[0]},{score[1]}",
+        "winner": "" if winner is None else str(winner),
+        "end": end,
+    }
+
+
+class StateCache:
+    """Parsed states by (match id, version): a version names one state forever.
+
+    Parsing the position text is the costliest part of a read; callers must
+    clone before changing a cached state.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[str, int], GameState] = OrderedDict()
+
+    def get(self, record: MatchRecord) -> GameState:
+        key = (record.match_id, record.version)
+        state = self._items.get(key)
+        if state is None:
+            state = load_position(record.state)
+            self.put(record.match_id, record.version, state)
+        else:
+            self._items.move_to_end(key)
+        return state
+
+    def put(self, match_id: str, version: int, state: GameState) -> None:
+        self._items[(match_id, version)] = state
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+
+def parse_match(record: MatchRecord, cache: StateCache) -> Match:
+    """A Match from one read of its hash."""
+    f = record.fields
+    score = tuple(int(x) for x in f.get("score", "0,0").split(","))
+    return Match(
+        record=record,
+        meta=Meta.from_json(f["meta"]),
+        state=cache.get(record),
+        game=int(f.get("game", "1")),
+        score=(score[0], score[1]),
+        winner=int(f["winner"]) if f.get("winner") else None,
+        end=f.get("end", ""),
+        fields=f,
+    )

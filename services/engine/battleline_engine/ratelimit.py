@@ -1,0 +1,51 @@
+"""Token buckets per key (peer address or seat), in process memory.
+
+Per replica: N replicas allow N times the rate, which is acceptable for
+abuse protection (the point is to stop floods, not to meter precisely) and
+costs no Redis round trip on the hot path.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import grpc
+
+from .errors import Refusal
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """`per_s` tokens a second, up to `burst` saved."""
+
+    per_s: float
+    burst: float
+
+
+class RateLimiter:
+    """Refuses with RESOURCE_EXHAUSTED (and RetryInfo) once a key's bucket is empty."""
+
+    def __init__(self, rate: Rate, what: str, max_keys: int = 100_000) -> None:
+        self.rate = rate
+        self.what = what
+        self.max_keys = max_keys
+        self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, at)
+
+    def take(self, key: str) -> None:
+        """Spend one token of `key`, or raise the refusal saying when to retry."""
+        now = time.monotonic()
+        tokens, at = self._buckets.get(key, (self.rate.burst, now))
+        tokens = min(self.rate.burst, tokens + (now - at) * self.rate.per_s)
+        if tokens < 1:
+            wait = (1 - tokens) / self.rate.per_s
+            self._buckets[key] = (tokens, now)
+            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate-limited",
+                          f"too many {self.what}: retry in {wait:.2f} s", retry_after_s=wait)
+        self._buckets[key] = (tokens - 1, now)
+        if len(self._buckets) > self.max_keys:
+            self._prune(now)
+
+    def _prune(self, now: float) -> None:
+        full_after = self.rate.burst / self.rate.per_s
+        self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < full_after}

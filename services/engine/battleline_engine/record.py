@@ -1,0 +1,41 @@
+"""RecordService: the move list, projected while the match is live, revealed once over."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from battleline.v1 import record_pb2, record_pb2_grpc
+from battleline_rules import SPECTATOR
+
+from . import views
+from .runtime import Runtime, match_id_of, unary
+
+MAX_EVENTS = 100_000
+
+
+class RecordServicer(record_pb2_grpc.RecordServiceServicer):
+    """battleline.v1.RecordService."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+
+    @unary
+    async def GetRecord(self, request: record_pb2.GetRecordRequest,
+                        context: grpc.aio.ServicerContext[Any, Any],
+                        ) -> record_pb2.GetRecordResponse:
+        match_id = match_id_of(request.match_id)
+        seat = await self.rt.seats.optional(context, match_id)
+        match = await self.rt.matches.read(match_id)
+        page = await self.rt.storage.events_after(match_id, 0, MAX_EVENTS)
+        viewer = views.record_viewer(match, SPECTATOR if seat is None else seat)
+        response = record_pb2.GetRecordResponse(
+            options=views.options_message(match.meta),
+            events=[views.event_message(e, viewer) for e in page.events],
+            complete=match.finished,
+            position=views.position_text(match, viewer),
+        )
+        if match.finished and match.state.seed is not None:
+            response.seed = match.state.seed
+        return response

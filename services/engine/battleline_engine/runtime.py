@@ -1,0 +1,105 @@
+"""What the servicers of one process share: settings, storage, domain, limits, fan-out."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import grpc
+import redis.exceptions
+
+from .auth import Seats
+from .errors import Refusal, abort, invalid
+from .matches import Matches
+from .model import PER_MOVE
+from .ratelimit import Rate, RateLimiter
+from .storage import Storage, check_id
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Tunables of the game services (flags and env vars of `battleline serve`)."""
+
+    default_clock: str = PER_MOVE
+    default_clock_ms: int = 5 * 60 * 1000
+    create_rate: Rate = field(default_factory=lambda: Rate(per_s=2.0, burst=20))
+    action_rate: Rate = field(default_factory=lambda: Rate(per_s=20.0, burst=60))
+    streams_per_seat: int = 4  # open Watch streams per seat (and per spectator address)
+    sweep_interval_s: float = 0.5
+
+
+class Runtime:
+    """The shared objects; one per process."""
+
+    def __init__(self, storage: Storage, config: EngineConfig) -> None:
+        from .hub import Hub
+
+        self.storage = storage
+        self.config = config
+        self.matches = Matches(storage)
+        self.seats = Seats(storage)
+        self.create_limit = RateLimiter(config.create_rate, "matches created")
+        self.action_limit = RateLimiter(config.action_rate, "actions")
+        self.hub = Hub(storage)
+
+
+def match_id_of(value: str) -> str:
+    """A request's match id, checked before it becomes part of a key."""
+    try:
+        return check_id(value)
+    except ValueError as err:
+        raise invalid("bad-match-id", str(err)) from None
+
+
+def _refusal_of(err: Exception) -> Refusal | None:
+    if isinstance(err, Refusal):
+        return err
+    if isinstance(err, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
+        return Refusal(grpc.StatusCode.UNAVAILABLE, "storage-unavailable",
+                       "the match store is unreachable: retry")
+    return None
+
+
+R = TypeVar("R")
+
+
+def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
+    """Turn a Refusal raised by a unary handler into its rich status."""
+
+    @functools.wraps(method)
+    async def wrapped(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> R:
+        try:
+            return await method(self, request, context)
+        except Exception as err:
+            refusal = _refusal_of(err)
+            if refusal is None:
+                raise
+            await abort(context, refusal)
+
+    return wrapped
+
+
+def streaming(
+    method: Callable[..., AsyncIterator[R]],
+) -> Callable[..., AsyncIterator[R]]:
+    """The same for a server-streaming handler."""
+
+    @functools.wraps(method)
+    async def wrapped(
+        self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[R]:
+        try:
+            async for item in method(self, request, context):
+                yield item
+        except Exception as err:
+            refusal = _refusal_of(err)
+            if refusal is None:
+                raise
+            await abort(context, refusal)
+
+    return wrapped

@@ -1,0 +1,58 @@
+"""The clock sweeper: ends matches whose running clock has run out, even if nobody calls.
+
+Every replica runs one; the version check of the commit lets only one of them
+record a given timeout. Reads also check the clock (matches.read), so the
+sweeper only matters for matches nobody is looking at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from .matches import Matches
+from .model import PLAYING
+from .storage import Storage, now_ms
+
+log = logging.getLogger(__name__)
+
+
+class Sweeper:
+    """Polls the clock index every `interval_s`."""
+
+    def __init__(self, storage: Storage, matches: Matches, interval_s: float) -> None:
+        self.storage = storage
+        self.matches = matches
+        self.interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="clock-sweeper")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+    async def sweep_once(self) -> int:
+        """Time out every due match; returns how many due entries were handled."""
+        due = await self.storage.due_clocks(now_ms())
+        for match_id, _ in due:
+            record = await self.storage.load(match_id)
+            if record is None or record.status != PLAYING or record.deadline_ms == 0:
+                await self.storage.unindex_clock(match_id)
+                continue
+            await self.matches.read(match_id)  # times it out if the deadline has passed
+        return len(due)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.sweep_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("clock sweep failed")
+            await asyncio.sleep(self.interval_s)

@@ -1,0 +1,268 @@
+"""Everything a viewer receives is built here, from the rules core's view.
+
+`match_view` is the only function that turns a stored match into a MatchView
+and it starts from `state.view(viewer)`, so hands, deck order, the seed,
+deck52's removed cards and the opponent's Scout returns cannot leak through a
+forgotten field. `event_message` projects stored events with `redact_event`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from google.protobuf import duration_pb2, timestamp_pb2
+
+from battleline.v1 import types_pb2 as pb
+from battleline_rules import (
+    SPECTATOR,
+    Event,
+    GameState,
+    Kind,
+    Phase,
+    card_name,
+    dump_position,
+    format_action,
+    parse_action,
+    parse_card,
+    redact_event,
+)
+from battleline_rules.cards import is_tactic
+
+from .clocks import ClockState, left_ms
+from .model import FINISHED, NO_CLOCK, PLAYING, WAITING, Match, Meta
+from .storage import StoredEvent
+
+FULL: Final = -2  # viewer of a finished match's record: nothing hidden
+
+SEATS: Final = (pb.SEAT_FIRST, pb.SEAT_SECOND)
+_PHASES: Final = {WAITING: pb.MATCH_PHASE_WAITING, PLAYING: pb.MATCH_PHASE_PLAYING,
+                  FINISHED: pb.MATCH_PHASE_FINISHED}
+_STEPS: Final = {
+    Phase.PLAY: pb.TURN_STEP_PLAY,
+    Phase.FINISH: pb.TURN_STEP_FINISH,
+    Phase.SCOUT_DRAW: pb.TURN_STEP_SCOUT_DRAW,
+    Phase.SCOUT_RETURN: pb.TURN_STEP_SCOUT_RETURN,
+    Phase.MUD_DISCARD: pb.TURN_STEP_MUD_DISCARD,
+}
+_CLAIM_TIMING: Final = {"after-play": pb.CLAIM_TIMING_AFTER_PLAY,
+                        "start-of-turn": pb.CLAIM_TIMING_START_OF_TURN}
+_CLOCK_KINDS: Final = {"per_move": pb.TIME_CONTROL_KIND_PER_MOVE,
+                       "per_game": pb.TIME_CONTROL_KIND_PER_GAME,
+                       "none": pb.TIME_CONTROL_KIND_NONE}
+EVENT_KINDS: Final = {
+    "created": pb.EVENT_KIND_CREATED, "joined": pb.EVENT_KIND_JOINED,
+    "action": pb.EVENT_KIND_ACTION, "game_started": pb.EVENT_KIND_GAME_STARTED,
+    "game_over": pb.EVENT_KIND_GAME_OVER, "resigned": pb.EVENT_KIND_RESIGNED,
+    "timeout": pb.EVENT_KIND_TIMEOUT,
+}
+
+
+def seat_enum(seat: int | None) -> pb.Seat.ValueType:
+    """Rules-core seat (0, 1, None/-1) to the API enum."""
+    return SEATS[seat] if seat in (0, 1) else pb.SEAT_UNSPECIFIED
+
+
+def _duration(ms: int) -> duration_pb2.Duration:
+    out = duration_pb2.Duration()
+    out.FromMilliseconds(ms)
+    return out
+
+
+def _timestamp(ms: int) -> timestamp_pb2.Timestamp:
+    out = timestamp_pb2.Timestamp()
+    out.FromMilliseconds(ms)
+    return out
+
+
+def options_message(meta: Meta) -> pb.MatchOptions:
+    """The MatchOptions a match was created with (defaults filled in)."""
+    return pb.MatchOptions(
+        ruleset=meta.ruleset,
+        claim_timing=_CLAIM_TIMING[meta.claim_timing],
+        hand_size=meta.hand_size or 0,
+        series_games=meta.series_games,
+        time_control=pb.TimeControl(
+            kind=_CLOCK_KINDS[meta.clock], limit=_duration(meta.clock_ms)
+        ),
+    )
+
+
+def summary(match: Match) -> pb.MatchSummary:
+    """A match as the lobby lists it."""
+    return pb.MatchSummary(
+        match_id=match.match_id,
+        options=options_message(match.meta),
+        open_seat=seat_enum(match.meta.open_seat),
+        host_name=match.meta.names[1 - match.meta.open_seat] if match.meta.open_seat >= 0
+        else match.meta.names[0],
+        create_time=_timestamp(match.record.created_ms),
+        phase=_PHASES[match.status],
+    )
+
+
+def end_reason(match: Match) -> pb.EndReason.ValueType:
+    """Why the current game ended (END_REASON_UNSPECIFIED while it goes on)."""
+    state = match.state
+    if not state.is_over:
+        return pb.END_REASON_UNSPECIFIED
+    if match.end == "resignation":
+        return pb.END_REASON_RESIGNATION
+    if match.end == "timeout":
+        return pb.END_REASON_TIMEOUT
+    if state.winner is None:
+        return pb.END_REASON_DRAW
+    rules, held = state.ruleset, state.claimed_by(state.winner)
+    run = best = 0
+    for flag in range(rules.flags):
+        run = run + 1 if flag in held else 0
+        best = max(best, run)
+    if best >= rules.breakthrough:
+        return pb.END_REASON_BREAKTHROUGH
+    if len(held) >= rules.envelopment:
+        return pb.END_REASON_ENVELOPMENT
+    if rules.has_won(held):
+        return pb.END_REASON_FLANKS
+    return pb.END_REASON_STALEMATE
+
+
+def _deck_counts(cards: list[int], with_tactics: bool) -> list[pb.DeckCount]:
+    tactics = sum(1 for c in cards if is_tactic(c))
+    out = [pb.DeckCount(deck="troop", count=len(cards) - tactics)]
+    if with_tactics:
+        out.append(pb.DeckCount(deck="tactic", count=tactics))
+    return out
+
+
+def _players(match: Match, view: GameState, occupied: set[int]) -> list[pb.PlayerInfo]:
+    with_tactics = bool(view.ruleset.tactics)
+    return [
+        pb.PlayerInfo(
+            seat=SEATS[seat],
+            display_name=match.meta.names[seat],
+            hand_counts=_deck_counts(view.hands[seat], with_tactics),
+            discards=[card_name(c) for c in view.discards[seat]],
+            tactics_played=view.tactics_played[seat],
+            flags_claimed=len(view.claimed_by(seat)),
+            series_score=match.score[seat],
+            occupied=seat in occupied,
+        )
+        for seat in (0, 1)
+    ]
+
+
+def _clocks(match: Match, now_ms: int) -> list[pb.Clock]:
+    meta = match.meta
+    if meta.clock == NO_CLOCK:
+        return []
+    clock = ClockState.parse(match.fields)
+    out = []
+    for seat in (0, 1):
+        running = clock.seat == seat and match.status == PLAYING
+        item = pb.Clock(seat=SEATS[seat], running=running,
+                        remaining=_duration(left_ms(meta, clock, seat, now_ms)))
+        if running:
+            item.deadline.CopyFrom(_timestamp(clock.deadline_ms(meta)))
+        out.append(item)
+    return out
+
+
+def match_view(match: Match, viewer: int, occupied: set[int], now_ms: int) -> pb.MatchView:
+    """The MatchView of `viewer` (0, 1 or SPECTATOR): built from `state.view(viewer)` only."""
+    view = match.state.view(viewer)
+    playing = match.status == PLAYING and not view.is_over
+    to_act = view.current_player if playing else -1
+    out = pb.MatchView(
+        match_id=match.match_id,
+        version=match.version,
+        viewer=seat_enum(viewer),
+        options=options_message(match.meta),
+        phase=_PHASES[match.status],
+        current_seat=seat_enum(to_act),
+        turn_step=_STEPS.get(view.phase, pb.TURN_STEP_UNSPECIFIED) if playing else 0,
+        hand=[card_name(c) for c in view.hands[viewer]] if viewer in (0, 1) else [],
+        players=_players(match, view, occupied),
+        decks=_deck_counts(view.decks[0] + view.decks[1], bool(view.ruleset.tactics))
+        if view.ruleset.tactics else [pb.DeckCount(deck="troop", count=len(view.decks[0]))],
+        scout_returned=[card_name(c) for c in reversed(view.returned[viewer])]
+        if viewer in (0, 1) else [],
+        clocks=_clocks(match, now_ms),
+        winner=seat_enum(match.winner if match.finished else view.winner)
+        if view.is_over else pb.SEAT_UNSPECIFIED,
+        end_reason=end_reason(match),
+        game_number=match.game,
+        position=dump_position(view),
+        last_event_number=match.record.last_event,
+    )
+    for number, flag in enumerate(view.flags, 1):
+        out.flags.add(
+            number=number,
+            first_cards=[card_name(c) for c in flag.cards[0]],
+            second_cards=[card_name(c) for c in flag.cards[1]],
+            environment=[card_name(c) for c, _ in flag.env],
+            claimed_by=seat_enum(flag.claimed),
+        )
+    if viewer == to_act:
+        legal = view.legal_actions()
+        out.legal_actions.extend(format_action(a) for a in legal)
+        for action in legal:
+            if action.kind is Kind.CLAIM:
+                verdict = view.claim_verdict(action.flag, viewer)
+                out.claimable_flags.add(number=action.flag + 1, proof=verdict.reason)
+    return out
+
+
+def event_text(fields: dict[str, str], viewer: int) -> str:
+    """One stored event as `viewer` may read it (FULL: unredacted)."""
+    action_text = fields.get("a")
+    if not action_text:
+        return fields.get("x", "")
+    seat = int(fields["s"])
+    drawn = parse_card(fields["d"]) if fields.get("d") else -1
+    event = Event(0, seat, parse_action(action_text), drawn)
+    if viewer != FULL:
+        event = redact_event(event, viewer)
+    text = format_action(event.action)
+    return f"{text} {card_name(event.drawn)}" if event.drawn != -1 else text
+
+
+def stored_event(kind: str, version: int, now_ms: int, seat: int | None = None,
+                 event: Event | None = None, text: str = "", final: bool = False) -> dict[str, str]:
+    """The fields of an event as stored (unredacted; projected on the way out)."""
+    out = {"k": kind, "v": str(version), "t": str(now_ms),
+           "s": "" if seat is None else str(seat)}
+    if event is not None:
+        out["a"] = format_action(event.action)
+        out["d"] = card_name(event.drawn) if event.drawn >= 0 else ""
+    else:
+        out["x"] = text
+    if final:
+        out["end"] = "1"
+    return out
+
+
+def event_message(stored: StoredEvent, viewer: int) -> pb.MatchEvent:
+    """A stored event projected for `viewer` (0, 1, SPECTATOR or FULL)."""
+    f = stored.fields
+    return pb.MatchEvent(
+        number=stored.number,
+        kind=EVENT_KINDS[f["k"]],
+        seat=seat_enum(int(f["s"])) if f.get("s") else pb.SEAT_UNSPECIFIED,
+        text=event_text(f, viewer),
+        version=int(f["v"]),
+        commit_time=_timestamp(int(f["t"])),
+    )
+
+
+__all__ = ["FULL", "SPECTATOR", "event_message", "match_view", "stored_event", "summary"]
+
+
+def record_viewer(match: Match, viewer: int) -> int:
+    """Who a record is projected for: nobody is hidden from once the match is over."""
+    return FULL if match.finished else viewer
+
+
+def position_text(match: Match, viewer: int) -> str:
+    """The position for a record: full once over, else the viewer's redacted view."""
+    if viewer == FULL:
+        return dump_position(match.state)
+    return dump_position(match.state.view(viewer))

@@ -1,0 +1,87 @@
+"""WatchService: a snapshot, then every event projected for the viewer, resumable."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from battleline.v1 import watch_pb2, watch_pb2_grpc
+from battleline_rules import SPECTATOR
+
+from . import views
+from .auth import peer_key
+from .errors import Refusal, invalid
+from .matches import occupied
+from .metrics import SUBSCRIBERS
+from .runtime import Runtime, match_id_of, streaming
+from .storage import StoredEvent, now_ms
+
+PAGE = 1000
+
+
+class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
+    """battleline.v1.WatchService."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+        self.open: Counter[str] = Counter()
+
+    @streaming
+    async def Watch(self, request: watch_pb2.WatchRequest,
+                    context: grpc.aio.ServicerContext[Any, Any],
+                    ) -> AsyncIterator[watch_pb2.WatchResponse]:
+        match_id = match_id_of(request.match_id)
+        seat = await self.rt.seats.optional(context, match_id)
+        viewer = SPECTATOR if seat is None else seat
+        key = f"{match_id}/{seat}" if seat is not None else f"{match_id}/{peer_key(context)}"
+        if self.open[key] >= self.rt.config.streams_per_seat:
+            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "too-many-streams",
+                          f"at most {self.rt.config.streams_per_seat} open streams per seat",
+                          retry_after_s=1.0)
+        match = await self.rt.matches.read(match_id)
+        backlog: list[StoredEvent] | None = None
+        last = match.record.last_event
+        if request.HasField("resume_after"):
+            if request.resume_after > last:
+                raise invalid("bad-resume", f"resume_after {request.resume_after} is after the "
+                              f"last event ({last})")
+            page = await self.rt.storage.events_after(match_id, request.resume_after, PAGE)
+            if page.complete:
+                backlog, last = page.events, request.resume_after
+        self.open[key] += 1
+        SUBSCRIBERS.inc()
+        try:
+            if backlog is None:
+                yield watch_pb2.WatchResponse(snapshot=views.match_view(
+                    match, viewer, occupied(match.meta), now_ms()))
+                if match.finished:
+                    return
+            queue = await self.rt.hub.subscribe(match_id, last)
+            try:
+                batch = backlog if backlog is not None else []
+                while True:
+                    if batch and batch[0].number > last + 1:  # a gap: fill it from Redis
+                        page = await self.rt.storage.events_after(match_id, last, PAGE)
+                        batch = page.events
+                    batch = [e for e in batch if e.number > last]
+                    for i, event in enumerate(batch):
+                        item = watch_pb2.WatchResponse(event=views.event_message(event, viewer))
+                        if request.include_views and i == len(batch) - 1:
+                            now = await self.rt.matches.read(match_id)
+                            item.view.CopyFrom(views.match_view(now, viewer, occupied(now.meta),
+                                                                now_ms()))
+                        last = event.number
+                        yield item
+                        if event.fields.get("end") == "1":
+                            return
+                    batch = await queue.get()
+            finally:
+                self.rt.hub.unsubscribe(match_id, queue)
+        finally:
+            self.open[key] -= 1
+            if not self.open[key]:
+                del self.open[key]
+            SUBSCRIBERS.dec()

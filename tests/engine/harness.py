@@ -1,0 +1,181 @@
+"""Test helpers: an engine (real gRPC server, real Redis) on a thread, and random bots."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import threading
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from google.protobuf import message as pb_message
+
+from battleline.v1 import (
+    game_pb2,
+    game_pb2_grpc,
+    lobby_pb2,
+    lobby_pb2_grpc,
+    record_pb2,
+    record_pb2_grpc,
+    types_pb2,
+    watch_pb2,
+    watch_pb2_grpc,
+)
+from battleline_engine.ratelimit import Rate
+from battleline_engine.runtime import EngineConfig
+from battleline_engine.server import EngineServer, ServerConfig, start_server
+from battleline_engine.storage import Storage
+from battleline_engine.wiring import default_services
+
+FAST_SERVER = ServerConfig(port=0, drain_s=0.05, grace_s=1.0, health_interval_s=0.2)
+OPEN_LIMITS = EngineConfig(create_rate=Rate(10_000, 10_000), action_rate=Rate(10_000, 10_000),
+                           sweep_interval_s=0.1)
+SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)
+
+
+class Engine:
+    """An engine server on its own event loop thread, driven from sync test code."""
+
+    def __init__(self, redis_url: str, config: EngineConfig = OPEN_LIMITS,
+                 server: ServerConfig = FAST_SERVER) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.storage: Storage = self.call(self._storage(redis_url))
+        self.server: EngineServer = self.call(
+            start_server(server, self.storage, default_services(self.storage, config)))
+        self.address = self.server.address
+
+    async def _storage(self, url: str) -> Storage:
+        return Storage.from_url(url)
+
+    def call(self, coro: Any) -> Any:
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result(60)
+
+    def close(self) -> None:
+        self.call(self.server.stop(0))
+        self.call(self.storage.close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def auth(token: str | None) -> list[tuple[str, str]]:
+    return [("authorization", f"Bearer {token}")] if token else []
+
+
+@dataclass
+class Client:
+    """Stubs over one channel; every response is also handed to `sink`."""
+
+    channel: grpc.Channel
+    sink: Callable[[str | None, pb_message.Message], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.lobby = lobby_pb2_grpc.LobbyServiceStub(self.channel)
+        self.game = game_pb2_grpc.GameServiceStub(self.channel)
+        self.watcher = watch_pb2_grpc.WatchServiceStub(self.channel)
+        self.record = record_pb2_grpc.RecordServiceStub(self.channel)
+
+    @classmethod
+    def to(cls, address: str, **kw: Any) -> Client:
+        return cls(grpc.insecure_channel(address), **kw)
+
+    def _seen(self, token: str | None, msg: pb_message.Message) -> pb_message.Message:
+        if self.sink is not None:
+            self.sink(token, msg)
+        return msg
+
+    def create(self, ruleset: str = "standard", kind: int = types_pb2.OPPONENT_KIND_LOCAL,
+               **options: Any) -> lobby_pb2.CreateMatchResponse:
+        seat_options = options.pop("seat_options", None)
+        seed = options.pop("seed", None)
+        seat = options.pop("seat", types_pb2.SEAT_CHOICE_FIRST)
+        request = lobby_pb2.CreateMatchRequest(
+            options=types_pb2.MatchOptions(ruleset=ruleset, **options), seat=seat,
+            opponent=types_pb2.Opponent(kind=kind), seat_options=seat_options)
+        if seed is not None:
+            request.seed = seed
+        return self.lobby.CreateMatch(request, timeout=10)
+
+    def view(self, match_id: str, token: str | None) -> types_pb2.MatchView:
+        response = self.game.GetView(game_pb2.GetViewRequest(match_id=match_id),
+                                     metadata=auth(token), timeout=10)
+        self._seen(token, response)
+        return response.view
+
+    def submit(self, match_id: str, token: str, version: int, actions: list[str],
+               action_id: str | None = None) -> game_pb2.SubmitActionResponse:
+        response = self.game.SubmitAction(game_pb2.SubmitActionRequest(
+            match_id=match_id, expected_version=version, action_id=action_id or uuid.uuid4().hex,
+            actions=actions), metadata=auth(token), timeout=10)
+        self._seen(token, response)
+        return response
+
+    def get_record(self, match_id: str, token: str | None = None) -> record_pb2.GetRecordResponse:
+        response = self.record.GetRecord(record_pb2.GetRecordRequest(match_id=match_id),
+                                         metadata=auth(token), timeout=10)
+        self._seen(token, response)
+        return response
+
+    def watch(self, match_id: str, token: str | None = None, resume_after: int | None = None,
+              include_views: bool = False) -> Any:
+        request = watch_pb2.WatchRequest(match_id=match_id, include_views=include_views)
+        if resume_after is not None:
+            request.resume_after = resume_after
+        return self.watcher.Watch(request, metadata=auth(token), timeout=120)
+
+
+_TROOP_PLAY = re.compile(r"^play [A-Z]{1}[0-9JQK]+@\d+$")
+
+
+def choose(view: types_pb2.MatchView, rng: random.Random, batch: bool) -> list[str]:
+    """A random legal action; with `batch`, a troop play goes with a draw in one request."""
+    action = rng.choice(list(view.legal_actions))
+    if not batch or not _TROOP_PLAY.match(action):
+        return [action]
+    if view.options.claim_timing == types_pb2.CLAIM_TIMING_START_OF_TURN:
+        return [action]
+    decks = [d.deck for d in view.decks if d.count > 0]
+    return [action, f"draw {rng.choice(decks)}"] if decks else [action, "end"]
+
+
+@dataclass
+class Played:
+    """A finished match as the bots saw it."""
+
+    match_id: str
+    tokens: tuple[str, str]
+    requests: int = 0
+    final: types_pb2.MatchView | None = None
+    versions: list[int] = field(default_factory=list)
+
+
+def play_local(client: Client, ruleset: str, rng: random.Random, *, batch: bool = True,
+               auto_claim: bool = True, max_requests: int = 3000,
+               **options: Any) -> Played:
+    """Create a LOCAL match and play it to the end with random legal actions from the view."""
+    created = client.create(ruleset, seat_options=types_pb2.SeatOptions(auto_claim=auto_claim),
+                            **options)
+    tokens = (created.seat_token, created.other_seat_token)
+    played = Played(created.match_id, tokens)
+    views = [client.view(created.match_id, tokens[0]), client.view(created.match_id, tokens[1])]
+    while views[0].phase != types_pb2.MATCH_PHASE_FINISHED:
+        seat = SEATS.index(views[0].current_seat)
+        view = views[seat]
+        assert view.legal_actions, view
+        response = client.submit(created.match_id, tokens[seat], view.version,
+                                 choose(view, rng, batch))
+        played.requests += 1
+        played.versions.append(response.version)
+        views[seat] = response.view
+        if response.view.current_seat != SEATS[seat] or response.view.phase == 3:
+            views[1 - seat] = client.view(created.match_id, tokens[1 - seat])
+        assert played.requests < max_requests, "match does not end"
+    played.final = views[0]
+    return played
