@@ -1,0 +1,200 @@
+"""Complete matches over real gRPC and a real Redis: every ruleset, two clients, spectators,
+resumable streams, series, seeds, records, reflection."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterator
+
+import grpc
+import pytest
+import redis as sync_redis
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+    ProtoReflectionDescriptorDatabase,
+)
+
+from battleline.v1 import lobby_pb2, types_pb2
+
+from .harness import SEATS, Client, Engine, play_local
+
+
+@pytest.fixture
+def engine(redis_url: str) -> Iterator[Engine]:
+    running = Engine(redis_url)
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def client(engine: Engine) -> Iterator[Client]:
+    c = Client.to(engine.address)
+    yield c
+    c.channel.close()
+
+
+def collect(stream: object, into: list[types_pb2.MatchEvent], snapshots: list[object],
+            stop_after: int | None = None) -> None:
+    """Read a Watch stream into lists (on a thread); stop after `stop_after` events."""
+    for item in stream:  # type: ignore[attr-defined]
+        if item.HasField("snapshot"):
+            snapshots.append(item.snapshot)
+        else:
+            into.append(item.event)
+            if stop_after is not None and len(into) >= stop_after:
+                stream.cancel()  # type: ignore[attr-defined]
+                return
+
+
+def numbers(events: list[types_pb2.MatchEvent]) -> list[int]:
+    return [e.number for e in events]
+
+
+@pytest.mark.parametrize("ruleset", ["standard", "basic", "deck52"])
+def test_two_clients_play_open_match_to_the_end(engine: Engine, ruleset: str) -> None:
+    host, guest = Client.to(engine.address), Client.to(engine.address)
+    created = host.create(ruleset, kind=types_pb2.OPPONENT_KIND_OPEN,
+                          seat_options=types_pb2.SeatOptions(display_name="host"))
+    assert created.invite_code and not created.other_seat_token
+    listed = host.lobby.ListOpenMatches(lobby_pb2.ListOpenMatchesRequest(ruleset=ruleset))
+    assert created.match_id in [m.match_id for m in listed.matches]
+    joined = guest.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
+        invite_code=created.invite_code, seat_options=types_pb2.SeatOptions(display_name="g")))
+    assert joined.seat == types_pb2.SEAT_SECOND
+    with pytest.raises(grpc.RpcError) as again:
+        guest.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id))
+    assert again.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    spectator_events: list[types_pb2.MatchEvent] = []
+    snapshots: list[object] = []
+    spectator = threading.Thread(target=collect, args=(
+        host.watch(created.match_id), spectator_events, snapshots))
+    spectator.start()
+    players = {0: (host, created.seat_token), 1: (guest, joined.seat_token)}
+    rng = random.Random(ruleset)
+    requests = 0
+    while True:
+        view = host.view(created.match_id, created.seat_token)
+        if view.phase == types_pb2.MATCH_PHASE_FINISHED:
+            break
+        seat = SEATS.index(view.current_seat)
+        who, token = players[seat]
+        mine = who.view(created.match_id, token)
+        if mine.legal_actions and rng.random() < 0.3 and any(
+                a.startswith("claim") for a in mine.legal_actions):
+            action = next(a for a in mine.legal_actions if a.startswith("claim"))
+        else:
+            action = rng.choice(list(mine.legal_actions))
+        who.submit(created.match_id, token, mine.version, [action])
+        requests += 1
+        assert requests < 2000
+    spectator.join(20)
+    assert not spectator.is_alive()
+    assert len(snapshots) == 1
+    first = snapshots[0].last_event_number  # type: ignore[attr-defined]
+    assert numbers(spectator_events) == list(range(first + 1, first + 1 + len(spectator_events)))
+    assert spectator_events[-1].kind == types_pb2.EVENT_KIND_GAME_OVER
+    record = host.get_record(created.match_id)
+    assert record.complete and record.HasField("seed")
+    assert numbers(list(record.events)) == list(range(1, len(record.events) + 1))
+
+
+@pytest.mark.parametrize("ruleset", ["standard", "basic", "deck52"])
+def test_local_matches_in_every_ruleset(client: Client, ruleset: str) -> None:
+    for i in range(3):
+        played = play_local(client, ruleset, random.Random(i), batch=i != 1,
+                            auto_claim=i != 2)
+        assert played.final is not None
+        assert played.final.phase == types_pb2.MATCH_PHASE_FINISHED
+        assert played.final.end_reason != types_pb2.END_REASON_UNSPECIFIED
+
+
+def test_start_of_turn_claims_and_series(client: Client) -> None:
+    played = play_local(client, "standard", random.Random(5), series_games=3,
+                        claim_timing=types_pb2.CLAIM_TIMING_START_OF_TURN)
+    final = played.final
+    assert final is not None and final.game_number == 3
+    scores = [p.series_score for p in final.players]
+    assert max(scores) >= 5  # at least one game was won outright (or drawn games scored flags)
+    record = client.get_record(played.match_id, played.tokens[0])
+    kinds = [e.kind for e in record.events]
+    assert kinds.count(types_pb2.EVENT_KIND_GAME_STARTED) == 3
+    assert kinds.count(types_pb2.EVENT_KIND_GAME_OVER) == 3
+
+
+def test_seed_reproduces_the_deal_and_is_refused_for_open_matches(client: Client) -> None:
+    a = client.create("standard", seed=1234)
+    b = client.create("standard", seed=1234)
+    hand = [client.view(m.match_id, m.seat_token).hand for m in (a, b)]
+    assert hand[0] == hand[1]
+    with pytest.raises(grpc.RpcError) as refused:
+        client.create("standard", kind=types_pb2.OPPONENT_KIND_OPEN, seed=1)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "seed" in (refused.value.details() or "")
+
+
+def test_watcher_disconnects_and_resumes_without_gaps(client: Client) -> None:
+    created = client.create("standard")
+    tokens = (created.seat_token, created.other_seat_token)
+    first: list[types_pb2.MatchEvent] = []
+    snaps: list[object] = []
+    reader = threading.Thread(target=collect, args=(
+        client.watch(created.match_id, tokens[1]), first, snaps, 25))
+    reader.start()
+    rng = random.Random(7)
+    version_of: dict[int, int] = {}
+    halfway = threading.Event()
+    second: list[types_pb2.MatchEvent] = []
+
+    def resume() -> None:
+        halfway.wait(60)
+        reader.join(60)
+        collect(client.watch(created.match_id, tokens[1], resume_after=first[-1].number),
+                second, snaps)
+
+    resumer = threading.Thread(target=resume)
+    resumer.start()
+    requests = 0
+    while True:
+        view = client.view(created.match_id, tokens[0])
+        if view.phase == types_pb2.MATCH_PHASE_FINISHED:
+            break
+        seat = SEATS.index(view.current_seat)
+        mine = client.view(created.match_id, tokens[seat])
+        client.submit(created.match_id, tokens[seat], mine.version,
+                      [rng.choice(list(mine.legal_actions))])
+        requests += 1
+        version_of[requests] = mine.version
+        if requests == 40:
+            halfway.set()
+            time.sleep(0.3)
+    halfway.set()
+    resumer.join(30)
+    assert not resumer.is_alive()
+    assert len(snaps) == 1, "resuming must not send a second snapshot"
+    got = numbers(first) + numbers(second)
+    start = snaps[0].last_event_number  # type: ignore[attr-defined]
+    assert got == list(range(start + 1, start + 1 + len(got)))
+    assert second[-1].kind == types_pb2.EVENT_KIND_GAME_OVER
+    # The stream sent to seat 1 matches the record projected for it while live.
+    record = client.get_record(created.match_id, tokens[1])
+    assert [e.number for e in record.events][start:] == got
+
+
+def test_resume_from_a_trimmed_point_gets_a_fresh_snapshot(client: Client, redis_url: str) -> None:
+    created = client.create("standard")
+    raw = sync_redis.Redis.from_url(redis_url)
+    raw.xtrim(f"bl:{{{created.match_id}}}:ev", minid="3-0")  # drop events 1-2
+    raw.close()
+    stream = client.watch(created.match_id, created.seat_token, resume_after=0)
+    item = next(iter(stream))
+    assert item.HasField("snapshot")
+    stream.cancel()
+
+
+def test_reflection_lists_every_service(engine: Engine) -> None:
+    with grpc.insecure_channel(engine.address) as channel:
+        services = set(ProtoReflectionDescriptorDatabase(channel).get_services())
+    assert {"battleline.v1.LobbyService", "battleline.v1.GameService",
+            "battleline.v1.WatchService", "battleline.v1.RecordService",
+            "grpc.health.v1.Health"} <= services
