@@ -1,0 +1,168 @@
+"""Leak test: over many random complete matches, no message to a seat or a spectator
+names a card it may not see (the other hand, the decks and so Scout's returns, deck52's
+removed cards) or the seed, before the end.
+
+Every response and stream message is kept with the version it describes; after the
+match, its full record (revealed once over) is replayed with the rules core to know
+exactly what was secret at each version, and every string in every message is
+checked against that.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+
+import pytest
+from battleline.v1 import types_pb2
+from battleline_rules import ClaimTiming, Options, card_name, new_game, parse_action
+from google.protobuf import message as pb_message
+
+from .harness import Client, Engine, play_local
+
+MATCHES = 210
+Part = tuple[int, pb_message.Message]
+
+
+def strings(msg: pb_message.Message) -> Iterator[str]:
+    """Every string in a message, recursively (match ids left out: random, not secret)."""
+    for fd, value in msg.ListFields():
+        if fd.name == "match_id":
+            continue
+        values = value if fd.is_repeated else [value]
+        for v in values:
+            if isinstance(v, pb_message.Message):
+                yield from strings(v)
+            elif isinstance(v, str):
+                yield v
+
+
+def tokens(msg: pb_message.Message) -> set[str]:
+    out: set[str] = set()
+    for text in strings(msg):
+        out.update(re.split(r"[^A-Za-z0-9?]+", text))
+    return out
+
+
+def parts(msg: pb_message.Message) -> list[Part]:
+    """The pieces of a response, each with the match version it shows."""
+    out: list[Part] = []
+    for name in ("view", "snapshot", "event"):
+        if msg.DESCRIPTOR.fields_by_name.get(name) and msg.HasField(name):
+            sub = getattr(msg, name)
+            out.append((sub.version, sub))
+    for event in getattr(msg, "events", []):
+        out.append((event.version, event))
+    return out
+
+
+def secrets_by_version(record: object) -> tuple[dict[int, list[set[str]]], int]:
+    """Replay the revealed record: per version, what seat 0, seat 1 and a spectator may
+    not see (index 0, 1, 2), and the version at which the match ended."""
+    o = record.options  # type: ignore[attr-defined]
+    timing = (ClaimTiming.START_OF_TURN if o.claim_timing == types_pb2.CLAIM_TIMING_START_OF_TURN
+              else ClaimTiming.AFTER_PLAY)
+    state = new_game(o.ruleset, Options(timing, o.hand_size or None, 0), record.seed)  # type: ignore[attr-defined]
+    seed = str(record.seed)  # type: ignore[attr-defined]
+    out: dict[int, list[set[str]]] = {}
+
+    def snapshot() -> list[set[str]]:
+        hidden = [card_name(c) for c in state.decks[0] + state.decks[1] + state.removed]
+        hands = [{card_name(c) for c in h} for h in state.hands]
+        returned = [{card_name(c) for c in r} for r in state.returned]
+        common = set(hidden) | {seed}
+        return [
+            (common | hands[1]) - returned[0],
+            (common | hands[0]) - returned[1],
+            common | hands[0] | hands[1],
+        ]
+
+    last = 0
+    for event in record.events:  # type: ignore[attr-defined]
+        if event.kind == types_pb2.EVENT_KIND_ACTION:
+            words = event.text.split()
+            if words[0] in ("draw", "scout-draw") and len(words) == 3:
+                words = words[:2]
+            state.apply(parse_action(" ".join(words)))
+        out[event.version] = snapshot()
+        last = event.version
+    return out, last
+
+
+def check(seen: list[tuple[int, Part]], secrets: dict[int, list[set[str]]], end: int) -> int:
+    checked = 0
+    for who, (version, part) in seen:
+        if version >= end:
+            continue  # the match is over: everything may be revealed
+        leaked = tokens(part) & secrets[version][who]
+        assert not leaked, f"viewer {who} saw {leaked} at version {version}: {part}"
+        checked += 1
+    return checked
+
+
+@pytest.mark.timeout(600)
+def test_no_secret_reaches_a_seat_or_a_spectator(redis_url: str) -> None:
+    engine = Engine(redis_url)
+    try:
+        seen: list[tuple[int, Part]] = []
+        owner: dict[str | None, int] = {None: 2}
+
+        def sink(token: str | None, msg: pb_message.Message) -> None:
+            seen.extend((owner[token], p) for p in parts(msg))
+
+        client = Client.to(engine.address, sink=sink)
+        rng = random.Random(2024)
+        rulesets = ["standard", "basic", "deck52"]
+        totals: dict[str, int] = defaultdict(int)
+        started = time.monotonic()
+        for i in range(MATCHES):
+            ruleset = rulesets[i % 3]
+            timing = (types_pb2.CLAIM_TIMING_START_OF_TURN if i % 5 == 4
+                      else types_pb2.CLAIM_TIMING_AFTER_PLAY)
+            seen.clear()
+            stream_parts: list[Part] = []
+            created_box: dict[str, str] = {}
+
+            def spectate(box: dict[str, str] = created_box,
+                         into: list[Part] = stream_parts) -> None:
+                while "id" not in box:
+                    time.sleep(0.001)
+                for item in client.watch(box["id"], None, include_views=True):
+                    into.extend(parts(item))
+
+            watcher = threading.Thread(target=spectate) if i % 4 == 0 else None
+            original_create = client.create
+
+            def create(*a: object, **kw: object) -> object:
+                created = original_create(*a, **kw)  # type: ignore[arg-type]
+                owner[created.seat_token] = 0
+                owner[created.other_seat_token] = 1
+                created_box["id"] = created.match_id
+                return created
+
+            client.create = create  # type: ignore[method-assign]
+            if watcher is not None:
+                watcher.start()
+            played = play_local(client, ruleset, rng, batch=i % 7 != 0,
+                                auto_claim=i % 3 != 2, claim_timing=timing)
+            client.create = original_create  # type: ignore[method-assign]
+            client.view(played.match_id, None)  # a spectator's view, at the end
+            if watcher is not None:
+                watcher.join(30)
+                assert not watcher.is_alive()
+            observed = list(seen)
+            record = client.get_record(played.match_id)  # revealed: not checked
+            assert record.complete
+            secrets, end = secrets_by_version(record)
+            totals["messages"] += check(observed, secrets, end)
+            totals["stream"] += check([(2, p) for p in stream_parts], secrets, end)
+            totals["requests"] += played.requests
+        print(f"leak test: {MATCHES} matches, {dict(totals)}, "
+              f"{time.monotonic() - started:.1f} s")
+        assert totals["stream"] > 0 and totals["messages"] > 10 * MATCHES
+    finally:
+        engine.close()
