@@ -1,0 +1,163 @@
+"""Races, retries, several engines on one Redis, and an engine killed mid-match."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+import pytest
+from battleline.v1 import types_pb2
+
+from .harness import SEATS, Client, Engine
+
+BATTLELINE = str(Path(sys.executable).parent / "battleline")
+
+
+@pytest.fixture
+def engine(redis_url: str) -> Iterator[Engine]:
+    running = Engine(redis_url)
+    yield running
+    running.close()
+
+
+def step(client: Client, match_id: str, tokens: tuple[str, str], rng: random.Random) -> bool:
+    """One random legal action of whoever is to act; False once the match is over."""
+    view = client.view(match_id, tokens[0])
+    if view.phase == types_pb2.MATCH_PHASE_FINISHED:
+        return False
+    seat = SEATS.index(view.current_seat)
+    mine = client.view(match_id, tokens[seat])
+    client.submit(match_id, tokens[seat], mine.version, [rng.choice(list(mine.legal_actions))])
+    return True
+
+
+def test_two_different_actions_raced_on_one_turn_apply_once(engine: Engine) -> None:
+    clients = [Client.to(engine.address) for _ in range(2)]
+    for trial in range(10):
+        created = clients[0].create("standard", seed=trial)
+        view = clients[0].view(created.match_id, created.seat_token)
+        plays = [a for a in view.legal_actions if a.startswith("play")]
+        barrier = threading.Barrier(2)
+
+        def race(i: int, view: types_pb2.MatchView = view, plays: list[str] = plays,
+                 barrier: threading.Barrier = barrier,
+                 match_id: str = created.match_id, token: str = created.seat_token,
+                 ) -> grpc.StatusCode:
+            barrier.wait()
+            try:
+                clients[i].submit(match_id, token, view.version, [plays[i]], f"race-{i}")
+                return grpc.StatusCode.OK
+            except grpc.RpcError as err:
+                return err.code()
+
+        with ThreadPoolExecutor(2) as pool:
+            codes = list(pool.map(race, [0, 1]))
+        assert sorted(c.name for c in codes) == ["ABORTED", "OK"], codes
+        after = clients[0].view(created.match_id, created.seat_token)
+        assert after.version == view.version + 1
+        assert sum(len(f.first_cards) for f in after.flags) == 1
+
+
+def test_the_same_action_id_twice_applies_once_with_the_same_answer(engine: Engine) -> None:
+    clients = [Client.to(engine.address) for _ in range(2)]
+    created = clients[0].create("standard", seed=3)
+    view = clients[0].view(created.match_id, created.seat_token)
+    action = [a for a in view.legal_actions if a.startswith("play")][0]
+    barrier = threading.Barrier(2)
+
+    def send(i: int) -> bytes:
+        barrier.wait()
+        return clients[i].submit(created.match_id, created.seat_token, view.version, [action],
+                                 "same-id").SerializeToString()
+
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(send, [0, 1]))
+    assert answers[0] == answers[1]
+    later = clients[0].submit(created.match_id, created.seat_token, view.version, [action],
+                              "same-id")  # a late retry: still the original answer
+    assert later.SerializeToString() == answers[0]
+    after = clients[0].view(created.match_id, created.seat_token)
+    assert after.version == view.version + 1
+    record = clients[0].get_record(created.match_id, created.seat_token)
+    assert [e.text for e in record.events].count(action) == 1
+
+
+def test_two_engines_serve_one_match_alternately(redis_url: str) -> None:
+    engines = [Engine(redis_url), Engine(redis_url)]
+    try:
+        clients = [Client.to(e.address) for e in engines]
+        created = clients[0].create("standard")
+        tokens = (created.seat_token, created.other_seat_token)
+        events: list[types_pb2.MatchEvent] = []
+        snapshots: list[types_pb2.MatchView] = []
+
+        def watch() -> None:  # the stream comes from the second engine
+            for item in clients[1].watch(created.match_id, tokens[1]):
+                if item.HasField("snapshot"):
+                    snapshots.append(item.snapshot)
+                else:
+                    events.append(item.event)
+
+        reader = threading.Thread(target=watch)
+        reader.start()
+        rng = random.Random(11)
+        turn = 0
+        while step(clients[turn % 2], created.match_id, tokens, rng):
+            turn += 1
+        reader.join(20)
+        assert not reader.is_alive()
+        start = snapshots[0].last_event_number
+        assert [e.number for e in events] == list(range(start + 1, start + 1 + len(events)))
+        assert events[-1].kind == types_pb2.EVENT_KIND_GAME_OVER
+        assert turn > 20
+    finally:
+        for e in engines:
+            e.close()
+
+
+def _serve(redis_url: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [BATTLELINE, "serve", "--port", "0", "--grace", "1", "--log-level", "warning"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "REDIS_URL": redis_url},
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert "listening on" in line, line
+    return process, line.rsplit(" ", 1)[1].strip()
+
+
+@pytest.mark.timeout(120)
+def test_engine_killed_mid_match_and_restarted_goes_on(redis_url: str) -> None:
+    process, address = _serve(redis_url)
+    try:
+        client = Client.to(address)
+        created = client.create("standard")
+        tokens = (created.seat_token, created.other_seat_token)
+        rng = random.Random(5)
+        for _ in range(15):
+            assert step(client, created.match_id, tokens, rng)
+        before = client.view(created.match_id, tokens[0])
+        client.channel.close()
+        process.kill()  # SIGKILL: no drain, no goodbye
+        process.wait(10)
+        process, address = _serve(redis_url)
+        client = Client.to(address)
+        after = client.view(created.match_id, tokens[0])
+        assert after.version == before.version and after.position == before.position
+        steps = 0
+        while step(client, created.match_id, tokens, rng):
+            steps += 1
+        assert client.view(created.match_id, tokens[0]).phase == types_pb2.MATCH_PHASE_FINISHED
+        record = client.get_record(created.match_id)
+        assert [e.number for e in record.events] == list(range(1, len(record.events) + 1))
+    finally:
+        process.kill()
+        process.wait(10)
