@@ -173,8 +173,16 @@ class IsmctsBot:
             if level not in LEVELS:
                 raise ValueError(f"level must be 1..{max(LEVELS)}")
             base.update(LEVELS[level])
-        types = {"iterations": int, "seconds": float, "c": float, "rollout": str,
-                 "depth": int, "width": int, "final": str, "workers": int}
+        types = {
+            "iterations": int,
+            "seconds": float,
+            "c": float,
+            "rollout": str,
+            "depth": int,
+            "width": int,
+            "final": str,
+            "workers": int,
+        }
         for key, value in knobs.items():
             if key not in types:
                 raise ValueError(f"unknown ismcts option {key!r}: use level or {', '.join(types)}")

@@ -11,11 +11,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from battleline_rules import TROOP_DECK, Action, GameState, Kind, Phase
+from battleline_rules import Action, GameState, Kind, Phase
 from battleline_rules.cards import COLOUR, VALUE, is_tactic
+from battleline_rules.state import PLAYS
 
 Policy = Callable[[GameState, random.Random], Action]
 
+Shape = tuple[int, int, float, int, int, int, int, int]
 TACTIC_RATE = 0.08
 TROOP_DRAW_RATE = 0.85
 
@@ -28,19 +30,46 @@ def random_policy(world: GameState, rng: random.Random) -> Action:
     return rng.choice(actions)
 
 
-def _fit(cards: list[int], card: int, size: int) -> float:
-    """How well ``card`` joins ``cards`` (troops; tactics ignored): 0 host .. 4 wedge-like."""
-    troops = [c for c in cards if not is_tactic(c)]
-    if not troops:
-        return 1.0 + VALUE[card] * 0.05 if not cards else 2.5
-    colour, value = COLOUR[card], VALUE[card]
-    values = [VALUE[c] for c in troops]
-    flush = all(COLOUR[c] == colour for c in troops)
-    kind = all(v == value for v in values)
-    lo, hi = min(*values, value), max(*values, value)
-    run = value not in values and len(set(values)) == len(values) and hi - lo < size
-    rank = 4.0 if flush and run else 3.0 if kind else 2.0 if flush else 1.0 if run else 0.0
-    return rank + value * 0.05
+def _flag_shapes(world: GameState, seat: int) -> list[Shape]:
+    """Per open flag: (index, size, base, colour or -1, kind value or -1, low, high, values held).
+
+    A base score >= 0 marks a flag without troops there (any card fits equally).
+    """
+    shapes = []
+    for i, flag in enumerate(world.flags):
+        cards = flag.cards[seat]
+        if flag.claimed >= 0 or len(cards) >= flag.size:
+            continue
+        troops = [c for c in cards if not is_tactic(c)]
+        if not troops:
+            shapes.append((i, flag.size, 2.5 if cards else 1.0, -1, -1, 0, 0, 0))
+            continue
+        values = [VALUE[c] for c in troops]
+        colour = COLOUR[troops[0]]
+        if any(COLOUR[c] != colour for c in troops):
+            colour = -1
+        kind = values[0] if all(v == values[0] for v in values) else -1
+        # A run needs distinct values: a side with a pair can never be one (low > high).
+        distinct = len(set(values)) == len(values)
+        low, high = (min(values), max(values)) if distinct else (99, 0)
+        held = sum(1 << v for v in values)
+        shapes.append((i, flag.size, -1.0, colour, kind, low, high, held))
+    return shapes
+
+
+def _fit(shape: Shape, card: int) -> float:
+    """How well ``card`` joins a flag's troops: 0 host .. 4 wedge-like, plus a little value."""
+    _, size, base, colour, kind, low, high, held = shape
+    value = VALUE[card]
+    if base >= 0:
+        return base + value * 0.05
+    flush = colour == COLOUR[card]
+    run = low <= high and max(high, value) - min(low, value) < size and not held >> value & 1
+    if flush and run:
+        return 4.0 + value * 0.05
+    if kind == value:
+        return 3.0 + value * 0.05
+    return (2.0 if flush else 1.0 if run else 0.0) + value * 0.05
 
 
 def greedy_policy(world: GameState, rng: random.Random) -> Action:
@@ -52,22 +81,23 @@ def greedy_policy(world: GameState, rng: random.Random) -> Action:
     if phase is Phase.FINISH:
         draws = [a for a in actions if a.kind is Kind.DRAW]
         if len(draws) == 2:
-            return draws[0 if draws[0].deck == TROOP_DECK else 1] if rng.random() < (
-                TROOP_DRAW_RATE
-            ) else draws[1 if draws[0].deck == TROOP_DECK else 0]
+            # legal_actions lists the troop deck first
+            return draws[0] if rng.random() < TROOP_DRAW_RATE else draws[1]
         return first
     if phase is not Phase.PLAY or rng.random() < TACTIC_RATE:
         return rng.choice(actions)
-    seat, flags = world.player, world.flags
-    best, best_score = None, -1.0
-    for action in actions:
-        if action.kind is not Kind.PLAY or is_tactic(action.card) or action.flag < 0:
-            continue
-        flag = flags[action.flag]
-        score = _fit(flag.cards[seat], action.card, flag.size) + rng.random()
-        if score > best_score:
-            best, best_score = action, score
-    return best if best is not None else rng.choice(actions)
+    seat = world.player
+    troops = [c for c in world.hands[seat] if not is_tactic(c)]
+    shapes = _flag_shapes(world, seat)
+    if not troops or not shapes:
+        return rng.choice(actions)
+    best, best_score, rand = (troops[0], shapes[0][0]), -1.0, rng.random
+    for shape in shapes:
+        for card in troops:
+            score = _fit(shape, card) + rand()
+            if score > best_score:
+                best, best_score = (card, shape[0]), score
+    return PLAYS[best[0]][best[1]]
 
 
 POLICIES: dict[str, Policy] = {"random": random_policy, "greedy": greedy_policy}

@@ -1,0 +1,96 @@
+"""Every bot plays only legal actions, from its view only, over complete games."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from battleline_ai import make_bot
+from battleline_ai.bots import Bot
+from battleline_ai.heuristic import HeuristicBot
+from battleline_ai.ismcts import IsmctsBot
+from battleline_rules import RULESETS, ClaimTiming, GameState, Options, new_game
+
+SPECS = ["random", "heuristic", "heuristic:noise=0.3", "ismcts:iterations=15,depth=2"]
+
+
+def play_checked(bots: tuple[Bot, Bot], state: GameState, seed: int) -> GameState:
+    """Play to the end, asserting each choice is in the legal list of the real state."""
+    rngs = [random.Random(seed), random.Random(seed + 1)]
+    while not state.is_over:
+        seat = state.current_player
+        action = bots[seat].choose(state.view(seat), rngs[seat])
+        assert action in state.legal_actions(), (action, state.phase)
+        state.apply(action)
+    return state
+
+
+@pytest.mark.parametrize("ruleset", sorted(RULESETS))
+@pytest.mark.parametrize("spec", SPECS)
+def test_bot_plays_legal_complete_games(ruleset: str, spec: str) -> None:
+    bot, opponent = make_bot(spec), make_bot("heuristic")
+    for game in range(2):
+        state = new_game(ruleset, None, 1000 + game)
+        bots = (bot, opponent) if game % 2 == 0 else (opponent, bot)
+        assert play_checked(bots, state, game).is_over
+
+
+def test_bots_play_start_of_turn_claims() -> None:
+    options = Options(claim_timing=ClaimTiming.START_OF_TURN)
+    bots = (make_bot("heuristic"), make_bot("ismcts:iterations=10,depth=2"))
+    assert play_checked(bots, new_game("standard", options, 7), 7).is_over
+
+
+def test_heuristic_always_claims_first() -> None:
+    """Whenever a claim is legal, the heuristic claims before anything else."""
+    bot, rng = HeuristicBot(), random.Random(3)
+    claims_seen = 0
+    for seed in range(4):
+        state = new_game("standard", None, seed)
+        while not state.is_over:
+            seat = state.current_player
+            legal = state.legal_actions()
+            action = bot.choose(state.view(seat), rng)
+            if any(a.kind.name == "CLAIM" for a in legal):
+                claims_seen += 1
+                assert action.kind.name == "CLAIM"
+            state.apply(action)
+    assert claims_seen > 0
+
+
+def test_ismcts_decides_from_the_view_alone() -> None:
+    """Two real states that look the same to the seat get the same move (same seed)."""
+    bot = IsmctsBot.from_knobs({"iterations": "60"})
+    helper, rng = HeuristicBot(), random.Random(5)
+    state = new_game("standard", None, 11)
+    compared = 0
+    while not state.is_over and compared < 4:
+        seat = state.current_player
+        view = state.view(seat)
+        if state.phase.name == "PLAY" and len(state.legal_actions()) > 1:
+            twin = view.sample_world(random.Random(compared))  # other hidden cards, same view
+            assert twin.view(seat).legal_actions() == view.legal_actions()
+            mine = bot.choose(view, random.Random(99))
+            theirs = bot.choose(twin.view(seat), random.Random(99))
+            assert mine == theirs
+            compared += 1
+        state.apply(helper.choose(view, rng))
+    assert compared == 4
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["nope", "random:x=1", "heuristic:depth=2", "ismcts:level=9", "ismcts:foo=1", "ismcts:c"],
+)
+def test_bad_specs_are_refused(spec: str) -> None:
+    with pytest.raises(ValueError):
+        make_bot(spec)
+
+
+def test_level_specs_build() -> None:
+    from battleline_ai.ismcts import LEVELS
+
+    for level in LEVELS:
+        bot = make_bot(f"ismcts:level={level}")
+        assert bot.name in ("ismcts", "heuristic")

@@ -1,0 +1,49 @@
+"""The tournament harness: statistics, the CLI's JSON, and the heuristic's margin over random."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from battleline_ai.tournament import elo, run, wilson
+from battleline_client.cli import app
+
+
+def test_wilson_and_elo() -> None:
+    lo, hi = wilson(50, 100)
+    assert 0.40 < lo < 0.41 and 0.59 < hi < 0.60
+    assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] > 0.999
+    assert elo(0.5) == 0.0
+    assert 190 < elo(0.76) < 202
+
+
+def test_cli_writes_json_with_counts(tmp_path: Path) -> None:
+    out = tmp_path / "r" / "result.json"
+    args = ["tournament", "--a", "heuristic", "--b", "random", "--games", "6"]
+    result = CliRunner().invoke(app, [*args, "--json", str(out), "--workers", "2", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    assert "heuristic vs random" in result.output and "95% CI" in result.output
+    data = json.loads(out.read_text())
+    for key in ("a", "b", "games", "wins_a", "wins_b", "draws", "ci", "elo", "ruleset", "seed"):
+        assert key in data
+    assert (data["a"], data["b"], data["games"], data["seed"]) == ("heuristic", "random", 6, 3)
+    assert data["wins_a"] + data["wins_b"] + data["draws"] == 6
+
+
+def test_cli_refuses_bad_bot() -> None:
+    result = CliRunner().invoke(app, ["tournament", "--a", "nobot", "--b", "random"])
+    assert result.exit_code != 0
+
+
+def test_games_are_reproducible_and_mirrored() -> None:
+    first = run("heuristic:noise=0.2", "random", 4, "basic", workers=1, seed=9)
+    again = run("heuristic:noise=0.2", "random", 4, "basic", workers=2, seed=9)
+    assert (first.wins_a, first.wins_b, first.draws) == (again.wins_a, again.wins_b, again.draws)
+
+
+def test_heuristic_beats_random_clearly() -> None:
+    result = run("heuristic", "random", 40, "standard", workers=1, seed=2024)
+    assert result.wins_a >= 36, result.summary()
+    assert result.ci[0] > 0.8
