@@ -23,7 +23,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import NamedTuple
 
-from .cards import Tactic, card_name, parse_card
+from .cards import CARD_COUNT, Tactic, card_name, parse_card
 
 
 class Kind(IntEnum):
@@ -177,3 +177,48 @@ def parse_action(text: str) -> Action:
         card, flag = _parse_at(args[0])
         return Action(kind, card=card, flag=flag)
     return Action(kind)
+
+
+# The fields each kind uses; every other field must be -1.
+_FIELDS: dict[Kind, tuple[str, ...]] = {
+    Kind.PLAY: ("card", "flag"),
+    Kind.REDEPLOY: ("card", "flag", "target", "to_flag"),
+    Kind.DESERTER: ("card", "flag", "target"),
+    Kind.TRAITOR: ("card", "flag", "target", "to_flag"),
+    Kind.CLAIM: ("flag",),
+    Kind.DRAW: ("deck",),
+    Kind.SCOUT_DRAW: ("deck",),
+    Kind.SCOUT_RETURN: ("card",),
+    Kind.MUD_DISCARD: ("card", "flag"),
+    Kind.PASS: (),
+    Kind.END: (),
+}
+
+
+def malformation(action: Action, flags: int) -> str | None:
+    """What makes an action unreadable for a board of ``flags`` flags (None: nothing).
+
+    Actions parsed from text are always well formed; this guards actions
+    built field by field, so that every rejection is a precise RuleError.
+    """
+    if not isinstance(action.kind, Kind):
+        return f"unknown action kind {action.kind!r}"
+    used = _FIELDS[action.kind]
+    for name in ("card", "flag", "target", "to_flag", "deck"):
+        value = getattr(action, name)
+        if not isinstance(value, int):
+            return f"{name} must be a number"
+        if name not in used:
+            if value != -1:
+                return f"'{_WORDS[action.kind]}' takes no {name}"
+        elif name in ("card", "target") and not 0 <= value < CARD_COUNT:
+            return f"{name} {value} is no card"
+        elif name == "deck" and value not in (TROOP_DECK, TACTIC_DECK):
+            return "deck must be troop or tactic"
+        elif name in ("flag", "to_flag") and not 0 <= value < flags:
+            optional = (name == "to_flag" and action.kind is Kind.REDEPLOY) or (
+                name == "flag" and action.kind is Kind.PLAY
+            )
+            if not (optional and value == -1):
+                return f"{name} must be a flag from 1 to {flags}"
+    return None

@@ -20,7 +20,7 @@ import random
 from enum import IntEnum
 from typing import NamedTuple
 
-from .actions import DISCARD, TACTIC_DECK, TROOP_DECK, Action, Kind
+from .actions import DISCARD, TACTIC_DECK, TROOP_DECK, Action, Kind, malformation
 from .board import UNCLAIMED, Flag
 from .cards import (
     CARD_COUNT,
@@ -564,6 +564,13 @@ class GameState:
         seat, phase = self.current_player, self.phase
         if phase is Phase.OVER:
             return RuleError(ErrorCode.GAME_OVER, "the game is over")
+        n = len(self.flags)
+        for flag in (action.flag, action.to_flag):
+            if isinstance(flag, int) and flag >= n:
+                return RuleError(ErrorCode.NO_SUCH_FLAG, f"there are flags 1 to {n} only")
+        problem = malformation(action, n)
+        if problem is not None:
+            return RuleError(ErrorCode.MALFORMED, problem)
         kind = action.kind
         allowed = {
             Phase.PLAY: {Kind.PLAY, Kind.PASS, Kind.REDEPLOY, Kind.DESERTER, Kind.TRAITOR},
@@ -586,10 +593,6 @@ class GameState:
             return RuleError(
                 ErrorCode.WRONG_PHASE, f"now is the {phase.name.lower()} step: expected {words}"
             )
-        n = len(self.flags)
-        for flag in (action.flag, action.to_flag):
-            if flag != -1 and not 0 <= flag < n:
-                return RuleError(ErrorCode.NO_SUCH_FLAG, f"there are flags 1 to {n} only")
         if kind is Kind.CLAIM:
             return self._diagnose_claim(seat, action.flag)
         if kind in (Kind.DRAW, Kind.SCOUT_DRAW):

@@ -8,7 +8,9 @@ import pytest
 
 from battleline_rules import (
     SPECTATOR,
+    Action,
     ErrorCode,
+    Kind,
     Options,
     RuleError,
     dump_position,
@@ -247,3 +249,23 @@ def test_random_action_covers_exactly_the_legal_actions() -> None:
                 checked += 1
             state.apply_unchecked(rng.choice(state.legal_actions()))
     assert checked > 500
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        Action(Kind.PLAY, card=120, flag=2),
+        Action(Kind.SCOUT_RETURN, card=48, flag=0),
+        Action(Kind.CLAIM),
+        Action(Kind.TRAITOR, card=69, flag=0, target=3, to_flag=-1),
+        Action(Kind.DRAW, deck=5),
+        Action(Kind.PASS, card=3),
+    ],
+)
+def test_actions_built_field_by_field_are_refused_precisely(action: Action) -> None:
+    state = new_game("standard", seed=1)
+    before = dump_position(state)
+    with pytest.raises(RuleError) as error:
+        state.apply(action)
+    assert error.value.code is ErrorCode.MALFORMED
+    assert dump_position(state) == before
