@@ -106,12 +106,16 @@ def time_baseline(plan: Plan) -> float:
 
 
 def play_random(ruleset: str, options: Options | None, seed: int) -> int:
-    """One game of uniformly random legal actions; returns the number of actions."""
+    """One game of uniformly random legal actions; returns the number of actions.
+
+    `random_action` draws from the same distribution as choosing from
+    `legal_actions()`, without listing every troop placement.
+    """
     state = new_game(ruleset, options, seed)
-    choice = random.Random(seed).choice
+    rng = random.Random(seed)
     actions = 0
     while not state.is_over:
-        state.apply_unchecked(choice(state.legal_actions()))
+        state.apply_unchecked(state.random_action(rng))
         actions += 1
     return actions
 
