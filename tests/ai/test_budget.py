@@ -11,7 +11,7 @@ from battleline_ai.heuristic import HeuristicBot
 from battleline_ai.ismcts import IsmctsBot, SearchParams
 from battleline_rules import Phase, new_game
 
-BUDGET = 0.25
+BUDGET = 0.4
 
 
 @pytest.mark.parametrize("workers", [1, 2])

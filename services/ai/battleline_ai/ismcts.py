@@ -50,8 +50,9 @@ class SearchParams:
     seconds: float | None = DEFAULT_TIME_CAP
     c: float = 0.7  # UCB1 exploration constant (rewards in [0, 1])
     rollout: str = "greedy"
-    depth: int = 6  # rollout turns before the position is scored; 0: play to the end
+    depth: int | None = 6  # rollout turns before the position is scored; None: to the end
     width: int = 8  # root candidates taken from the heuristic's ranking; 0: all
+    bias: float = 0.0  # progressive bias toward the heuristic's ranking at the root
     final: str = "visits"  # final-move rule: most "visits", or best mean "value"
     workers: int = 1  # root parallelism across processes
 
@@ -93,19 +94,23 @@ def _candidates(world: GameState) -> list[Action]:
 
 
 def _run(
-    view: GameState, roots: list[Action], params: SearchParams, rng: random.Random, deadline: float
+    view: GameState,
+    roots: dict[Action, float],
+    params: SearchParams,
+    rng: random.Random,
+    deadline: float,
 ) -> tuple[dict[Action, tuple[int, float]], int]:
     """The search loop on one core: stats of the root's children, and iterations done."""
     seat = view.current_player
     policy = POLICIES[params.rollout]
     root = Node(None, 1 - seat)
-    c, limit = params.c, params.iterations
+    c, bias, limit = params.c, params.bias, params.iterations
     done = 0
     while (limit is None or done < limit) and time.perf_counter() < deadline:
         world = view.sample_world(rng)
         node = root
         path = [root]
-        legal = roots
+        legal = list(roots)
         while not world.is_over:
             untried = [a for a in legal if a not in node.children]
             if untried:
@@ -120,6 +125,8 @@ def _run(
                 child = node.children[action]
                 n = child.visits
                 ucb = child.reward / n + c * math.sqrt(math.log(child.avail) / n)
+                if node is root:
+                    ucb += bias * roots[action] / (n + 1)
                 child.avail += 1
                 if ucb > best_ucb:
                     best, best_ucb = action, ucb
@@ -128,7 +135,7 @@ def _run(
             world.apply_unchecked(best)
             path.append(node)
             legal = _candidates(world)
-        value = _rollout(world, seat, policy, rng, params.depth)
+        value = rollout_value(world, seat, policy, rng, params.depth)
         for n in path:
             n.visits += 1
             n.reward += value if n.player == seat else 1.0 - value
@@ -136,20 +143,21 @@ def _run(
     return {a: (n.visits, n.reward) for a, n in root.children.items()}, done
 
 
-def _rollout(world: GameState, seat: int, policy: Any, rng: random.Random, depth: int) -> float:
-    turns_left = depth if depth > 0 else 10**9
+def rollout_value(
+    world: GameState, seat: int, policy: Any, rng: random.Random, depth: int | None
+) -> float:
+    """Play ``depth`` turns (None: to the end) with ``policy``; ``seat``'s chance of winning."""
+    turns_left = depth if depth is not None else 10**9
     ply = world.ply
-    while not world.is_over:
+    while not world.is_over and turns_left > 0:
         world.apply_unchecked(policy(world, rng))
         if world.ply != ply:
             ply = world.ply
             turns_left -= 1
-            if turns_left <= 0:
-                break
     return position_value(world, seat)
 
 
-def _worker(job: tuple[GameState, list[Action], SearchParams, int, float]) -> Any:
+def _worker(job: tuple[GameState, dict[Action, float], SearchParams, int, float]) -> Any:
     view, roots, params, seed, deadline = job
     return _run(view, roots, params, random.Random(seed), deadline)
 
@@ -163,6 +171,9 @@ class IsmctsBot:
         self.params = params or SearchParams()
         self.helper = HeuristicBot()
         self._pool: Any = None
+        if self.params.workers > 1:
+            # Started once with the bot, so no move pays for forking.
+            self._pool = multiprocessing.get_context("fork").Pool(self.params.workers)
 
     @classmethod
     def from_knobs(cls, knobs: dict[str, str]) -> IsmctsBot:
@@ -180,13 +191,14 @@ class IsmctsBot:
             "rollout": str,
             "depth": int,
             "width": int,
+            "bias": float,
             "final": str,
             "workers": int,
         }
         for key, value in knobs.items():
             if key not in types:
                 raise ValueError(f"unknown ismcts option {key!r}: use level or {', '.join(types)}")
-            base[key] = None if value.lower() == "none" else types[key](value)
+            base[key] = None if value.lower() in ("none", "end") else types[key](value)
         return cls(replace(SearchParams(), **base))
 
     def choose(self, view: GameState, rng: random.Random) -> Action:
@@ -199,31 +211,37 @@ class IsmctsBot:
         """Search the seat's decision in ``view`` within the budget."""
         start = time.perf_counter()
         params = self.params
-        # Leave room for merging and returning so the move lands inside the budget.
-        deadline = start + params.seconds * 0.97 if params.seconds is not None else math.inf
+        # Leave room for merging and returning (more across processes: results travel back).
+        margin = 0.03 if params.workers == 1 else 0.08
+        deadline = start + params.seconds * (1 - margin) if params.seconds is not None else math.inf
         actions = view.legal_actions()
-        roots = [a for _, a in ranked_plays(view, actions)] if view.phase is Phase.PLAY else actions
+        ranked = (
+            ranked_plays(view, actions) if view.phase is Phase.PLAY else [(0.0, a) for a in actions]
+        )
         if params.width > 0:
-            roots = roots[: params.width]
-        if len(roots) == 1:
-            return SearchResult(roots[0], 0.5, 0, time.perf_counter() - start)
+            ranked = ranked[: params.width]
+        if len(ranked) == 1:
+            return SearchResult(ranked[0][1], 0.5, 0, time.perf_counter() - start)
+        # Root candidates in the heuristic's order, each with its score below the best (<= 0).
+        roots = {a: score - ranked[0][0] for score, a in ranked}
         if params.workers > 1:
             stats, done = self._parallel(view, roots, rng, deadline)
         else:
             stats, done = _run(view, roots, params, rng, deadline)
         order = {a: i for i, a in enumerate(roots)}
+        first = ranked[0][1]
 
         def key(item: tuple[Action, tuple[int, float]]) -> tuple[float, int]:
             action, (visits, reward) = item
             main = visits if params.final == "visits" else reward / max(visits, 1)
             return main, -order[action]
 
-        action, (visits, reward) = max(stats.items(), key=key) if stats else (roots[0], (0, 0.0))
+        action, (visits, reward) = max(stats.items(), key=key) if stats else (first, (0, 0.0))
         value = reward / visits if visits else 0.5
         return SearchResult(action, value, done, time.perf_counter() - start, stats)
 
     def _parallel(
-        self, view: GameState, roots: list[Action], rng: random.Random, deadline: float
+        self, view: GameState, roots: dict[Action, float], rng: random.Random, deadline: float
     ) -> tuple[dict[Action, tuple[int, float]], int]:
         """Root parallelism: independent trees per process, root statistics summed."""
         params = self.params

@@ -1,0 +1,108 @@
+"""Search speed of the AI, on one core: `python benchmarks/ai.py [--quick]`.
+
+Prints one `name: value` line per figure. A pure-Python loop measured in the
+same process gives a machine yardstick: `ismcts_iteration_in_loop_steps` is
+what one ISMCTS iteration costs in loop steps, comparable across machines.
+`rules_core_share` is the share of search time spent inside the rules core
+(legal actions, apply, clone, sample, formations), which is what bounds it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import random
+import time
+
+from battleline_ai.heuristic import HeuristicBot
+from battleline_ai.ismcts import IsmctsBot, SearchParams, rollout_value
+from battleline_ai.rollout import POLICIES
+from battleline_rules import GameState, Phase, new_game
+
+
+def midgame(seed: int = 3, actions: int = 30) -> GameState:
+    """A standard position some turns in, with the seat to act in its PLAY step."""
+    state, bot, rng = new_game("standard", None, seed), HeuristicBot(), random.Random(seed)
+    for _ in range(actions):
+        state.apply(bot.choose(state.view(state.current_player), rng))
+    while state.phase is not Phase.PLAY:
+        state.apply(bot.choose(state.view(state.current_player), rng))
+    return state
+
+
+def rate(fn: object, seconds: float) -> float:
+    """Calls per second of ``fn()`` over about ``seconds``."""
+    assert callable(fn)
+    count, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        fn()
+        count += 1
+    return count / elapsed
+
+
+def loop_steps_per_s(seconds: float) -> float:
+    """A plain Python loop (add, compare, branch): the machine's pure-Python speed."""
+    n, total, start = 0, 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        for i in range(10_000):
+            total += i & 7
+        n += 10_000
+    return n / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="short runs (noisier)")
+    args = parser.parse_args()
+    span = 0.5 if args.quick else 3.0
+    iterations = 300 if args.quick else 2000
+    state = midgame()
+    view = state.view(state.current_player)
+    rng = random.Random(0)
+
+    loop = loop_steps_per_s(span)
+    bot = IsmctsBot(SearchParams(iterations=iterations, seconds=None))
+    start = time.perf_counter()
+    result = bot.search(view, rng)
+    its = result.iterations / (time.perf_counter() - start)
+    greedy = POLICIES["greedy"]
+
+    def full_rollout() -> None:
+        rollout_value(view.sample_world(rng), 0, greedy, rng, None)
+
+    def cut_rollout() -> None:
+        rollout_value(view.sample_world(rng), 0, greedy, rng, SearchParams().depth)
+
+    profile = cProfile.Profile()
+    profile.enable()
+    bot.search(view, rng)
+    profile.disable()
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    total = sum(row[2] for row in stats.values())
+    rules = sum(row[2] for key, row in stats.items() if "battleline_rules" in key[0])
+
+    print(f"ismcts_iterations_per_s: {its:.0f}")
+    print(f"rollouts_per_s: {rate(full_rollout, span):.0f}")
+    print(f"cut_rollouts_per_s: {rate(cut_rollout, span):.0f}")
+    print(f"sample_world_per_s: {rate(lambda: view.sample_world(rng), span):.0f}")
+    print(f"rules_actions_per_s: {rules_actions_per_s(span):.0f}")
+    print(f"python_loop_steps_per_s: {loop:.0f}")
+    print(f"ismcts_iteration_in_loop_steps: {loop / its:.0f}")
+    print(f"rules_core_share: {rules / total:.2f}")
+
+
+def rules_actions_per_s(seconds: float) -> float:
+    """Random playouts from the start: legal_actions + apply_unchecked per second."""
+    rng, count, start = random.Random(1), 0, time.perf_counter()
+    policy = POLICIES["random"]
+    while time.perf_counter() - start < seconds:
+        state = new_game("standard", None, count)
+        while not state.is_over:
+            state.apply_unchecked(policy(state, rng))
+            count += 1
+    return count / (time.perf_counter() - start)
+
+
+if __name__ == "__main__":
+    main()
