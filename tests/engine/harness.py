@@ -158,10 +158,13 @@ class Played:
 
 def play_local(client: Client, ruleset: str, rng: random.Random, *, batch: bool = True,
                auto_claim: bool = True, max_requests: int = 3000,
+               on_create: Callable[[lobby_pb2.CreateMatchResponse], None] | None = None,
                **options: Any) -> Played:
     """Create a LOCAL match and play it to the end with random legal actions from the view."""
     created = client.create(ruleset, seat_options=types_pb2.SeatOptions(auto_claim=auto_claim),
                             **options)
+    if on_create is not None:
+        on_create(created)
     tokens = (created.seat_token, created.other_seat_token)
     played = Played(created.match_id, tokens)
     views = [client.view(created.match_id, tokens[0]), client.view(created.match_id, tokens[1])]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+
 from battleline.v1 import types_pb2
 
 from .harness import SEATS, Client, Engine
@@ -69,7 +70,7 @@ def test_the_same_action_id_twice_applies_once_with_the_same_answer(engine: Engi
     clients = [Client.to(engine.address) for _ in range(2)]
     created = clients[0].create("standard", seed=3)
     view = clients[0].view(created.match_id, created.seat_token)
-    action = [a for a in view.legal_actions if a.startswith("play")][0]
+    action = next(a for a in view.legal_actions if a.startswith("play"))
     barrier = threading.Barrier(2)
 
     def send(i: int) -> bytes:

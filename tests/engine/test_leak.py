@@ -18,9 +18,10 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 import pytest
+from google.protobuf import message as pb_message
+
 from battleline.v1 import types_pb2
 from battleline_rules import ClaimTiming, Options, card_name, new_game, parse_action
-from google.protobuf import message as pb_message
 
 from .harness import Client, Engine, play_local
 
@@ -125,31 +126,25 @@ def test_no_secret_reaches_a_seat_or_a_spectator(redis_url: str) -> None:
                       else types_pb2.CLAIM_TIMING_AFTER_PLAY)
             seen.clear()
             stream_parts: list[Part] = []
-            created_box: dict[str, str] = {}
+            ready: dict[str, str] = {}
+            watched = i % 4 == 0
 
-            def spectate(box: dict[str, str] = created_box,
-                         into: list[Part] = stream_parts) -> None:
+            def spectate(box: dict[str, str] = ready, into: list[Part] = stream_parts) -> None:
                 while "id" not in box:
                     time.sleep(0.001)
                 for item in client.watch(box["id"], None, include_views=True):
                     into.extend(parts(item))
 
-            watcher = threading.Thread(target=spectate) if i % 4 == 0 else None
-            original_create = client.create
+            def created(response: object, box: dict[str, str] = ready) -> None:
+                owner[response.seat_token] = 0  # type: ignore[attr-defined]
+                owner[response.other_seat_token] = 1  # type: ignore[attr-defined]
+                box["id"] = response.match_id  # type: ignore[attr-defined]
 
-            def create(*a: object, **kw: object) -> object:
-                created = original_create(*a, **kw)  # type: ignore[arg-type]
-                owner[created.seat_token] = 0
-                owner[created.other_seat_token] = 1
-                created_box["id"] = created.match_id
-                return created
-
-            client.create = create  # type: ignore[method-assign]
+            watcher = threading.Thread(target=spectate) if watched else None
             if watcher is not None:
                 watcher.start()
-            played = play_local(client, ruleset, rng, batch=i % 7 != 0,
+            played = play_local(client, ruleset, rng, batch=i % 7 != 0, on_create=created,
                                 auto_claim=i % 3 != 2, claim_timing=timing)
-            client.create = original_create  # type: ignore[method-assign]
             client.view(played.match_id, None)  # a spectator's view, at the end
             if watcher is not None:
                 watcher.join(30)

@@ -1,0 +1,256 @@
+"""Rejections: only documented status codes with rich details, and nothing changes.
+Also rate limits, the bound on streams per seat, and clocks that run out."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from google.protobuf import duration_pb2
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from battleline.v1 import game_pb2, lobby_pb2, types_pb2, watch_pb2
+from battleline_engine.errors import DOCUMENTED
+from battleline_engine.ratelimit import Rate
+from battleline_engine.runtime import EngineConfig
+
+from .harness import OPEN_LIMITS, SEATS, Client, Engine, auth
+
+
+@pytest.fixture(scope="module")
+def shared(redis_server: str) -> Iterator[Engine]:
+    running = Engine(redis_server)
+    yield running
+    running.close()
+
+
+def details(err: grpc.RpcError) -> dict[str, object]:
+    status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    assert status is not None, "every rejection carries a google.rpc.Status"
+    out: dict[str, object] = {}
+    for any_ in status.details:
+        for kind in (error_details_pb2.ErrorInfo, error_details_pb2.RetryInfo):
+            if any_.Is(kind.DESCRIPTOR):
+                msg = kind()
+                any_.Unpack(msg)
+                out[kind.__name__] = msg
+    return out
+
+
+card = st.sampled_from(["R7", "B10", "HQ", "S2", "FOG", "SCOUT", "X9", "R0", "?troop", ""])
+flag = st.sampled_from(["1", "3", "9", "10", "0", "-1", "x", ""])
+action_text = st.one_of(
+    st.builds(lambda c, f: f"play {c}@{f}", card, flag),
+    st.builds(lambda c: f"play {c}", card),
+    st.builds(lambda f: f"claim {f}", flag),
+    st.sampled_from(["draw troop", "draw tactic", "draw", "pass", "end", "scout-draw troop",
+                     "scout-return R3", "mud-discard R4@6", "redeploy R7@3 5",
+                     "deserter B4@2", "traitor B4@2 6", "resign", "", "play", "PLAY R7@1"]),
+    st.text(max_size=80),
+)
+
+
+@settings(max_examples=150, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_bad_requests_get_documented_codes_and_change_nothing(
+        shared: Engine, data: st.DataObject) -> None:
+    client = Client.to(shared.address)
+    try:
+        created = client.create("standard", seed=data.draw(st.integers(0, 3), "seed"))
+        other = client.create("deck52")
+        tokens = (created.seat_token, created.other_seat_token)
+        before = [client.view(created.match_id, t) for t in tokens]
+        to_act = SEATS.index(before[0].current_seat)
+        legal = set(before[to_act].legal_actions)
+        match_id = data.draw(st.one_of(
+            st.just(created.match_id), st.just(other.match_id), st.just("nope"),
+            st.text(max_size=70)), "match_id")
+        token = data.draw(st.sampled_from(
+            [tokens[to_act], tokens[1 - to_act], other.seat_token, None, "garbage",
+             created.match_id + ".forged"]), "token")
+        actions = data.draw(st.lists(action_text, max_size=4), "actions")
+        version = data.draw(st.sampled_from([before[0].version, before[0].version + 1, 0]))
+        action_id = data.draw(st.sampled_from(["a1", "", "x" * 65, "ok\n"]), "action_id")
+        if (match_id == created.match_id and token == tokens[to_act] and actions
+                and len(actions) == 1 and actions[0] in legal):
+            actions = ["pass"]  # never legal at the start: every card can be placed
+        request = game_pb2.SubmitActionRequest(match_id=match_id, expected_version=version,
+                                               action_id=action_id, actions=actions)
+        rpc = data.draw(st.sampled_from(["submit", "resign_other", "view", "watch"]), "rpc")
+        try:
+            if rpc == "submit":
+                client.game.SubmitAction(request, metadata=auth(token), timeout=10)
+                pytest.fail("an illegal request was accepted")
+            elif rpc == "resign_other":
+                client.game.Resign(game_pb2.ResignRequest(match_id=match_id, action_id="r"),
+                                   metadata=auth(other.seat_token), timeout=10)
+                if match_id == other.match_id:  # resigning one's own match is fine
+                    return
+                pytest.fail("resigned another match")
+            elif rpc == "view":
+                client.game.GetView(game_pb2.GetViewRequest(match_id=match_id),
+                                    metadata=auth(token), timeout=10)
+                return
+            else:
+                stream = client.watcher.Watch(watch_pb2.WatchRequest(
+                    match_id=match_id, resume_after=data.draw(st.integers(0, 10))),
+                    metadata=auth(token), timeout=1)
+                next(iter(stream))
+                stream.cancel()
+                return
+        except grpc.RpcError as err:
+            if rpc == "watch" and err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                return  # resumed at the last event: the stream waits for the next one
+            assert err.code() in DOCUMENTED, (err.code(), err.details())
+            info = details(err).get("ErrorInfo")
+            assert info is not None and info.domain == "battleline.v1"  # type: ignore[attr-defined]
+            assert err.details()
+        after = [client.view(created.match_id, t) for t in tokens]
+        for view in (*before, *after):
+            view.ClearField("clocks")  # time passes; nothing else may change
+        assert after == before
+    finally:
+        client.channel.close()
+
+
+def test_token_errors_are_precise(shared: Engine) -> None:
+    client = Client.to(shared.address)
+    a, b = client.create("basic"), client.create("basic")
+    view = client.view(a.match_id, a.seat_token)
+    cases = [(None, grpc.StatusCode.UNAUTHENTICATED), ("junk", grpc.StatusCode.UNAUTHENTICATED),
+             (b.seat_token, grpc.StatusCode.PERMISSION_DENIED),
+             (a.other_seat_token, grpc.StatusCode.PERMISSION_DENIED)]
+    for token, code in cases:
+        with pytest.raises(grpc.RpcError) as err:
+            client.game.SubmitAction(game_pb2.SubmitActionRequest(
+                match_id=a.match_id, expected_version=view.version, action_id="t",
+                actions=[view.legal_actions[0]]), metadata=auth(token), timeout=5)
+        assert err.value.code() == code, (token, err.value.details())
+    with pytest.raises(grpc.RpcError) as stale:
+        client.submit(a.match_id, a.seat_token, view.version - 1, [view.legal_actions[0]])
+    assert stale.value.code() == grpc.StatusCode.ABORTED
+    with pytest.raises(grpc.RpcError) as illegal:
+        client.submit(a.match_id, a.seat_token, view.version, ["claim 4"])
+    assert illegal.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "claims are made after playing" in (illegal.value.details() or "")
+    assert details(illegal.value)["ErrorInfo"].reason == "wrong-phase"  # type: ignore[attr-defined]
+
+
+def test_rate_limits_say_when_to_retry(redis_url: str) -> None:
+    config = EngineConfig(create_rate=Rate(1, 3), action_rate=Rate(1, 2), streams_per_seat=2)
+    engine = Engine(redis_url, config)
+    try:
+        client = Client.to(engine.address)
+        created = [client.create("standard") for _ in range(3)]
+        with pytest.raises(grpc.RpcError) as err:
+            client.create("standard")
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        retry = details(err.value)["RetryInfo"]
+        assert retry.retry_delay.ToNanoseconds() > 0  # type: ignore[attr-defined]
+        m = created[0]
+        streams = [client.watch(m.match_id, m.seat_token) for _ in range(2)]
+        for s in streams:
+            next(iter(s))
+        with pytest.raises(grpc.RpcError) as too_many:
+            next(iter(client.watch(m.match_id, m.seat_token)))
+        assert too_many.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        for s in streams:
+            s.cancel()
+        codes = []
+        for _ in range(4):
+            view = client.view(m.match_id, m.seat_token)
+            try:
+                client.submit(m.match_id, m.seat_token, view.version, ["pass"])  # refused
+                codes.append("OK")
+            except grpc.RpcError as e:
+                codes.append(e.code().name)
+        assert "RESOURCE_EXHAUSTED" in codes
+    finally:
+        engine.close()
+
+
+def test_a_clock_that_runs_out_loses_and_is_announced(shared: Engine) -> None:
+    client = Client.to(shared.address)
+    limit = duration_pb2.Duration(seconds=1)
+    created = client.create("standard", time_control=types_pb2.TimeControl(
+        kind=types_pb2.TIME_CONTROL_KIND_PER_MOVE, limit=limit))
+    tokens = (created.seat_token, created.other_seat_token)
+    view = client.view(created.match_id, tokens[0])
+    assert view.clocks[0].running and view.clocks[0].remaining.ToMilliseconds() <= 1000
+    client.submit(created.match_id, tokens[0], view.version,
+                  [next(a for a in view.legal_actions if a.startswith("play")), "draw troop"])
+    events: list[types_pb2.MatchEvent] = []
+    reader = threading.Thread(target=lambda: events.extend(
+        i.event for i in client.watch(created.match_id) if i.HasField("event")))
+    reader.start()
+    reader.join(10)  # nobody calls: the sweeper must end it
+    assert not reader.is_alive()
+    assert [e.kind for e in events][-2:] == [types_pb2.EVENT_KIND_TIMEOUT,
+                                            types_pb2.EVENT_KIND_GAME_OVER]
+    final = client.view(created.match_id, tokens[0])
+    assert final.winner == types_pb2.SEAT_FIRST and final.end_reason == types_pb2.END_REASON_TIMEOUT
+
+
+def test_per_game_clock_charges_only_the_mover(shared: Engine) -> None:
+    client = Client.to(shared.address)
+    created = client.create("basic", time_control=types_pb2.TimeControl(
+        kind=types_pb2.TIME_CONTROL_KIND_PER_GAME, limit=duration_pb2.Duration(seconds=60)))
+    view = client.view(created.match_id, created.seat_token)
+    time.sleep(0.3)
+    response = client.submit(created.match_id, created.seat_token, view.version,
+                             [next(a for a in view.legal_actions if a.startswith("play")),
+                              "draw troop"])
+    first, second = response.view.clocks
+    assert not first.running and 59_000 < first.remaining.ToMilliseconds() <= 59_700
+    assert second.running and second.remaining.ToMilliseconds() > 59_500
+    rng = random.Random(0)
+    del rng
+
+
+def test_lobby_rejects_bad_options(shared: Engine) -> None:
+    client = Client.to(shared.address)
+    bad = [dict(ruleset="chess"), dict(ruleset="standard", hand_size=9),
+           dict(ruleset="standard", series_games=99)]
+    for options in bad:
+        with pytest.raises(grpc.RpcError) as err:
+            client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
+                options=types_pb2.MatchOptions(**options),
+                opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_LOCAL)))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(grpc.RpcError) as err:
+        client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
+            options=types_pb2.MatchOptions(ruleset="basic")))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert OPEN_LIMITS.action_rate.per_s > 100
+
+
+def test_hosted_ai_seat_is_requested_with_a_one_time_ticket(shared: Engine) -> None:
+    client = Client.to(shared.address)
+    created = client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
+        options=types_pb2.MatchOptions(ruleset="standard"), seat=types_pb2.SEAT_CHOICE_FIRST,
+        opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_AI, ai_level=3)))
+    requests = shared.call(shared.storage.redis.xrange("bl:ai:requests"))
+    entry = {k.decode(): v.decode() for k, v in requests[-1][1].items()}
+    assert entry["match"] == created.match_id and "token" not in entry
+    stored = shared.call(shared.storage.redis.hgetall(f"bl:{{{created.match_id}}}:m"))
+    assert entry["ticket"].encode() not in b"".join(stored.values())
+    with pytest.raises(grpc.RpcError) as err:  # a stranger cannot take the AI's seat
+        client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id))
+    assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    joined = client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
+        match_id=created.match_id, join_ticket=entry["ticket"]))
+    assert joined.seat == types_pb2.SEAT_SECOND and joined.seat_token
+    assert client.view(created.match_id, joined.seat_token).players[1].display_name == \
+        "AI level 3"
+    with pytest.raises(grpc.RpcError) as again:
+        client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
+            match_id=created.match_id, join_ticket=entry["ticket"]))
+    assert again.value.code() == grpc.StatusCode.FAILED_PRECONDITION
