@@ -7,9 +7,12 @@ import contextlib
 import logging
 import signal
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from battleline_engine.runtime import EngineConfig
 
 log = logging.getLogger("battleline.serve")
 
@@ -25,6 +28,9 @@ def serve(
     redis_url: Annotated[str | None, typer.Option(
         envvar="REDIS_URL", help="Use this Redis instead of starting an embedded one."
     )] = None,
+    redis_cluster: Annotated[bool, typer.Option(
+        envvar="REDIS_CLUSTER", help="The Redis URL names a node of a Redis Cluster."
+    )] = False,
     tls_cert: Annotated[Path | None, typer.Option(help="PEM certificate; enables TLS.")] = None,
     tls_key: Annotated[Path | None, typer.Option(help="PEM private key for --tls-cert.")] = None,
     metrics_port: Annotated[int, typer.Option(
@@ -34,6 +40,21 @@ def serve(
         envvar="BATTLELINE_RETENTION_S", help="Seconds a finished match is kept."
     )] = 7 * 24 * 3600,
     grace: Annotated[float, typer.Option(help="Seconds running calls get on shutdown.")] = 5.0,
+    clock: Annotated[str, typer.Option(
+        envvar="BATTLELINE_CLOCK", help="Default time control: per-move or per-game."
+    )] = "per-move",
+    clock_s: Annotated[float, typer.Option(
+        envvar="BATTLELINE_CLOCK_S", help="Seconds of the default time control."
+    )] = 300.0,
+    create_rate: Annotated[float, typer.Option(
+        envvar="BATTLELINE_CREATE_RATE", help="Matches created or joined per second per peer."
+    )] = 2.0,
+    action_rate: Annotated[float, typer.Option(
+        envvar="BATTLELINE_ACTION_RATE", help="Actions per second per seat."
+    )] = 20.0,
+    streams_per_seat: Annotated[int, typer.Option(
+        envvar="BATTLELINE_STREAMS_PER_SEAT", help="Open Watch streams per seat."
+    )] = 4,
     log_level: Annotated[str, typer.Option(envvar="BATTLELINE_LOG_LEVEL")] = "info",
     log_format: Annotated[str, typer.Option(help="json or text.")] = "json",
 ) -> None:
@@ -43,11 +64,29 @@ def serve(
 
     logs.configure(log_level, log_format)
     embedded: EmbeddedRedis | None = None
+    if redis_cluster and not redis_url:
+        raise typer.BadParameter("--redis-cluster needs --redis-url (a node of the cluster)")
+    if redis_cluster and redis_url and "+cluster://" not in redis_url:
+        redis_url = redis_url.replace("://", "+cluster://", 1)  # Storage picks the cluster client
     if not redis_url:
         embedded = EmbeddedRedis(data_dir)
         redis_url = embedded.start()
     try:
-        asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention, grace))
+        from battleline_engine.model import PER_GAME, PER_MOVE
+        from battleline_engine.ratelimit import Rate
+        from battleline_engine.runtime import EngineConfig
+
+        if clock not in ("per-move", "per-game"):
+            raise typer.BadParameter("--clock: per-move or per-game")
+        config = EngineConfig(
+            default_clock=PER_MOVE if clock == "per-move" else PER_GAME,
+            default_clock_ms=int(clock_s * 1000),
+            create_rate=Rate(create_rate, max(10.0, create_rate * 10)),
+            action_rate=Rate(action_rate, max(30.0, action_rate * 3)),
+            streams_per_seat=streams_per_seat,
+        )
+        asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention, grace,
+                         config))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -55,7 +94,7 @@ def serve(
 
 async def _run(
     redis_url: str, port: int, host: str, tls_cert: Path | None, tls_key: Path | None,
-    metrics_port: int, retention: int, grace: float,
+    metrics_port: int, retention: int, grace: float, config: EngineConfig,
 ) -> None:
     from battleline_engine import metrics
     from battleline_engine.server import ServerConfig, start_server
@@ -63,8 +102,10 @@ async def _run(
     from battleline_engine.wiring import default_services
 
     storage = Storage.from_url(redis_url, retention_s=retention)
-    config = ServerConfig(host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, grace_s=grace)
-    engine = await start_server(config, storage, default_services(storage))
+    server_config = ServerConfig(
+        host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, grace_s=grace
+    )
+    engine = await start_server(server_config, storage, default_services(storage, config))
     if metrics_port:
         metrics.serve_metrics(metrics_port, host)
     # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.

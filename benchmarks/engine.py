@@ -1,0 +1,253 @@
+"""Engine load benchmark: many concurrent bot-vs-bot LOCAL matches through a real
+`battleline serve` process and an embedded Redis, next to the same load harness
+against a trivial echo servicer (same server stack: start_server, interceptor,
+health) in the same run.
+
+    python benchmarks/engine.py            # 1000 concurrent matches
+    python benchmarks/engine.py --quick    # 100 concurrent matches, shorter echo run
+
+Prints `name: value` lines. `engine_actions_per_s` counts game actions applied
+(a troop play and its draw go in one request, as a real client sends a turn);
+`engine_calls_per_s` counts RPCs (creates, views, submits). `engine_vs_echo_ratio`
+is engine_actions_per_s / echo_calls_per_s; `engine_calls_vs_echo_ratio` compares
+RPCs with RPCs. Client, server and Redis share this machine's cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from battleline.v1 import (
+    game_pb2,
+    game_pb2_grpc,
+    lobby_pb2,
+    lobby_pb2_grpc,
+    types_pb2,
+)
+
+BATTLELINE = str(Path(sys.executable).parent / "battleline")
+ECHO_METHOD = "/bench.Echo/Echo"
+SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)
+CHANNELS = 8
+
+
+@dataclass
+class Stats:
+    """What one harness run measured."""
+
+    latencies: list[float] = field(default_factory=list)
+    calls: int = 0
+    actions: int = 0
+    errors: int = 0
+    completed: int = 0
+    error_kinds: dict[str, int] = field(default_factory=dict)
+
+    def error(self, err: grpc.RpcError) -> None:
+        self.errors += 1
+        name = err.code().name if hasattr(err, "code") else type(err).__name__
+        self.error_kinds[name] = self.error_kinds.get(name, 0) + 1
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# -- the echo server (a subprocess of this script) -------------------------------------
+
+
+async def _echo_server(redis_url: str) -> None:
+    from battleline_engine.server import ServerConfig, start_server
+    from battleline_engine.storage import Storage
+
+    async def echo(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        return request
+
+    class Echo:
+        service_name = "bench.Echo"
+
+        def register(self, server: grpc.aio.Server) -> None:
+            server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+                "bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo)}),))
+
+    storage = Storage.from_url(redis_url)
+    engine = await start_server(ServerConfig(port=0, drain_s=0), storage, [Echo()])
+    print(f"echo listening on {engine.address}", flush=True)
+    await engine.wait()
+
+
+def _start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, env={**os.environ, **env})
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if "listening on" not in line:
+        process.kill()
+        raise SystemExit(f"could not start {args}: {line!r}")
+    return process, line.rsplit(" ", 1)[1].strip()
+
+
+# -- load harnesses ------------------------------------------------------------------------
+
+
+def choose(view: types_pb2.MatchView, rng: random.Random) -> list[str]:
+    """A random legal action; a troop play goes with a draw, as one turn."""
+    action = rng.choice(list(view.legal_actions))
+    if not action.startswith("play ") or "@" not in action:
+        return [action]  # Scout, guile tactics, claims, draws: one step at a time
+    decks = [d.deck for d in view.decks if d.count > 0]
+    return [action, f"draw {rng.choice(decks)}"] if decks else [action, "end"]
+
+
+async def _call(stats: Stats, coro_fn, *args, **kw):  # type: ignore[no-untyped-def]
+    started = time.perf_counter()
+    result = await coro_fn(*args, **kw)
+    stats.latencies.append(time.perf_counter() - started)
+    stats.calls += 1
+    return result
+
+
+async def bot_match(channel: grpc.aio.Channel, rng: random.Random, stats: Stats,
+                    ruleset: str) -> None:
+    """Create a LOCAL match and play it to the end with random legal actions."""
+    lobby = lobby_pb2_grpc.LobbyServiceStub(channel)
+    game = game_pb2_grpc.GameServiceStub(channel)
+    try:
+        created = await _call(stats, lobby.CreateMatch, lobby_pb2.CreateMatchRequest(
+            options=types_pb2.MatchOptions(ruleset=ruleset, time_control=types_pb2.TimeControl(
+                kind=types_pb2.TIME_CONTROL_KIND_NONE)),
+            seat=types_pb2.SEAT_CHOICE_FIRST,
+            opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_LOCAL),
+            seat_options=types_pb2.SeatOptions(auto_claim=True)), timeout=60)
+        tokens = (created.seat_token, created.other_seat_token)
+        meta = [[("authorization", f"Bearer {t}")] for t in tokens]
+        view = (await _call(stats, game.GetView, game_pb2.GetViewRequest(
+            match_id=created.match_id), metadata=meta[0], timeout=60)).view
+        seat = 0
+        n = 0
+        while view.phase != types_pb2.MATCH_PHASE_FINISHED:
+            seat = SEATS.index(view.current_seat)
+            if view.viewer != view.current_seat:
+                view = (await _call(stats, game.GetView, game_pb2.GetViewRequest(
+                    match_id=created.match_id), metadata=meta[seat], timeout=60)).view
+            actions = choose(view, rng)
+            n += 1
+            response = await _call(stats, game.SubmitAction, game_pb2.SubmitActionRequest(
+                match_id=created.match_id, expected_version=view.version,
+                action_id=f"b{n}", actions=actions), metadata=meta[seat], timeout=60)
+            stats.actions += len(actions)
+            view = response.view
+        stats.completed += 1
+    except grpc.RpcError as err:
+        stats.error(err)
+
+
+async def run_engine(address: str, matches: int, seed: int) -> tuple[Stats, float]:
+    channels = [grpc.aio.insecure_channel(address) for _ in range(CHANNELS)]
+    stats = Stats()
+    rulesets = ["standard", "basic", "deck52"]
+    started = time.perf_counter()
+    await asyncio.gather(*(
+        bot_match(channels[i % CHANNELS], random.Random(seed + i), stats, rulesets[i % 3])
+        for i in range(matches)))
+    elapsed = time.perf_counter() - started
+    for channel in channels:
+        await channel.close()
+    return stats, elapsed
+
+
+async def run_echo(address: str, concurrency: int, seconds: float) -> tuple[Stats, float]:
+    channels = [grpc.aio.insecure_channel(address) for _ in range(CHANNELS)]
+    stats = Stats()
+    payload = os.urandom(200)
+    stop_at = time.perf_counter() + seconds
+
+    async def loop(i: int) -> None:
+        call = channels[i % CHANNELS].unary_unary(ECHO_METHOD)
+        while time.perf_counter() < stop_at:
+            try:
+                await _call(stats, call, payload, timeout=60)
+            except grpc.RpcError as err:
+                stats.error(err)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(loop(i) for i in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    for channel in channels:
+        await channel.close()
+    return stats, elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="100 matches, 5 s of echo")
+    parser.add_argument("--matches", type=int, help="concurrent matches (default 1000)")
+    parser.add_argument("--echo-seconds", type=float)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--echo-server", metavar="REDIS_URL", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.echo_server:
+        asyncio.run(_echo_server(args.echo_server))
+        return
+    matches = args.matches or (100 if args.quick else 1000)
+    echo_seconds = args.echo_seconds or (5.0 if args.quick else 15.0)
+
+    from battleline_engine.redis_server import EmbeddedRedis
+
+    with tempfile.TemporaryDirectory() as tmp:
+        redis = EmbeddedRedis(Path(tmp) / "redis")
+        url = redis.start()
+        engine = echo = None
+        try:
+            engine, engine_address = _start(
+                [BATTLELINE, "serve", "--port", "0", "--log-level", "warning",
+                 "--create-rate", "1000000", "--action-rate", "1000000"],
+                {"REDIS_URL": url})
+            echo, echo_address = _start([sys.executable, __file__, "--echo-server", url], {})
+            echo_stats, echo_s = asyncio.run(run_echo(echo_address, matches, echo_seconds))
+            engine_stats, engine_s = asyncio.run(run_engine(engine_address, matches, args.seed))
+        finally:
+            for process in (engine, echo):
+                if process is not None:
+                    process.terminate()
+                    process.wait(15)
+            redis.stop()
+    echo_rate = echo_stats.calls / echo_s
+    actions_rate = engine_stats.actions / engine_s
+    calls_rate = engine_stats.calls / engine_s
+    ms = 1000.0
+    print(f"concurrent_matches: {matches}")
+    print(f"matches_completed: {engine_stats.completed}")
+    print(f"engine_seconds: {engine_s:.2f}")
+    print(f"engine_actions: {engine_stats.actions}")
+    print(f"engine_calls: {engine_stats.calls}")
+    print(f"engine_actions_per_s: {actions_rate:.1f}")
+    print(f"engine_calls_per_s: {calls_rate:.1f}")
+    print(f"echo_calls_per_s: {echo_rate:.1f}")
+    print(f"engine_vs_echo_ratio: {actions_rate / echo_rate:.3f}")
+    print(f"engine_calls_vs_echo_ratio: {calls_rate / echo_rate:.3f}")
+    print(f"p50_ms: {percentile(engine_stats.latencies, 0.5) * ms:.2f}")
+    print(f"p99_ms: {percentile(engine_stats.latencies, 0.99) * ms:.2f}")
+    print(f"mean_ms: {statistics.fmean(engine_stats.latencies or [0]) * ms:.2f}")
+    print(f"echo_p50_ms: {percentile(echo_stats.latencies, 0.5) * ms:.2f}")
+    print(f"echo_p99_ms: {percentile(echo_stats.latencies, 0.99) * ms:.2f}")
+    print(f"errors: {engine_stats.errors + echo_stats.errors}")
+    if engine_stats.error_kinds or echo_stats.error_kinds:
+        print(f"error_kinds: {engine_stats.error_kinds} {echo_stats.error_kinds}")
+
+
+if __name__ == "__main__":
+    main()
