@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
+
 from battleline.v1 import (
     game_pb2,
     game_pb2_grpc,
