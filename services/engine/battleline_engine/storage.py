@@ -29,6 +29,7 @@ No grpc here: callers map `CommitStatus` to their own error codes.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 import secrets
@@ -36,9 +37,10 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Final
+from typing import Any, Final
 
 import redis.asyncio as aioredis
+from redis.crc import key_slot
 
 PREFIX: Final = "bl"
 LOBBY_KEY: Final = f"{PREFIX}:lobby"
@@ -46,6 +48,7 @@ CLOCKS_KEY: Final = f"{PREFIX}:clocks"
 LIVE_KEY: Final = f"{PREFIX}:live"
 AI_REQUESTS_KEY: Final = f"{PREFIX}:ai:requests"
 AI_GROUP: Final = "ai-workers"
+CLUSTER_POLL_S: Final = 0.02  # event poll interval on Redis Cluster (no cross-slot XREAD)
 
 _ID_RE: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _RESERVED: Final = frozenset(
@@ -286,7 +289,7 @@ class Storage:
 
     def __init__(
         self,
-        client: aioredis.Redis,
+        client: aioredis.Redis | aioredis.RedisCluster,
         *,
         retention_s: int = 7 * 24 * 3600,
         idle_ttl_s: int = 30 * 24 * 3600,
@@ -303,7 +306,16 @@ class Storage:
 
     @classmethod
     def from_url(cls, url: str, **options: int | bool) -> Storage:
-        """Connect (lazily) to the Redis at `url`; hiredis parses replies when installed."""
+        """Connect (lazily) to the Redis at `url`; hiredis parses replies when installed.
+
+        A `redis+cluster://` (or `rediss+cluster://`) URL names any node of a Redis
+        Cluster: the cluster client discovers the others and `cluster` mode is on.
+        """
+        if is_cluster_url(url):
+            cluster_client = aioredis.RedisCluster.from_url(
+                url.replace("+cluster", "", 1), decode_responses=False, health_check_interval=30
+            )
+            return cls(cluster_client, **{**options, "cluster": True})  # type: ignore[arg-type]
         client = aioredis.Redis.from_url(url, decode_responses=False, health_check_interval=30)
         return cls(client, **options)  # type: ignore[arg-type]
 
@@ -491,12 +503,30 @@ class Storage:
         if not cursors:
             return {}
         streams = {match_key(m, "ev"): f"{n}-0" for m, n in cursors.items()}
+        if isinstance(self.redis, aioredis.RedisCluster):
+            return await self._poll_cluster_streams(streams, block_ms, count)
         reply = await self.redis.xread(streams, count=count, block=block_ms)
-        out: dict[str, list[StoredEvent]] = {}
-        for key, entries in reply or []:
-            match_id = _s(key).split("{", 1)[1].split("}", 1)[0]
-            out[match_id] = [_event(i, f) for i, f in entries]
-        return out
+        return _by_match(reply or [])
+
+    async def _poll_cluster_streams(
+        self, streams: Mapping[str, str], block_ms: int, count: int
+    ) -> dict[str, list[StoredEvent]]:
+        """Cluster stand-in for one blocking XREAD: streams of many matches live in many
+        slots and one XREAD may not cross slots, so poll one non-blocking XREAD per slot
+        (pipelined: one round trip per node) until something arrives or `block_ms` ends."""
+        by_slot: dict[int, dict[str, str]] = {}
+        for key, cursor in streams.items():
+            by_slot.setdefault(key_slot(key.encode()), {})[key] = cursor
+        deadline = time.monotonic() + block_ms / 1000
+        while True:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for group in by_slot.values():
+                    pipe.xread(group, count=count)
+                replies = await pipe.execute()
+            out = _by_match([item for reply in replies for item in reply or []])
+            if out or time.monotonic() >= deadline:
+                return out
+            await asyncio.sleep(min(CLUSTER_POLL_S, max(0.0, deadline - time.monotonic())))
 
     async def poke(self, name: str) -> int:
         """Append to a private wake-up stream (an id like a match id); returns its number.
@@ -616,6 +646,20 @@ class Storage:
     async def ack_ai_request(self, request_id: str) -> None:
         """Mark an AI seat request handled."""
         await self.redis.xack(AI_REQUESTS_KEY, AI_GROUP, request_id)
+
+
+def is_cluster_url(url: str) -> bool:
+    """Whether `url` asks for the Redis Cluster client (`redis+cluster://...`)."""
+    return url.startswith(("redis+cluster://", "rediss+cluster://"))
+
+
+def _by_match(reply: Iterable[tuple[bytes, list[Any]]]) -> dict[str, list[StoredEvent]]:
+    out: dict[str, list[StoredEvent]] = {}
+    for key, entries in reply:
+        if entries:
+            match_id = _s(key).split("{", 1)[1].split("}", 1)[0]
+            out[match_id] = [_event(i, f) for i, f in entries]
+    return out
 
 
 def _record(match_id: str, raw: Mapping[bytes, bytes]) -> MatchRecord:
