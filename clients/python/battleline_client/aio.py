@@ -1,0 +1,220 @@
+"""asyncio Battle Line client: the same API as `client.py`, with `await`.
+
+    async with AsyncClient("127.0.0.1:50051") as client:
+        created = await client.create(opponent="local")
+        seat = client.seat(created.seat)
+        view = await seat.view()
+        await seat.act(view.legal_actions[0])
+        async for message in seat.watch():
+            ...
+
+Requests, retry and resume decisions come from `common.py`, shared with the
+sync client; only the awaiting differs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+import grpc.aio
+
+from battleline.v1 import (
+    game_pb2,
+    game_pb2_grpc,
+    lobby_pb2,
+    lobby_pb2_grpc,
+    record_pb2,
+    record_pb2_grpc,
+    types_pb2,
+    watch_pb2,
+    watch_pb2_grpc,
+)
+
+from . import common
+from .client import CHANNEL_OPTIONS
+from .common import CallObserver, Created, SeatHandle, WatchCursor
+from .errors import StaleVersion, from_rpc_error
+
+R = TypeVar("R")
+
+
+class AsyncClient:
+    """One asyncio channel to an engine. Create it inside a running event loop."""
+
+    def __init__(self, target: str = common.DEFAULT_TARGET, *,
+                 credentials: grpc.ChannelCredentials | None = None,
+                 timeout: float = common.DEFAULT_TIMEOUT_S,
+                 observer: CallObserver | None = None) -> None:
+        self.target = target
+        self.timeout = timeout
+        self.observer = observer
+        self.channel = (grpc.aio.secure_channel(target, credentials, CHANNEL_OPTIONS)
+                        if credentials else grpc.aio.insecure_channel(target, CHANNEL_OPTIONS))
+        self._lobby = lobby_pb2_grpc.LobbyServiceStub(self.channel)
+        self._game = game_pb2_grpc.GameServiceStub(self.channel)
+        self._watch = watch_pb2_grpc.WatchServiceStub(self.channel)
+        self._record = record_pb2_grpc.RecordServiceStub(self.channel)
+
+    async def close(self) -> None:
+        """Close the channel (open Watch streams end)."""
+        await self.channel.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _unary(self, name: str, method: Callable[..., Awaitable[R]], request: Any,
+                     token: str | None = None) -> R:
+        """Call, time it for the observer, and turn a failure into a typed error."""
+        start = time.perf_counter()
+        code = grpc.StatusCode.OK
+        try:
+            return await method(request, metadata=common.metadata(token), timeout=self.timeout)
+        except grpc.RpcError as err:
+            code = err.code()  # type: ignore[attr-defined]
+            raise from_rpc_error(err) from None
+        finally:
+            if self.observer is not None:
+                self.observer(name, time.perf_counter() - start, code)
+
+    # -- lobby ------------------------------------------------------------------------
+
+    async def create(self, **options: Any) -> Created:
+        """Create a match; keyword options as in `common.create_request`."""
+        response = await self._unary("CreateMatch", self._lobby.CreateMatch,
+                                     common.create_request(**options))
+        return common.created_from(response)
+
+    async def join(self, *, match_id: str = "", invite_code: str = "", name: str = "",
+                   auto_claim: bool = False, join_ticket: str = "") -> SeatHandle:
+        """Take the open seat of a match, by id or invite code."""
+        request = common.join_request(match_id=match_id, invite_code=invite_code, name=name,
+                                      auto_claim=auto_claim, join_ticket=join_ticket)
+        response = await self._unary("JoinMatch", self._lobby.JoinMatch, request)
+        return SeatHandle(response.match_id, response.seat_token, response.seat)
+
+    async def list_open(self, ruleset: str = "", page_size: int = 0,
+                        page_token: str = "") -> lobby_pb2.ListOpenMatchesResponse:
+        """Public matches waiting for a second player, newest first."""
+        request = lobby_pb2.ListOpenMatchesRequest(ruleset=ruleset, page_size=page_size,
+                                                   page_token=page_token)
+        return await self._unary("ListOpenMatches", self._lobby.ListOpenMatches, request)
+
+    # -- game -------------------------------------------------------------------------
+
+    async def view(self, match_id: str, token: str | None = None) -> types_pb2.MatchView:
+        """The match as a seat (with its token) or a spectator (without) sees it."""
+        response = await self._unary("GetView", self._game.GetView,
+                                     game_pb2.GetViewRequest(match_id=match_id), token)
+        return response.view
+
+    async def submit(self, handle: SeatHandle, version: int, actions: list[str],
+                     action_id: str | None = None) -> game_pb2.SubmitActionResponse:
+        """One SubmitAction, no retry: prefer `AsyncSeat.act`."""
+        request = common.submit_request(handle.match_id, version, actions,
+                                        action_id or common.new_action_id())
+        return await self._unary("SubmitAction", self._game.SubmitAction, request, handle.token)
+
+    async def resign(self, handle: SeatHandle,
+                     action_id: str | None = None) -> types_pb2.MatchView:
+        """Resign the match for this seat; returns the seat's final view."""
+        request = game_pb2.ResignRequest(match_id=handle.match_id,
+                                         action_id=action_id or common.new_action_id())
+        response = await self._unary("Resign", self._game.Resign, request, handle.token)
+        return response.view
+
+    async def record(self, match_id: str,
+                     token: str | None = None) -> record_pb2.GetRecordResponse:
+        """The move list, as the caller may see it."""
+        return await self._unary("GetRecord", self._record.GetRecord,
+                                 record_pb2.GetRecordRequest(match_id=match_id), token)
+
+    # -- watching ---------------------------------------------------------------------
+
+    async def watch(self, match_id: str, token: str | None = None, *,
+                    include_views: bool = False, resume_after: int | None = None,
+                    max_reconnects: int = 10) -> AsyncIterator[watch_pb2.WatchResponse]:
+        """Every message of the Watch stream, each event once, across reconnects
+        (see `Client.watch`)."""
+        cursor = WatchCursor(match_id, include_views, resume_after)
+        delays, failures = common.backoff(), 0
+        while True:
+            call = self._watch.Watch(cursor.request(), metadata=common.metadata(token))
+            try:
+                async for response in call:
+                    if failures:
+                        delays, failures = common.backoff(), 0
+                    if cursor.accept(response):
+                        yield response
+                return
+            except grpc.RpcError as err:
+                code = err.code()  # type: ignore[attr-defined]
+                if cursor.finished:
+                    return
+                if not cursor.should_reconnect(code) or failures >= max_reconnects:
+                    raise from_rpc_error(err) from None
+                failures += 1
+                await asyncio.sleep(next(delays))
+            finally:
+                call.cancel()
+
+    def seat(self, handle: SeatHandle) -> AsyncSeat:
+        """An AsyncSeat bound to this client."""
+        return AsyncSeat(self, handle)
+
+
+class AsyncSeat:
+    """One seat of a match: remembers its last view so actions carry the right version."""
+
+    def __init__(self, client: AsyncClient, handle: SeatHandle) -> None:
+        self.client = client
+        self.handle = handle
+        self.last_view: types_pb2.MatchView | None = None
+
+    @property
+    def match_id(self) -> str:
+        return self.handle.match_id
+
+    async def view(self) -> types_pb2.MatchView:
+        """Fetch (and remember) this seat's view."""
+        self.last_view = await self.client.view(self.handle.match_id, self.handle.token)
+        return self.last_view
+
+    async def act(self, *actions: str,
+                  action_id: str | None = None) -> game_pb2.SubmitActionResponse:
+        """Submit actions decided on the last view; one retry on ABORTED if still legal
+        (see `Seat.act`)."""
+        todo = list(actions)
+        view = self.last_view or await self.view()
+        action_id = action_id or common.new_action_id()
+        try:
+            response = await self.client.submit(self.handle, view.version, todo, action_id)
+        except StaleVersion:
+            view = await self.view()
+            if not common.can_retry_stale(view, todo):
+                raise
+            response = await self.client.submit(self.handle, view.version, todo, action_id)
+        self.last_view = response.view
+        return response
+
+    async def resign(self) -> types_pb2.MatchView:
+        """Resign the match."""
+        self.last_view = await self.client.resign(self.handle)
+        return self.last_view
+
+    def watch(self, **kwargs: Any) -> AsyncIterator[watch_pb2.WatchResponse]:
+        """This seat's Watch stream (see `AsyncClient.watch`)."""
+        return self.client.watch(self.handle.match_id, self.handle.token, **kwargs)
+
+    async def record(self) -> record_pb2.GetRecordResponse:
+        """The record as this seat may see it."""
+        return await self.client.record(self.handle.match_id, self.handle.token)
+
+
+__all__ = ["AsyncClient", "AsyncSeat", "Created", "SeatHandle"]

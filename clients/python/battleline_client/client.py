@@ -1,0 +1,228 @@
+"""Synchronous Battle Line client.
+
+    with Client("127.0.0.1:50051") as client:
+        created = client.create(opponent="local")
+        first, second = client.seat(created.seat), client.seat(created.other)
+        view = first.view()
+        first.act(view.legal_actions[0])
+
+`Seat.act` picks the action id and the expected version itself and retries
+once if the match moved on (ABORTED) and the action is still legal; `watch`
+reopens a dropped stream from the last event it delivered. Every refusal is a
+typed exception from `battleline_client.errors`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import grpc
+
+from battleline.v1 import (
+    game_pb2,
+    game_pb2_grpc,
+    lobby_pb2,
+    lobby_pb2_grpc,
+    record_pb2,
+    record_pb2_grpc,
+    types_pb2,
+    watch_pb2,
+    watch_pb2_grpc,
+)
+
+from . import common
+from .common import CallObserver, Created, SeatHandle, WatchCursor
+from .errors import StaleVersion, from_rpc_error
+
+R = TypeVar("R")
+
+# Reconnect fast after a server restart: gRPC's default first backoff is 1 s.
+CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
+                   ("grpc.max_reconnect_backoff_ms", 2000)]
+
+
+class Client:
+    """One channel to an engine, with the lobby, game, watch and record calls."""
+
+    def __init__(self, target: str = common.DEFAULT_TARGET, *,
+                 credentials: grpc.ChannelCredentials | None = None,
+                 timeout: float = common.DEFAULT_TIMEOUT_S,
+                 observer: CallObserver | None = None) -> None:
+        self.target = target
+        self.timeout = timeout
+        self.observer = observer
+        self.channel = (grpc.secure_channel(target, credentials, CHANNEL_OPTIONS) if credentials
+                        else grpc.insecure_channel(target, CHANNEL_OPTIONS))
+        self._lobby = lobby_pb2_grpc.LobbyServiceStub(self.channel)
+        self._game = game_pb2_grpc.GameServiceStub(self.channel)
+        self._watch = watch_pb2_grpc.WatchServiceStub(self.channel)
+        self._record = record_pb2_grpc.RecordServiceStub(self.channel)
+
+    def close(self) -> None:
+        """Close the channel (open Watch streams end)."""
+        self.channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _unary(self, name: str, method: Callable[..., R], request: Any,
+               token: str | None = None) -> R:
+        """Call, time it for the observer, and turn a failure into a typed error."""
+        start = time.perf_counter()
+        code = grpc.StatusCode.OK
+        try:
+            return method(request, metadata=common.metadata(token), timeout=self.timeout)
+        except grpc.RpcError as err:
+            code = err.code()  # type: ignore[attr-defined]
+            raise from_rpc_error(err) from None
+        finally:
+            if self.observer is not None:
+                self.observer(name, time.perf_counter() - start, code)
+
+    # -- lobby ------------------------------------------------------------------------
+
+    def create(self, **options: Any) -> Created:
+        """Create a match; keyword options as in `common.create_request`
+        (opponent="local"|"open"|"ai", ai_level, ruleset, seat, name, auto_claim, seed...)."""
+        response = self._unary("CreateMatch", self._lobby.CreateMatch,
+                               common.create_request(**options))
+        return common.created_from(response)
+
+    def join(self, *, match_id: str = "", invite_code: str = "", name: str = "",
+             auto_claim: bool = False, join_ticket: str = "") -> SeatHandle:
+        """Take the open seat of a match, by id or invite code."""
+        request = common.join_request(match_id=match_id, invite_code=invite_code, name=name,
+                                      auto_claim=auto_claim, join_ticket=join_ticket)
+        response = self._unary("JoinMatch", self._lobby.JoinMatch, request)
+        return SeatHandle(response.match_id, response.seat_token, response.seat)
+
+    def list_open(self, ruleset: str = "", page_size: int = 0,
+                  page_token: str = "") -> lobby_pb2.ListOpenMatchesResponse:
+        """Public matches waiting for a second player, newest first."""
+        request = lobby_pb2.ListOpenMatchesRequest(ruleset=ruleset, page_size=page_size,
+                                                   page_token=page_token)
+        return self._unary("ListOpenMatches", self._lobby.ListOpenMatches, request)
+
+    # -- game -------------------------------------------------------------------------
+
+    def view(self, match_id: str, token: str | None = None) -> types_pb2.MatchView:
+        """The match as a seat (with its token) or a spectator (without) sees it."""
+        response = self._unary("GetView", self._game.GetView,
+                               game_pb2.GetViewRequest(match_id=match_id), token)
+        return response.view
+
+    def submit(self, handle: SeatHandle, version: int, actions: list[str],
+               action_id: str | None = None) -> game_pb2.SubmitActionResponse:
+        """One SubmitAction, no retry: prefer `Seat.act`."""
+        request = common.submit_request(handle.match_id, version, actions,
+                                        action_id or common.new_action_id())
+        return self._unary("SubmitAction", self._game.SubmitAction, request, handle.token)
+
+    def resign(self, handle: SeatHandle, action_id: str | None = None) -> types_pb2.MatchView:
+        """Resign the match for this seat; returns the seat's final view."""
+        request = game_pb2.ResignRequest(match_id=handle.match_id,
+                                         action_id=action_id or common.new_action_id())
+        return self._unary("Resign", self._game.Resign, request, handle.token).view
+
+    def record(self, match_id: str, token: str | None = None) -> record_pb2.GetRecordResponse:
+        """The move list, as the caller may see it (every card once the match is over)."""
+        return self._unary("GetRecord", self._record.GetRecord,
+                           record_pb2.GetRecordRequest(match_id=match_id), token)
+
+    # -- watching ---------------------------------------------------------------------
+
+    def watch(self, match_id: str, token: str | None = None, *, include_views: bool = False,
+              resume_after: int | None = None,
+              max_reconnects: int = 10) -> Iterator[watch_pb2.WatchResponse]:
+        """Every message of the match's Watch stream, surviving dropped connections.
+
+        A dropped stream is reopened with `resume_after` = the last event given,
+        and anything already given is skipped, so each event is yielded exactly
+        once (if the server no longer keeps the missing events, a fresh snapshot
+        is yielded instead). Gives up with a typed error after `max_reconnects`
+        failures in a row, or at once on a code that retrying cannot fix.
+        """
+        cursor = WatchCursor(match_id, include_views, resume_after)
+        delays, failures = common.backoff(), 0
+        while True:
+            call = self._watch.Watch(cursor.request(), metadata=common.metadata(token))
+            try:
+                for response in call:
+                    if failures:
+                        delays, failures = common.backoff(), 0
+                    if cursor.accept(response):
+                        yield response
+                return  # the server ends the stream once the match is over
+            except grpc.RpcError as err:
+                code = err.code()  # type: ignore[attr-defined]
+                if cursor.finished:
+                    return
+                if not cursor.should_reconnect(code) or failures >= max_reconnects:
+                    raise from_rpc_error(err) from None
+                failures += 1
+                time.sleep(next(delays))
+            finally:
+                call.cancel()
+
+    def seat(self, handle: SeatHandle) -> Seat:
+        """A Seat bound to this client: view, act, resign and watch as that seat."""
+        return Seat(self, handle)
+
+
+class Seat:
+    """One seat of a match: remembers its last view so actions carry the right version."""
+
+    def __init__(self, client: Client, handle: SeatHandle) -> None:
+        self.client = client
+        self.handle = handle
+        self.last_view: types_pb2.MatchView | None = None
+
+    @property
+    def match_id(self) -> str:
+        return self.handle.match_id
+
+    def view(self) -> types_pb2.MatchView:
+        """Fetch (and remember) this seat's view."""
+        self.last_view = self.client.view(self.handle.match_id, self.handle.token)
+        return self.last_view
+
+    def act(self, *actions: str, action_id: str | None = None) -> game_pb2.SubmitActionResponse:
+        """Submit actions decided on the last view (fetched if there is none).
+
+        On ABORTED the view is fetched again and, if the first action is still
+        legal there, the same request (same action id) is sent once more with
+        the new version; otherwise StaleVersion is raised for the caller to
+        decide again."""
+        todo = list(actions)
+        view = self.last_view or self.view()
+        action_id = action_id or common.new_action_id()
+        try:
+            response = self.client.submit(self.handle, view.version, todo, action_id)
+        except StaleVersion:
+            view = self.view()
+            if not common.can_retry_stale(view, todo):
+                raise
+            response = self.client.submit(self.handle, view.version, todo, action_id)
+        self.last_view = response.view
+        return response
+
+    def resign(self) -> types_pb2.MatchView:
+        """Resign the match."""
+        self.last_view = self.client.resign(self.handle)
+        return self.last_view
+
+    def watch(self, **kwargs: Any) -> Iterator[watch_pb2.WatchResponse]:
+        """This seat's Watch stream (see `Client.watch`)."""
+        return self.client.watch(self.handle.match_id, self.handle.token, **kwargs)
+
+    def record(self) -> record_pb2.GetRecordResponse:
+        """The record as this seat may see it."""
+        return self.client.record(self.handle.match_id, self.handle.token)
+
+
+__all__ = ["Client", "Created", "Seat", "SeatHandle"]

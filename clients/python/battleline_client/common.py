@@ -1,0 +1,235 @@
+"""What the sync and asyncio clients share: requests, results, retry and resume rules.
+
+Everything here is free of I/O, so `client.py` and `aio.py` are thin loops
+around the same decisions: which request to send, whether an ABORTED action
+may be retried, which stream messages are new after a reconnect, how long to
+back off. A fix made here holds for both clients.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+import grpc
+from google.protobuf import duration_pb2
+
+from battleline.v1 import game_pb2, lobby_pb2, types_pb2, watch_pb2
+
+DEFAULT_TARGET = "127.0.0.1:50051"
+DEFAULT_TIMEOUT_S = 10.0
+
+OpponentName = Literal["local", "open", "ai"]
+SeatName = Literal["first", "second", "random"]
+ClockName = Literal["default", "none", "per-move", "per-game"]
+
+# A Watch stream that fails with one of these is reopened from the last event
+# seen; any other code (NOT_FOUND, UNAUTHENTICATED...) will not heal by retrying.
+STREAM_RETRY_CODES = frozenset({
+    grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL, grpc.StatusCode.RESOURCE_EXHAUSTED,
+})
+
+# Called after every unary RPC with (method name, seconds, status code): the load
+# tester's latency figures come from here, so no timing code is duplicated.
+CallObserver = Callable[[str, float, grpc.StatusCode], None]
+
+_OPPONENTS = {"local": types_pb2.OPPONENT_KIND_LOCAL, "open": types_pb2.OPPONENT_KIND_OPEN,
+              "ai": types_pb2.OPPONENT_KIND_AI}
+_SEATS = {"first": types_pb2.SEAT_CHOICE_FIRST, "second": types_pb2.SEAT_CHOICE_SECOND,
+          "random": types_pb2.SEAT_CHOICE_RANDOM}
+_CLOCKS = {"default": types_pb2.TIME_CONTROL_KIND_UNSPECIFIED,
+           "none": types_pb2.TIME_CONTROL_KIND_NONE,
+           "per-move": types_pb2.TIME_CONTROL_KIND_PER_MOVE,
+           "per-game": types_pb2.TIME_CONTROL_KIND_PER_GAME}
+_TIMINGS = {"after-play": types_pb2.CLAIM_TIMING_AFTER_PLAY,
+            "start-of-turn": types_pb2.CLAIM_TIMING_START_OF_TURN}
+
+
+@dataclass(frozen=True, slots=True)
+class SeatHandle:
+    """The credentials of one seat: enough to act, watch and resume later."""
+
+    match_id: str
+    token: str
+    seat: int  # types_pb2.Seat: SEAT_FIRST or SEAT_SECOND
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """A new match: the creator's seat, and for LOCAL matches the other seat too."""
+
+    match_id: str
+    invite_code: str
+    seat: SeatHandle
+    other: SeatHandle | None
+    summary: types_pb2.MatchSummary
+
+
+def metadata(token: str | None) -> tuple[tuple[str, str], ...]:
+    """The `authorization: Bearer` header of a seat; none for a spectator."""
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
+def new_action_id() -> str:
+    """A fresh client-chosen action id (128 random bits, 32 characters)."""
+    return uuid.uuid4().hex
+
+
+def seat_index(seat: int) -> int:
+    """0 for SEAT_FIRST, 1 for SEAT_SECOND (the rules core's numbering)."""
+    if seat not in (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND):
+        raise ValueError(f"not a seat: {seat}")
+    return 0 if seat == types_pb2.SEAT_FIRST else 1
+
+
+def other_seat(seat: int) -> int:
+    """The opposing seat enum."""
+    return types_pb2.SEAT_SECOND if seat == types_pb2.SEAT_FIRST else types_pb2.SEAT_FIRST
+
+
+def create_request(
+    *, ruleset: str = "standard", opponent: OpponentName = "local", ai_level: int = 0,
+    private: bool = False, seat: SeatName = "first", name: str = "", auto_claim: bool = False,
+    seed: int | None = None, claim_timing: str | None = None, hand_size: int = 0,
+    series_games: int = 0, clock: ClockName = "default", clock_seconds: float = 0,
+) -> lobby_pb2.CreateMatchRequest:
+    """A CreateMatchRequest from plain values (names instead of enum numbers)."""
+    time_control = types_pb2.TimeControl(kind=_CLOCKS[clock])
+    if clock in ("per-move", "per-game"):
+        time_control.limit.CopyFrom(duration_pb2.Duration(seconds=int(clock_seconds),
+                                                          nanos=int(clock_seconds % 1 * 1e9)))
+    options = types_pb2.MatchOptions(
+        ruleset=ruleset, hand_size=hand_size, series_games=series_games,
+        claim_timing=_TIMINGS[claim_timing] if claim_timing else 0, time_control=time_control)
+    request = lobby_pb2.CreateMatchRequest(
+        options=options, seat=_SEATS[seat],
+        opponent=types_pb2.Opponent(kind=_OPPONENTS[opponent], ai_level=ai_level,
+                                    private=private),
+        seat_options=types_pb2.SeatOptions(auto_claim=auto_claim, display_name=name))
+    if seed is not None:
+        request.seed = seed
+    return request
+
+
+def created_from(response: lobby_pb2.CreateMatchResponse) -> Created:
+    """The Created result of a CreateMatchResponse."""
+    mine = SeatHandle(response.match_id, response.seat_token, response.seat)
+    other = (SeatHandle(response.match_id, response.other_seat_token, other_seat(response.seat))
+             if response.other_seat_token else None)
+    return Created(response.match_id, response.invite_code, mine, other, response.match)
+
+
+def join_request(*, match_id: str = "", invite_code: str = "", name: str = "",
+                 auto_claim: bool = False, join_ticket: str = "") -> lobby_pb2.JoinMatchRequest:
+    """A JoinMatchRequest by match id or invite code (exactly one)."""
+    if bool(match_id) == bool(invite_code):
+        raise ValueError("give exactly one of match_id and invite_code")
+    options = types_pb2.SeatOptions(auto_claim=auto_claim, display_name=name)
+    if match_id:
+        return lobby_pb2.JoinMatchRequest(match_id=match_id, seat_options=options,
+                                          join_ticket=join_ticket)
+    return lobby_pb2.JoinMatchRequest(invite_code=invite_code, seat_options=options)
+
+
+def submit_request(match_id: str, version: int, actions: list[str],
+                   action_id: str) -> game_pb2.SubmitActionRequest:
+    """A SubmitActionRequest; `actions` must not be empty."""
+    if not actions:
+        raise ValueError("give at least one action")
+    return game_pb2.SubmitActionRequest(match_id=match_id, expected_version=version,
+                                        action_id=action_id, actions=actions)
+
+
+def can_retry_stale(view: types_pb2.MatchView, actions: list[str]) -> bool:
+    """After ABORTED and a fresh view: is the first action still one the seat may take?
+
+    Only then is resending with the new version the same decision; otherwise the
+    caller must look at the new view and decide again."""
+    return bool(actions) and actions[0] in view.legal_actions
+
+
+def is_my_turn(view: types_pb2.MatchView) -> bool:
+    """Whether the viewer has something to do now (including an out-of-turn Mud discard)."""
+    return view.phase == types_pb2.MATCH_PHASE_PLAYING and len(view.legal_actions) > 0
+
+
+def is_finished(view: types_pb2.MatchView) -> bool:
+    """Whether the match (the whole series) is over."""
+    return view.phase == types_pb2.MATCH_PHASE_FINISHED
+
+
+def backoff(initial_s: float = 0.1, max_s: float = 5.0, factor: float = 2.0) -> Iterator[float]:
+    """Reconnect delays: exponential with full jitter, so many clients do not stampede."""
+    delay = initial_s
+    while True:
+        yield random.uniform(0, delay)
+        delay = min(max_s, delay * factor)
+
+
+class WatchCursor:
+    """Where a Watch stream stands, so a reconnect resumes without gaps or repeats.
+
+    `last` is the number of the last event the consumer has been given (or
+    the snapshot's last_event_number); a reconnect asks for `resume_after=last`
+    and `accept` drops anything at or before it.
+    """
+
+    def __init__(self, match_id: str, include_views: bool = False,
+                 resume_after: int | None = None) -> None:
+        self.match_id = match_id
+        self.include_views = include_views
+        self.last = resume_after
+        self.finished = False
+        self._games = 0  # games in the series, known once a snapshot arrived
+        self._done = 0  # games of the series over so far
+        self._forced = False  # a resignation or timeout ends the match with its game
+
+    def request(self) -> watch_pb2.WatchRequest:
+        """The request for the next (re)connection."""
+        request = watch_pb2.WatchRequest(match_id=self.match_id,
+                                         include_views=self.include_views)
+        if self.last is not None:
+            request.resume_after = self.last
+        return request
+
+    def accept(self, response: watch_pb2.WatchResponse) -> bool:
+        """Record a message; False for an event already given (after a reconnect)."""
+        if response.HasField("snapshot"):
+            snapshot = response.snapshot
+            self.last = snapshot.last_event_number
+            self.finished = is_finished(snapshot)
+            self._games = max(1, snapshot.options.series_games)
+            self._done = max(0, snapshot.game_number - 1)
+            return True
+        event = response.event
+        if self.last is not None and event.number <= self.last:
+            return False
+        self.last = event.number
+        self._follow(event)
+        if response.HasField("view"):
+            self.finished = is_finished(response.view)
+        return True
+
+    def _follow(self, event: types_pb2.MatchEvent) -> None:
+        """Notice the match's end from the events alone (streams without views)."""
+        if event.kind in (types_pb2.EVENT_KIND_RESIGNED, types_pb2.EVENT_KIND_TIMEOUT):
+            self._forced = True
+        elif event.kind == types_pb2.EVENT_KIND_GAME_OVER and self._games:
+            self._done += 1
+            self.finished = self._forced or self._done >= self._games
+
+    def should_reconnect(self, code: grpc.StatusCode) -> bool:
+        """Whether a stream that failed with `code` is worth reopening."""
+        return not self.finished and code in STREAM_RETRY_CODES
+
+
+__all__ = [
+    "DEFAULT_TARGET", "DEFAULT_TIMEOUT_S", "STREAM_RETRY_CODES", "CallObserver", "Created",
+    "SeatHandle", "WatchCursor", "backoff", "can_retry_stale", "create_request", "created_from",
+    "is_finished", "is_my_turn", "join_request", "metadata", "new_action_id", "other_seat",
+    "seat_index", "submit_request",
+]
