@@ -37,7 +37,7 @@ from battleline.v1 import (
 from . import common
 from .client import CHANNEL_OPTIONS
 from .common import CallObserver, Created, SeatHandle, WatchCursor
-from .errors import StaleVersion, from_rpc_error
+from .errors import BattleLineError, StaleVersion, from_rpc_error
 
 R = TypeVar("R")
 
@@ -70,25 +70,35 @@ class AsyncClient:
         await self.close()
 
     async def _unary(self, name: str, method: Callable[..., Awaitable[R]], request: Any,
-                     token: str | None = None) -> R:
-        """Call, time it for the observer, and turn a failure into a typed error."""
-        start = time.perf_counter()
-        code = grpc.StatusCode.OK
-        try:
-            return await method(request, metadata=common.metadata(token), timeout=self.timeout)
-        except grpc.RpcError as err:
-            code = err.code()  # type: ignore[attr-defined]
-            raise from_rpc_error(err) from None
-        finally:
-            if self.observer is not None:
-                self.observer(name, time.perf_counter() - start, code)
+                     token: str | None = None, *, idempotent: bool = True) -> R:
+        """Call, time it for the observer, and turn a failure into a typed error.
+
+        An idempotent call (everything but create and join: actions carry their
+        action id) is resent after UNAVAILABLE, so a restarting server costs no error.
+        """
+        delays = common.backoff(0.2, 2.0)
+        for attempt in range(common.UNARY_RETRIES + 1):
+            start = time.perf_counter()
+            code = grpc.StatusCode.OK
+            try:
+                return await method(request, metadata=common.metadata(token), timeout=self.timeout)
+            except grpc.RpcError as err:
+                code = err.code()  # type: ignore[attr-defined]
+                if not (idempotent and code in common.UNARY_RETRY_CODES
+                        and attempt < common.UNARY_RETRIES):
+                    raise from_rpc_error(err) from None
+            finally:
+                if self.observer is not None:
+                    self.observer(name, time.perf_counter() - start, code)
+            await asyncio.sleep(next(delays))
+        raise AssertionError("unreachable")
 
     # -- lobby ------------------------------------------------------------------------
 
     async def create(self, **options: Any) -> Created:
         """Create a match; keyword options as in `common.create_request`."""
         response = await self._unary("CreateMatch", self._lobby.CreateMatch,
-                                     common.create_request(**options))
+                                     common.create_request(**options), idempotent=False)
         return common.created_from(response)
 
     async def join(self, *, match_id: str = "", invite_code: str = "", name: str = "",
@@ -96,7 +106,8 @@ class AsyncClient:
         """Take the open seat of a match, by id or invite code."""
         request = common.join_request(match_id=match_id, invite_code=invite_code, name=name,
                                       auto_claim=auto_claim, join_ticket=join_ticket)
-        response = await self._unary("JoinMatch", self._lobby.JoinMatch, request)
+        response = await self._unary("JoinMatch", self._lobby.JoinMatch, request,
+                                    idempotent=False)
         return SeatHandle(response.match_id, response.seat_token, response.seat)
 
     async def list_open(self, ruleset: str = "", page_size: int = 0,
@@ -145,24 +156,28 @@ class AsyncClient:
         cursor = WatchCursor(match_id, include_views, resume_after)
         delays, failures = common.backoff(), 0
         while True:
-            call = self._watch.Watch(cursor.request(), metadata=common.metadata(token))
+            call = None
             try:
+                if cursor.last is not None and cursor.over_at(await self.view(match_id, token)):
+                    return
+                call = self._watch.Watch(cursor.request(), metadata=common.metadata(token))
                 async for response in call:
                     if failures:
                         delays, failures = common.backoff(), 0
                     if cursor.accept(response):
                         yield response
-                return
-            except grpc.RpcError as err:
-                code = err.code()  # type: ignore[attr-defined]
+                return  # the server ends the stream once the match is over
+            except (grpc.RpcError, BattleLineError) as err:
+                error = err if isinstance(err, BattleLineError) else from_rpc_error(err)
                 if cursor.finished:
                     return
-                if not cursor.should_reconnect(code) or failures >= max_reconnects:
-                    raise from_rpc_error(err) from None
+                if not cursor.should_reconnect(error.code) or failures >= max_reconnects:
+                    raise error from None
                 failures += 1
                 await asyncio.sleep(next(delays))
             finally:
-                call.cancel()
+                if call is not None:
+                    call.cancel()
 
     def seat(self, handle: SeatHandle) -> AsyncSeat:
         """An AsyncSeat bound to this client."""

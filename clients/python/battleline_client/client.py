@@ -34,7 +34,7 @@ from battleline.v1 import (
 
 from . import common
 from .common import CallObserver, Created, SeatHandle, WatchCursor
-from .errors import StaleVersion, from_rpc_error
+from .errors import BattleLineError, StaleVersion, from_rpc_error
 
 R = TypeVar("R")
 
@@ -71,18 +71,28 @@ class Client:
         self.close()
 
     def _unary(self, name: str, method: Callable[..., R], request: Any,
-               token: str | None = None) -> R:
-        """Call, time it for the observer, and turn a failure into a typed error."""
-        start = time.perf_counter()
-        code = grpc.StatusCode.OK
-        try:
-            return method(request, metadata=common.metadata(token), timeout=self.timeout)
-        except grpc.RpcError as err:
-            code = err.code()  # type: ignore[attr-defined]
-            raise from_rpc_error(err) from None
-        finally:
-            if self.observer is not None:
-                self.observer(name, time.perf_counter() - start, code)
+               token: str | None = None, *, idempotent: bool = True) -> R:
+        """Call, time it for the observer, and turn a failure into a typed error.
+
+        An idempotent call (everything but create and join: actions carry their
+        action id) is resent after UNAVAILABLE, so a restarting server costs no error.
+        """
+        delays = common.backoff(0.2, 2.0)
+        for attempt in range(common.UNARY_RETRIES + 1):
+            start = time.perf_counter()
+            code = grpc.StatusCode.OK
+            try:
+                return method(request, metadata=common.metadata(token), timeout=self.timeout)
+            except grpc.RpcError as err:
+                code = err.code()  # type: ignore[attr-defined]
+                if not (idempotent and code in common.UNARY_RETRY_CODES
+                        and attempt < common.UNARY_RETRIES):
+                    raise from_rpc_error(err) from None
+            finally:
+                if self.observer is not None:
+                    self.observer(name, time.perf_counter() - start, code)
+            time.sleep(next(delays))
+        raise AssertionError("unreachable")
 
     # -- lobby ------------------------------------------------------------------------
 
@@ -90,7 +100,7 @@ class Client:
         """Create a match; keyword options as in `common.create_request`
         (opponent="local"|"open"|"ai", ai_level, ruleset, seat, name, auto_claim, seed...)."""
         response = self._unary("CreateMatch", self._lobby.CreateMatch,
-                               common.create_request(**options))
+                               common.create_request(**options), idempotent=False)
         return common.created_from(response)
 
     def join(self, *, match_id: str = "", invite_code: str = "", name: str = "",
@@ -98,7 +108,8 @@ class Client:
         """Take the open seat of a match, by id or invite code."""
         request = common.join_request(match_id=match_id, invite_code=invite_code, name=name,
                                       auto_claim=auto_claim, join_ticket=join_ticket)
-        response = self._unary("JoinMatch", self._lobby.JoinMatch, request)
+        response = self._unary("JoinMatch", self._lobby.JoinMatch, request,
+                                    idempotent=False)
         return SeatHandle(response.match_id, response.seat_token, response.seat)
 
     def list_open(self, ruleset: str = "", page_size: int = 0,
@@ -150,24 +161,28 @@ class Client:
         cursor = WatchCursor(match_id, include_views, resume_after)
         delays, failures = common.backoff(), 0
         while True:
-            call = self._watch.Watch(cursor.request(), metadata=common.metadata(token))
+            call = None
             try:
+                if cursor.last is not None and cursor.over_at(self.view(match_id, token)):
+                    return
+                call = self._watch.Watch(cursor.request(), metadata=common.metadata(token))
                 for response in call:
                     if failures:
                         delays, failures = common.backoff(), 0
                     if cursor.accept(response):
                         yield response
                 return  # the server ends the stream once the match is over
-            except grpc.RpcError as err:
-                code = err.code()  # type: ignore[attr-defined]
+            except (grpc.RpcError, BattleLineError) as err:
+                error = err if isinstance(err, BattleLineError) else from_rpc_error(err)
                 if cursor.finished:
                     return
-                if not cursor.should_reconnect(code) or failures >= max_reconnects:
-                    raise from_rpc_error(err) from None
+                if not cursor.should_reconnect(error.code) or failures >= max_reconnects:
+                    raise error from None
                 failures += 1
                 time.sleep(next(delays))
             finally:
-                call.cancel()
+                if call is not None:
+                    call.cancel()
 
     def seat(self, handle: SeatHandle) -> Seat:
         """A Seat bound to this client: view, act, resign and watch as that seat."""

@@ -33,6 +33,10 @@ STREAM_RETRY_CODES = frozenset({
     grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL, grpc.StatusCode.RESOURCE_EXHAUSTED,
 })
 
+# Unary calls that may be resent as they are (see Client._unary), and how often.
+UNARY_RETRY_CODES = frozenset({grpc.StatusCode.UNAVAILABLE})
+UNARY_RETRIES = 4
+
 # Called after every unary RPC with (method name, seconds, status code): the load
 # tester's latency figures come from here, so no timing code is duplicated.
 CallObserver = Callable[[str, float, grpc.StatusCode], None]
@@ -221,6 +225,15 @@ class WatchCursor:
         elif event.kind == types_pb2.EVENT_KIND_GAME_OVER and self._games:
             self._done += 1
             self.finished = self._forced or self._done >= self._games
+
+    def over_at(self, view: types_pb2.MatchView) -> bool:
+        """Whether `view` (fetched before resuming) shows nothing is left to stream.
+
+        Needed because the engine does not end a stream resumed after the last
+        event of a finished match: it waits for events that never come."""
+        self.finished = self.finished or (
+            is_finished(view) and self.last is not None and view.last_event_number <= self.last)
+        return self.finished
 
     def should_reconnect(self, code: grpc.StatusCode) -> bool:
         """Whether a stream that failed with `code` is worth reopening."""

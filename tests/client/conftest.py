@@ -1,0 +1,40 @@
+"""Client test fixtures: a real engine (LocalService) over the engine tests' real Redis.
+
+The session redis-server fixture is imported from tests/engine/conftest.py, not
+moved or copied, so both suites start Redis the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from battleline_client.client import Client
+from battleline_client.local import LocalService
+from battleline_engine.redis_server import free_port
+from tests.engine.conftest import redis_server, redis_url
+
+__all__ = ["redis_server", "redis_url"]
+
+
+@pytest.fixture(scope="session")
+def service(redis_server: str) -> Iterator[LocalService]:
+    """One engine for the session, with a local service's open rate limits."""
+    running = LocalService(redis_server)
+    running.start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def client(service: LocalService) -> Iterator[Client]:
+    """A sync client of the session engine."""
+    with Client(service.address) as made:
+        yield made
+
+
+@pytest.fixture
+def port() -> int:
+    """A free port, for an engine a test stops and restarts on the same address."""
+    return free_port()

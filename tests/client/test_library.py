@@ -1,0 +1,150 @@
+"""The Python client library against a real engine and Redis: whole matches (sync and
+asyncio), lobby flows, the ABORTED retry, and every refusal as its typed exception."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from battleline.v1 import types_pb2
+from battleline_client import errors
+from battleline_client.aio import AsyncClient
+from battleline_client.bots import aplay_local, choose, play_local
+from battleline_client.client import Client
+from battleline_client.common import is_finished, is_my_turn
+from battleline_client.local import LocalService
+from battleline_engine.ratelimit import Rate
+from battleline_engine.runtime import EngineConfig
+
+
+def _check_over(client: Client, match_id: str, final: types_pb2.MatchView) -> None:
+    assert final.phase == types_pb2.MATCH_PHASE_FINISHED
+    assert final.end_reason != types_pb2.END_REASON_UNSPECIFIED
+    record = client.record(match_id)
+    assert record.complete
+    assert [e.number for e in record.events] == list(range(1, len(record.events) + 1))
+
+
+@pytest.mark.parametrize("ruleset", ["standard", "basic", "deck52"])
+def test_sync_client_plays_complete_matches(client: Client, ruleset: str) -> None:
+    done = play_local(client, random.Random(ruleset), ruleset=ruleset)
+    _check_over(client, done.match_id, done.final)
+
+
+def test_sync_client_plays_one_action_per_request(client: Client) -> None:
+    done = play_local(client, random.Random(5), batch=False, claim_timing="start-of-turn",
+                      series_games=2)
+    _check_over(client, done.match_id, done.final)
+    assert done.final.game_number == 2
+
+
+def test_asyncio_client_plays_concurrent_matches(service: LocalService) -> None:
+    async def main() -> list[str]:
+        async with AsyncClient(service.address) as client:
+            done = await asyncio.gather(*(aplay_local(client, random.Random(i), ruleset=r)
+                                          for i, r in enumerate(["standard", "basic", "deck52",
+                                                                 "standard"])))
+            for match in done:
+                assert is_finished(match.final)
+                assert (await client.record(match.match_id)).complete
+            return [m.match_id for m in done]
+
+    assert len(set(asyncio.run(main()))) == 4
+
+
+def test_open_match_by_invite_code_played_by_two_clients(service: LocalService) -> None:
+    rng = random.Random(7)
+    with Client(service.address) as host, Client(service.address) as friend:
+        created = host.create(opponent="open", name="host", private=False, seat="first")
+        assert created.invite_code and created.other is None
+        assert created.match_id in {m.match_id for m in friend.list_open().matches}
+        with pytest.raises(errors.IllegalAction) as waiting:
+            host.seat(created.seat).act("pass")
+        assert waiting.value.reason == "waiting"
+        joined = friend.join(invite_code=created.invite_code, name="friend")
+        assert joined.match_id == created.match_id and joined.seat == types_pb2.SEAT_SECOND
+        seats = [host.seat(created.seat), friend.seat(joined)]
+        for _ in range(2000):
+            views = [seat.view() for seat in seats]
+            if is_finished(views[0]):
+                break
+            mover = next(i for i, v in enumerate(views) if is_my_turn(v))
+            seats[mover].act(*choose(views[mover], rng))
+        assert is_finished(seats[0].view()) and is_finished(seats[1].view())
+        with pytest.raises(errors.IllegalAction) as full:
+            friend.join(match_id=created.match_id)
+        assert full.value.reason == "match-full"
+
+
+def test_act_retries_once_on_a_stale_version_when_still_legal(client: Client) -> None:
+    created = client.create(opponent="local", clock="none")
+    first = client.seat(created.seat)
+    old = first.view()
+    play = next(a for a in old.legal_actions if a.startswith("play ") and "@" in a)
+    first.act(play)  # the match moves on: version + 1, now at the draw step
+    first.last_view = old  # as if decided on the old view
+    response = first.act("draw troop")  # ABORTED, refetched, still legal: sent again
+    assert response.version == old.version + 2
+    first.last_view = old
+    with pytest.raises(errors.StaleVersion) as stale:  # the card is no longer in hand
+        first.act(play)
+    assert stale.value.reason == "stale-version"
+
+
+def test_refusals_map_to_typed_errors(client: Client) -> None:
+    created = client.create(opponent="local", clock="none")
+    assert created.other is not None
+    first, second = client.seat(created.seat), client.seat(created.other)
+    cases: list[tuple[type[errors.BattleLineError], str, object]] = [
+        (errors.NotFound, "match-not-found", lambda: client.view("no-such-match")),
+        (errors.InvalidRequest, "bad-match-id", lambda: client.view("bad id!")),
+        (errors.InvalidRequest, "malformed", lambda: first.act("play Z99@1")),
+        (errors.IllegalAction, "wrong-phase", lambda: first.act("draw troop")),
+        (errors.NotYourTurn, "not-your-turn", lambda: second.act("pass")),
+        (errors.Unauthenticated, "unknown-token",
+         lambda: client.view(created.match_id, "not-a-token")),
+        (errors.InvalidRequest, "seed-refused", lambda: client.create(opponent="open", seed=1)),
+        (errors.InvalidRequest, "bad-ruleset", lambda: client.create(ruleset="chess")),
+        (errors.NotFound, "invite-not-found", lambda: client.join(invite_code="nope")),
+    ]
+    other = client.create(opponent="local", clock="none")
+    cases.append((errors.PermissionDenied, "other-match",
+                  lambda: client.view(other.match_id, created.seat.token)))
+    for cls, reason, call in cases:
+        with pytest.raises(cls) as caught:
+            call()  # type: ignore[operator]
+        assert caught.value.reason == reason, (cls, caught.value)
+        assert isinstance(caught.value, errors.BattleLineError)
+    assert isinstance(errors.NotYourTurn("x"), errors.PermissionDenied)
+
+
+def test_hosted_ai_seat_cannot_be_taken_without_the_ticket(client: Client) -> None:
+    created = client.create(opponent="ai", ai_level=3)
+    assert client.view(created.match_id).phase == types_pb2.MATCH_PHASE_WAITING
+    with pytest.raises(errors.PermissionDenied) as caught:
+        client.join(match_id=created.match_id)
+    assert caught.value.reason == "seat-reserved"
+
+
+def test_rate_limit_is_rate_limited_with_retry_after(redis_url: str) -> None:
+    strict = EngineConfig(create_rate=Rate(per_s=0.01, burst=1))
+    with LocalService(redis_url, config=strict) as service, Client(service.address) as client:
+        client.create(opponent="local")
+        with pytest.raises(errors.RateLimited) as caught:
+            client.create(opponent="local")
+        assert caught.value.reason == "rate-limited"
+        assert caught.value.retry_after is not None and caught.value.retry_after > 1
+
+
+def test_asyncio_errors_are_typed_too(service: LocalService) -> None:
+    async def main() -> None:
+        async with AsyncClient(service.address) as client:
+            with pytest.raises(errors.NotFound):
+                await client.view("no-such-match")
+            created = await client.create(opponent="local", clock="none")
+            with pytest.raises(errors.IllegalAction):
+                await client.seat(created.seat).act("draw troop")
+
+    asyncio.run(main())

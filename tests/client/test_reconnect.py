@@ -1,0 +1,100 @@
+"""Watch streams that drop mid-match (the engine is stopped and started again on the same
+address) resume from the last event: no event missed, none repeated, sync and asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from battleline.v1 import watch_pb2
+from battleline_client.aio import AsyncClient
+from battleline_client.bots import choose, play_local
+from battleline_client.client import Client, Seat
+from battleline_client.common import is_finished, is_my_turn
+from battleline_client.local import LocalService
+
+
+def _sync_watch(address: str, match_id: str, out: list[watch_pb2.WatchResponse]) -> None:
+    with Client(address) as client:
+        out.extend(client.watch(match_id))
+
+
+def _async_watch(address: str, match_id: str, out: list[watch_pb2.WatchResponse]) -> None:
+    async def main() -> None:
+        async with AsyncClient(address) as client:
+            async for message in client.watch(match_id):
+                out.append(message)
+
+    asyncio.run(main())
+
+
+def _play(seats: list[Seat], rng: random.Random, turns: int) -> bool:
+    """Up to `turns` requests of random play; True once the match is over."""
+    for _ in range(turns):
+        views = [seat.view() for seat in seats]
+        if is_finished(views[0]):
+            return True
+        mover = next(i for i, v in enumerate(views) if is_my_turn(v))
+        seats[mover].act(*choose(views[mover], rng))
+    return is_finished(seats[0].view())
+
+
+def _wait_for(predicate: Callable[[], bool], timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("watch", [_sync_watch, _async_watch], ids=["sync", "asyncio"])
+def test_watch_resumes_across_an_engine_restart(
+    redis_url: str, port: int, watch: Callable[[str, str, list[watch_pb2.WatchResponse]], None],
+) -> None:
+    engine = LocalService(redis_url, port=port)
+    address = engine.start()
+    received: list[watch_pb2.WatchResponse] = []
+    with Client(address) as client:
+        created = client.create(opponent="local", clock="none", auto_claim=True)
+        assert created.other is not None
+        seats = [client.seat(created.seat), client.seat(created.other)]
+        watcher = threading.Thread(target=watch, args=(address, created.match_id, received),
+                                   daemon=True)
+        watcher.start()
+        rng = random.Random(11)
+        assert not _play(seats, rng, 15)
+        last = seats[0].view().last_event_number
+        _wait_for(lambda: bool(received) and (received[-1].event.number or 0) >= last)
+        before = len(received)
+        engine.stop()  # every stream and connection drops
+        time.sleep(0.5)
+        engine = LocalService(redis_url, port=port)
+        engine.start()
+        try:
+            while not _play(seats, rng, 50):
+                pass
+            watcher.join(60)
+            assert not watcher.is_alive(), "the watch did not end with the match"
+            record = client.record(created.match_id)
+        finally:
+            engine.stop()
+    assert received[0].HasField("snapshot")
+    assert all(m.HasField("event") for m in received[1:])
+    numbers = [m.event.number for m in received[1:]]
+    first = received[0].snapshot.last_event_number + 1
+    assert numbers == list(range(first, record.events[-1].number + 1))
+    assert [m.event.kind for m in received[1:]] == [e.kind for e in record.events[first - 1:]]
+    assert 1 < before < len(received), "the stream must have dropped mid-match"
+
+
+def test_resume_after_a_given_event_and_after_the_end(client: Client) -> None:
+    done = play_local(client, random.Random(3))
+    last = client.record(done.match_id).events[-1].number
+    tail = list(client.watch(done.match_id, resume_after=last - 4))
+    assert [m.event.number for m in tail] == list(range(last - 3, last + 1))
+    # The engine alone would keep this stream open forever; the client knows it is over.
+    assert list(client.watch(done.match_id, resume_after=last)) == []
