@@ -1,0 +1,234 @@
+"""A retrying bot-vs-bot load driver over the public gRPC API, keeping its own ledger.
+
+Every acknowledged action (a SubmitAction response received) is written to the
+ledger with the events the response carried. At the end the ledger is compared
+with the stored records (RecordService.GetRecord): an acknowledged event that is
+missing or different there is a loss. Calls alternate between engines and are
+retried on UNAVAILABLE / ABORTED / DEADLINE_EXCEEDED / RESOURCE_EXHAUSTED with
+the *same* action id, which the engine's idempotency record makes safe: that is
+what a client of a replicated deployment has to do while a process dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import grpc
+
+from battleline.v1 import (
+    game_pb2,
+    game_pb2_grpc,
+    lobby_pb2,
+    lobby_pb2_grpc,
+    record_pb2,
+    record_pb2_grpc,
+    types_pb2,
+    watch_pb2,
+    watch_pb2_grpc,
+)
+
+RETRIED = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED,
+                     grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED})
+SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)
+FINISHED = types_pb2.MATCH_PHASE_FINISHED
+_TROOP_PLAY = re.compile(r"^play [A-Z][0-9JQK]+@\d+$")
+
+T = TypeVar("T")
+Event = tuple[int, int, str]  # number, version, text
+
+
+@dataclass
+class Stats:
+    """What the run did; printed by the tests and the benchmark."""
+
+    matches: int = 0
+    actions: int = 0
+    requests: int = 0
+    retries: int = 0
+    errors: dict[str, int] = field(default_factory=dict)  # retried status codes
+    watched: int = 0
+    resumes: int = 0
+
+
+class Stubs:
+    """The four services over one channel to one engine."""
+
+    def __init__(self, address: str) -> None:
+        self.channel = grpc.aio.insecure_channel(address)
+        self.lobby = lobby_pb2_grpc.LobbyServiceStub(self.channel)
+        self.game = game_pb2_grpc.GameServiceStub(self.channel)
+        self.watch = watch_pb2_grpc.WatchServiceStub(self.channel)
+        self.record = record_pb2_grpc.RecordServiceStub(self.channel)
+
+
+def _auth(token: str | None) -> list[tuple[str, str]]:
+    return [("authorization", f"Bearer {token}")] if token else []
+
+
+def choose(view: types_pb2.MatchView, rng: random.Random) -> list[str]:
+    """A random legal action; a troop play goes with its draw in one request (fewer calls)."""
+    action = rng.choice(list(view.legal_actions))
+    if not _TROOP_PLAY.match(action):
+        return [action]
+    if view.options.claim_timing == types_pb2.CLAIM_TIMING_START_OF_TURN:
+        return [action]
+    decks = [d.deck for d in view.decks if d.count > 0]
+    return [action, f"draw {rng.choice(decks)}"] if decks else [action, "end"]
+
+
+class Driver:
+    """Plays LOCAL matches (both seats) across engines and keeps the ledger."""
+
+    def __init__(self, addresses: list[str], *, ruleset: str = "basic", seed: int = 1,
+                 give_up_s: float = 60.0) -> None:
+        self.engines = [Stubs(a) for a in addresses]
+        self.ruleset = ruleset
+        self.rng = random.Random(seed)
+        self.give_up_s = give_up_s
+        self.stats = Stats()
+        self.ledger: dict[str, list[Event]] = {}
+        self.watch_logs: dict[str, list[int]] = {}
+        self._turn = itertools.count()
+        self.report: dict[str, Any] = {}  # filled by the caller from audit()
+
+    async def close(self) -> None:
+        for stubs in self.engines:
+            await stubs.channel.close()
+
+    async def call(self, rpc: Callable[[Stubs], Callable[..., Awaitable[T]]], request: Any,
+                   token: str | None = None) -> T:
+        """One RPC, on the next engine in turn; retried (on the other engines too) with the
+        same request until it is answered."""
+        deadline = time.monotonic() + self.give_up_s
+        delay = 0.05
+        while True:
+            stubs = self.engines[next(self._turn) % len(self.engines)]
+            self.stats.requests += 1
+            try:
+                return await rpc(stubs)(request, metadata=_auth(token), timeout=5)
+            except grpc.aio.AioRpcError as err:
+                if err.code() not in RETRIED or time.monotonic() > deadline:
+                    raise
+                name = err.code().name
+                self.stats.errors[name] = self.stats.errors.get(name, 0) + 1
+                self.stats.retries += 1
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    async def play(self, *, watch: bool = False) -> str:
+        """Create one LOCAL match and play it to the end; returns its id."""
+        created: lobby_pb2.CreateMatchResponse = await self.call(
+            lambda s: s.lobby.CreateMatch,
+            lobby_pb2.CreateMatchRequest(
+                options=types_pb2.MatchOptions(ruleset=self.ruleset),
+                seat=types_pb2.SEAT_CHOICE_FIRST,
+                opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_LOCAL),
+                seat_options=types_pb2.SeatOptions(auto_claim=True)))
+        match_id = created.match_id
+        tokens = (created.seat_token, created.other_seat_token)
+        self.ledger[match_id] = []
+        watcher = asyncio.create_task(self.watch(match_id)) if watch else None
+        views = [await self.view(match_id, t) for t in tokens]
+        while views[0].phase != FINISHED:
+            seat = SEATS.index(views[0].current_seat)
+            view = views[seat]
+            request = game_pb2.SubmitActionRequest(
+                match_id=match_id, expected_version=view.version, action_id=uuid.uuid4().hex,
+                actions=choose(view, self.rng))
+            response: game_pb2.SubmitActionResponse = await self.call(
+                lambda s: s.game.SubmitAction, request, tokens[seat])
+            # Acknowledged: from here on the engine owes us these events.
+            self.ledger[match_id] += [(e.number, e.version, e.text) for e in response.events]
+            self.stats.actions += 1
+            views[seat] = response.view
+            if response.view.current_seat != SEATS[seat] or response.view.phase == FINISHED:
+                views[1 - seat] = await self.view(match_id, tokens[1 - seat])
+        if watcher is not None:
+            await asyncio.wait_for(watcher, 60)
+        self.stats.matches += 1
+        return match_id
+
+    async def view(self, match_id: str, token: str) -> types_pb2.MatchView:
+        response: game_pb2.GetViewResponse = await self.call(
+            lambda s: s.game.GetView, game_pb2.GetViewRequest(match_id=match_id), token)
+        return response.view
+
+    async def watch(self, match_id: str) -> None:
+        """Spectate a match to its end, resuming on another engine after every break."""
+        numbers: list[int] = []
+        self.watch_logs[match_id] = numbers
+        self.stats.watched += 1
+        last: int | None = None
+        deadline = time.monotonic() + self.give_up_s * 4
+        while True:
+            request = watch_pb2.WatchRequest(match_id=match_id)
+            if last is not None:
+                request.resume_after = last
+                self.stats.resumes += 1
+            # The first engine first (the fault tests kill that one), then the others in turn.
+            stubs = self.engines[0 if last is None else next(self._turn) % len(self.engines)]
+            try:
+                async for item in stubs.watch.Watch(request, timeout=120):
+                    if item.HasField("snapshot"):
+                        if last is not None and item.snapshot.last_event_number != last:
+                            numbers.append(-1)  # a snapshot instead of the missing events: a gap
+                        last = item.snapshot.last_event_number
+                        if not numbers:
+                            numbers.append(last)  # events must follow on from here
+                        continue
+                    numbers.append(item.event.number)
+                    last = item.event.number
+                    if item.event.kind == types_pb2.EVENT_KIND_GAME_OVER:
+                        return
+                return  # the server ended the stream: the match is over
+            except grpc.aio.AioRpcError as err:
+                if err.code() not in RETRIED or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.1)
+
+    async def run(self, matches: int, concurrency: int, watch_every: int = 0,
+                  on_progress: Callable[[int], Awaitable[None]] | None = None) -> None:
+        """Play `matches` matches, `concurrency` at a time; every `watch_every`-th is watched.
+        `on_progress(done)` runs after each finished match (the tests kill processes there)."""
+        started = itertools.count()
+        done = 0
+
+        async def worker() -> None:
+            nonlocal done
+            while (n := next(started)) < matches:
+                await self.play(watch=bool(watch_every) and n % watch_every == 0)
+                done += 1
+                if on_progress is not None:
+                    await on_progress(done)
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+    async def audit(self) -> dict[str, Any]:
+        """Compare the ledger and the watch logs with the stored records."""
+        losses = 0
+        unfinished = 0
+        gaps = 0
+        for match_id, acked in self.ledger.items():
+            record: record_pb2.GetRecordResponse = await self.call(
+                lambda s: s.record.GetRecord, record_pb2.GetRecordRequest(match_id=match_id))
+            stored = {e.number: (e.number, e.version, e.text) for e in record.events}
+            numbers = [e.number for e in record.events]
+            if numbers != list(range(1, len(numbers) + 1)):
+                gaps += 1
+            if not record.complete or record.events[-1].kind != types_pb2.EVENT_KIND_GAME_OVER:
+                unfinished += 1
+            losses += sum(1 for event in acked if stored.get(event[0]) != event)
+            seen = self.watch_logs.get(match_id)
+            if seen is not None and (not seen or seen != list(range(seen[0], seen[-1] + 1))
+                                     or seen[-1] != numbers[-1]):
+                gaps += 1
+        return {"acked_events": sum(len(v) for v in self.ledger.values()), "losses": losses,
+                "unfinished": unfinished, "gaps": gaps}
