@@ -1,0 +1,122 @@
+"""The deployment files are valid against their schemas, checked offline (no cluster,
+no Docker engine here): Kubernetes manifests with the schemas bundled in
+`kubernetes-validate` (strict: unknown fields fail), the compose file with the
+compose-spec schema vendored in `check-jsonschema`. Plus the few cross-file facts
+that keep the pieces pointing at each other (ports, probes, durability settings).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+K8S_FILES = sorted((DEPLOY / "k8s").glob("*.yaml"))
+# The oldest release we promise (gRPC probes are GA from 1.27) and the newest bundled.
+K8S_VERSIONS = ("1.27.0", kubernetes_validate.utils.latest_version())
+
+
+def _docs(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def _resources() -> list[dict[str, Any]]:
+    """Every API object of deploy/k8s (the Kustomization is a build file, not one)."""
+    return [d for f in K8S_FILES for d in _docs(f) if d["kind"] != "Kustomization"]
+
+
+def _by_kind(kind: str, name: str) -> dict[str, Any]:
+    return next(d for d in _resources() if d["kind"] == kind and d["metadata"]["name"] == name)
+
+
+def _compose_schema() -> dict[str, Any]:
+    vendor = resources.files("check_jsonschema") / "builtin_schemas" / "vendor"
+    return json.loads((vendor / "compose-spec.json").read_text())  # type: ignore[no-any-return]
+
+
+def _compose_errors(doc: dict[str, Any]) -> list[str]:
+    schema = _compose_schema()
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_kubernetes_manifests_match_the_schemas(version: str) -> None:
+    objects = _resources()
+    kinds = {d["kind"] for d in objects}
+    assert {"Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget",
+            "ConfigMap", "Secret", "StatefulSet"} <= kinds
+    for doc in objects:
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_kubernetes_validation_catches_a_mistake() -> None:
+    """The check is not vacuous: a misspelt field fails strict validation."""
+    broken = copy.deepcopy(_by_kind("Deployment", "battleline-engine"))
+    probe = broken["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
+    probe["grpc"]["prot"] = probe["grpc"].pop("port")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, K8S_VERSIONS[-1], strict=True)
+
+
+def test_compose_file_matches_the_compose_spec() -> None:
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    assert _compose_errors(compose) == []
+    broken = copy.deepcopy(compose)
+    broken["services"]["engine"]["replica"] = 2
+    assert _compose_errors(broken), "a misspelt key must fail"
+
+
+def test_engine_probes_use_grpc_health_on_the_grpc_port() -> None:
+    engine = _by_kind("Deployment", "battleline-engine")
+    container = engine["spec"]["template"]["spec"]["containers"][0]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["grpc"]["port"] == ports["grpc"]
+    assert _by_kind("Service", "battleline-engine-headless")["spec"]["clusterIP"] == "None"
+    hpa = _by_kind("HorizontalPodAutoscaler", "battleline-engine")
+    assert hpa["spec"]["scaleTargetRef"]["name"] == "battleline-engine"
+    pdb = _by_kind("PodDisruptionBudget", "battleline-engine")
+    assert pdb["spec"]["selector"]["matchLabels"] == engine["spec"]["selector"]["matchLabels"]
+
+
+def test_redis_is_append_only_with_fsync_always_everywhere() -> None:
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    command = compose["services"]["redis"]["command"]
+    assert command[command.index("--appendfsync") + 1] == "always"
+    conf = _by_kind("ConfigMap", "redis-config")["data"]["redis.conf"]
+    assert "appendonly yes" in conf and "appendfsync always" in conf
+
+
+def test_compose_has_two_engines_ai_workers_and_envoy() -> None:
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    assert services["engine"]["deploy"]["replicas"] == 2
+    assert services["ai"]["command"][:2] == ["ai", "--engine"]
+    assert "envoy" in services
+
+
+def test_envoy_balances_grpc_calls_over_http2_with_health_checks() -> None:
+    envoy = yaml.safe_load((DEPLOY / "envoy.yaml").read_text())
+    (cluster,) = envoy["static_resources"]["clusters"]
+    assert cluster["lb_policy"] == "ROUND_ROBIN"
+    options = cluster["typed_extension_protocol_options"][
+        "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
+    assert "http2_protocol_options" in options["explicit_http_config"]
+    assert "grpc_health_check" in cluster["health_checks"][0]
+    address = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
+    assert address["address"]["socket_address"] == {"address": "engine", "port_value": 50051}
+
+
+def test_dockerfile_is_slim_non_root_and_runs_battleline() -> None:
+    text = (DEPLOY / "Dockerfile").read_text()
+    assert "FROM python:3.11-slim" in text
+    assert "USER 10001" in text
+    assert 'ENTRYPOINT ["battleline"]' in text and 'CMD ["serve"]' in text
