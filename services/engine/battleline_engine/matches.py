@@ -288,23 +288,22 @@ class Matches:
                           "refetch the view")
         state = match.state.clone()
         events: list[Event] = []
-        auto = match.meta.auto_claim[seat]
+        auto = match.meta.auto_claim
         for i, action in enumerate(actions, 1):
             if state.is_over:
                 raise precondition("game-over", f"action {i}: the game ended before it")
             if state.current_player != seat:
                 raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "not-your-turn",
                               f"action {i}: it is the {seat_name(state.current_player)}'s turn")
-            if auto and action.kind is not Kind.CLAIM:
-                events += _auto_claims(state, seat)
+            if action.kind is not Kind.CLAIM:
+                events += _auto_claims(state, auto)
                 if state.is_over:
                     break
             try:
                 events.append(state.apply(action))
             except RuleError as err:
                 raise from_rule_error(err, f"action {i} {format_action(action)!r}") from None
-        if auto and not state.is_over and state.current_player == seat:
-            events += _auto_claims(state, seat)
+        events += _auto_claims(state, auto)
         outcome = self._outcome(match, state, events, seat)
         response = game_pb2.SubmitActionResponse(version=outcome.match.version)
         first = match.record.last_event + 1
@@ -421,10 +420,14 @@ class Matches:
         return response  # type: ignore[return-value]
 
 
-def _auto_claims(state: GameState, seat: int) -> list[Event]:
-    """Claim every flag the seat can prove now (the seat's auto-claim option)."""
+def _auto_claims(state: GameState, auto: tuple[bool, bool]) -> list[Event]:
+    """Claim every flag the seat to act can prove now, if it chose auto-claim.
+
+    Applied before each non-claim action and at the end of every commit, so a
+    seat's view never offers a play at a flag that will be claimed under it.
+    """
     events = []
-    while not state.is_over and state.current_player == seat:
+    while not state.is_over and auto[state.current_player]:
         claims = [a for a in state.legal_actions() if a.kind is Kind.CLAIM]
         if not claims:
             break
