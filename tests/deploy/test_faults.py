@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -26,22 +25,6 @@ MATCHES = 100
 CONCURRENCY = 8
 WATCH_EVERY = 4  # 25 watched matches per run, on the engine that gets killed
 FAST_ENV = {"BATTLELINE_CREATE_RATE": "1000", "BATTLELINE_ACTION_RATE": "1000"}
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[RedisCluster]:
-    nodes = RedisCluster(tmp_path / "cluster")
-    nodes.start()
-    yield nodes
-    nodes.stop()
-
-
-@pytest.fixture
-def single_redis(tmp_path: Path) -> Iterator[RedisNode]:
-    node = RedisNode(tmp_path / "redis", durable=True)
-    node.start()
-    yield node
-    node.stop()
 
 
 @pytest.fixture
