@@ -3,13 +3,17 @@
 import typer
 
 from .commands.analyze import analyze
+from .commands.play import play
 from .commands.serve import serve
 from .commands.tournament import tournament
+from .commands.watch import watch
 
 app = typer.Typer(help="Battle Line Online: serve, play, analyse.", no_args_is_help=True)
 app.command()(analyze)
+app.command()(play)
 app.command()(serve)
 app.command()(tournament)
+app.command()(watch)
 
 
 @app.callback()

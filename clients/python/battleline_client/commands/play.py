@@ -1,0 +1,202 @@
+"""`battleline play`: play a match in the terminal, against the hosted AI, a friend, or
+yourself (two seats on one terminal), on a given engine or a local one started here."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from battleline.v1 import types_pb2
+
+from .. import tui
+from ..client import Client, Seat
+from ..common import is_finished, is_my_turn
+from ..errors import BattleLineError
+
+HELP = ("Type the number of an action, or actions in the notation separated by commas "
+        "(\"play R7@3, draw troop\"); 'resign' gives up the match. See docs/RULES.md.")
+
+
+class Terminal:
+    """The terminal: prints each event once and asks the player for moves."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.shown = 0  # number of the last event printed
+
+    def events(self, events: Iterator[types_pb2.MatchEvent] | list[types_pb2.MatchEvent],
+               view: types_pb2.MatchView | None) -> None:
+        for event in events:
+            if event.number > self.shown:
+                self.console.print(tui.event_line(event, view))
+                self.shown = event.number
+
+    def ask(self, view: types_pb2.MatchView, who: str) -> list[str] | None:
+        """The player's choice; None to resign."""
+        self.console.print(tui.actions(view))
+        while True:
+            text = self.console.input(
+                f"[bold]{who}[/], your move (1-{len(view.legal_actions)}, notation, "
+                "? for help): ")
+            if text.strip().lower() == "resign":
+                return None
+            if text.strip() in ("?", "help"):
+                self.console.print(HELP)
+                continue
+            choice = tui.parse_choice(text, view.legal_actions)
+            if choice:
+                return choice
+            self.console.print("[red]type a number from the list or an action such as "
+                               "'play R7@3'[/]")
+
+    def turn(self, seat: Seat, view: types_pb2.MatchView, who: str) -> types_pb2.MatchView:
+        """Ask until the engine accepts a move; returns the seat's view after it."""
+        while True:
+            choice = self.ask(view, who)
+            if choice is None:
+                return seat.resign()
+            try:
+                response = seat.act(*choice)
+            except BattleLineError as err:
+                self.console.print(f"[red]refused ({err.reason or err.code.name}): "
+                                   f"{err.message}[/]")
+                view = seat.view()
+                if not is_my_turn(view):
+                    return view
+                continue
+            self.events(list(response.events), response.view)
+            return response.view
+
+    def final(self, view: types_pb2.MatchView) -> None:
+        self.console.print(tui.screen(view))
+        self.console.print(f"[bold]{tui.result(view)}[/]")
+
+
+def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool,
+                  seed: int | None) -> types_pb2.MatchView:
+    """Both seats on this terminal, taking turns."""
+    created = client.create(opponent="local", ruleset=ruleset, auto_claim=auto_claim,
+                            clock="none", seed=seed)
+    assert created.other is not None
+    seats = [client.seat(created.seat), client.seat(created.other)]
+    views = [seat.view() for seat in seats]
+    term.console.print(f"local match {created.match_id}: two seats on this terminal")
+    while not is_finished(views[0]):
+        i = next((i for i, v in enumerate(views) if is_my_turn(v)), None)
+        if i is None:  # neither can act on what we hold: refresh both
+            views = [seat.view() for seat in seats]
+            continue
+        who = f"{tui.SEAT_NAMES[seats[i].handle.seat]} seat"
+        term.console.print(tui.screen(views[i], title=f"{who} to move (hot seat)"))
+        views[i] = term.turn(seats[i], views[i], who)
+        if not is_my_turn(views[i]):
+            views[1 - i] = seats[1 - i].view()
+    return client.view(created.match_id)  # as a spectator: the result names both seats
+
+
+def _wait_for_opponent(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchView:
+    view = seat.view()
+    deadline = time.monotonic() + wait_s
+    with term.console.status("waiting for the other seat to be taken..."):
+        while view.phase == types_pb2.MATCH_PHASE_WAITING:
+            if time.monotonic() > deadline:
+                raise typer.Exit(_gave_up(term, seat, wait_s))
+            time.sleep(0.5)
+            view = seat.view()
+    return view
+
+
+def _gave_up(term: Terminal, seat: Seat, wait_s: float) -> int:
+    term.console.print(f"[red]nobody took the other seat within {wait_s:g} s[/] (for a hosted "
+                        "AI, no AI worker is serving this engine); resigning the match.")
+    with contextlib.suppress(BattleLineError):
+        seat.resign()
+    return 2
+
+
+def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchView:
+    """One seat here, the other somewhere else: opponent's moves arrive on the Watch stream."""
+    view = _wait_for_opponent(term, seat, wait_s)
+    term.shown = view.last_event_number
+    stream = seat.watch(include_views=True, resume_after=view.last_event_number)
+    while not is_finished(view):
+        if is_my_turn(view):
+            term.console.print(tui.screen(view))
+            view = term.turn(seat, view, "you")
+            continue
+        term.console.print(f"[dim]waiting for {tui.seat_label(view, view.current_seat)}...[/]")
+        for message in stream:
+            if message.HasField("event"):
+                term.events([message.event], view)
+            if message.HasField("view"):
+                view = message.view
+                if is_my_turn(view) or is_finished(view):
+                    break
+        else:
+            view = seat.view()
+    return view
+
+
+def play(
+    target: Annotated[str | None, typer.Option(
+        help="Engine host:port; without it a local engine (embedded Redis) is started.")] = None,
+    ai: Annotated[int | None, typer.Option(
+        "--ai", min=1, max=10, help="Play the hosted AI at this level (the default, level 3).",
+    )] = None,
+    friend: Annotated[bool, typer.Option(
+        "--friend", help="Create a private match and print its invite code.")] = False,
+    join: Annotated[str | None, typer.Option(
+        "--join", help="Join a friend's match by its invite code.")] = None,
+    local: Annotated[bool, typer.Option(
+        "--local", help="Both seats on this terminal (hot seat).")] = False,
+    ruleset: Annotated[str, typer.Option(help="standard, basic or deck52.")] = "standard",
+    name: Annotated[str, typer.Option(help="Your display name.")] = "",
+    auto_claim: Annotated[bool, typer.Option(help="Claim provable flags automatically.")] = False,
+    seed: Annotated[int | None, typer.Option(help="Deal seed (AI and local only).")] = None,
+    wait: Annotated[float, typer.Option(help="Seconds to wait for the other seat.")] = 300.0,
+) -> None:
+    """Play Battle Line in the terminal: numbered legal actions, claim proofs, live moves."""
+    from ..local import LocalService
+
+    if sum([ai is not None, friend, join is not None, local]) > 1:
+        raise typer.BadParameter("choose one of --ai, --friend, --join and --local")
+    console = Console(highlight=False)
+    service = None
+    if target is None:
+        service = LocalService()
+        with console.status("starting a local engine..."):
+            target = service.start()
+        console.print(f"local engine on {target}")
+    term = Terminal(console)
+    try:
+        with Client(target) as client:
+            if local:
+                final = play_hot_seat(term, client, ruleset, auto_claim, seed)
+            elif join is not None:
+                handle = client.join(invite_code=join, name=name, auto_claim=auto_claim)
+                final = play_remote(term, client.seat(handle), wait)
+            else:
+                kind = "open" if friend else "ai"
+                created = client.create(opponent=kind, private=friend, ai_level=ai or 3,
+                                        ruleset=ruleset, name=name, auto_claim=auto_claim,
+                                        seed=None if friend else seed, seat="random")
+                if friend:
+                    console.print(f"invite code: [bold]{created.invite_code}[/] (your friend "
+                                  f"runs: battleline play --target {target} --join "
+                                  f"{created.invite_code})")
+                final = play_remote(term, client.seat(created.seat), wait)
+            term.final(final)
+    except BattleLineError as err:
+        console.print(f"[red]{err}[/]")
+        raise typer.Exit(1) from None
+    except (KeyboardInterrupt, EOFError):
+        console.print("\nleft the table (the match goes on without you; your clock runs)")
+        raise typer.Exit(130) from None
+    finally:
+        if service is not None:
+            service.stop()

@@ -1,0 +1,48 @@
+"""`battleline watch MATCH_ID`: follow a match live as a spectator (or a seat, with a token)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from battleline.v1 import types_pb2
+
+from .. import tui
+from ..client import Client
+from ..common import DEFAULT_TARGET
+from ..errors import BattleLineError
+
+
+def watch(
+    match_id: Annotated[str, typer.Argument(help="The match to follow.")],
+    target: Annotated[str, typer.Option(help="Engine host:port.")] = DEFAULT_TARGET,
+    token: Annotated[str | None, typer.Option(
+        envvar="BATTLELINE_TOKEN", help="A seat token, to watch as that seat.")] = None,
+    boards: Annotated[bool, typer.Option(
+        help="Redraw the board after every move, not only at the start and the end.")] = False,
+) -> None:
+    """Follow a match: the board, then every move as it happens (reconnects by itself)."""
+    console = Console(highlight=False)
+    view: types_pb2.MatchView | None = None
+    try:
+        with Client(target) as client:
+            for message in client.watch(match_id, token, include_views=True):
+                if message.HasField("snapshot"):
+                    view = message.snapshot
+                    console.print(tui.screen(view))
+                    continue
+                if message.HasField("view"):
+                    view = message.view
+                console.print(tui.event_line(message.event, view))
+                if boards and view is not None and message.HasField("view"):
+                    console.print(tui.screen(view))
+    except BattleLineError as err:
+        console.print(f"[red]{err}[/]")
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    if view is not None and view.phase == types_pb2.MATCH_PHASE_FINISHED:
+        console.print(tui.screen(view))
+        console.print(f"[bold]{tui.result(view)}[/]")

@@ -1,0 +1,208 @@
+"""Terminal rendering of a match with rich: board, hand, numbered actions, proofs, clocks.
+
+Pure functions from protos to rich renderables (plus `parse_choice` for what
+the player types), so `battleline play` and `battleline watch` draw the same
+board and tests can render without a terminal. Every card keeps its letter
+(R7, HQ, FOG) next to its colour, so nothing depends on telling colours apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.columns import Columns
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from battleline.v1 import types_pb2
+
+TROOP_STYLES = {"R": "bold red", "O": "bold dark_orange", "Y": "bold yellow",
+                "G": "bold green", "B": "bold blue", "P": "bold magenta"}
+SUIT_STYLES = {"S": "bold white", "H": "bold red", "D": "bold dark_orange", "C": "bold green"}
+TACTIC_STYLE = "bold black on grey70"
+HIDDEN_STYLE = "dim"
+SEAT_NAMES = {types_pb2.SEAT_FIRST: "first", types_pb2.SEAT_SECOND: "second"}
+END_REASONS = {
+    types_pb2.END_REASON_BREAKTHROUGH: "breakthrough (three adjacent flags)",
+    types_pb2.END_REASON_ENVELOPMENT: "envelopment (enough flags)",
+    types_pb2.END_REASON_FLANKS: "the flanks",
+    types_pb2.END_REASON_RESIGNATION: "resignation",
+    types_pb2.END_REASON_TIMEOUT: "time out",
+    types_pb2.END_REASON_DRAW: "a draw",
+    types_pb2.END_REASON_STALEMATE: "stalemate (provable flags awarded)",
+}
+STEPS = {
+    types_pb2.TURN_STEP_PLAY: "play a card",
+    types_pb2.TURN_STEP_FINISH: "claim, then draw",
+    types_pb2.TURN_STEP_SCOUT_DRAW: "Scout: draw",
+    types_pb2.TURN_STEP_SCOUT_RETURN: "Scout: put a card back",
+    types_pb2.TURN_STEP_MUD_DISCARD: "Mud: discard one card",
+}
+
+
+def card(text: str, ruleset: str = "standard") -> Text:
+    """One card in its colour, its letter kept."""
+    if text.startswith("?"):
+        return Text(text, style=HIDDEN_STYLE)
+    styles = SUIT_STYLES if ruleset == "deck52" else TROOP_STYLES
+    if len(text) >= 2 and text[0] in styles and text[1:].isalnum() and not text.isalpha():
+        return Text(text, style=styles[text[0]])
+    return Text(text, style=TACTIC_STYLE)
+
+
+def cards(texts: Sequence[str], ruleset: str = "standard", sep: str = " ") -> Text:
+    """Several cards on one line (or stacked with sep="\\n")."""
+    out = Text()
+    for i, text in enumerate(texts):
+        if i:
+            out.append(sep)
+        out.append_text(card(text, ruleset))
+    return out
+
+
+def seat_label(view: types_pb2.MatchView, seat: int) -> str:
+    """"you", or the seat's display name and position."""
+    if seat == view.viewer:
+        return "you"
+    for player in view.players:
+        if player.seat == seat and player.display_name:
+            return player.display_name
+    return f"{SEAT_NAMES.get(seat, '?')} seat"
+
+
+def _bottom_seat(view: types_pb2.MatchView) -> int:
+    return view.viewer if view.viewer != types_pb2.SEAT_UNSPECIFIED else types_pb2.SEAT_FIRST
+
+
+def board(view: types_pb2.MatchView) -> Table:
+    """The flags with both sides' cards: the opponent above, the viewer below."""
+    rules = view.options.ruleset
+    me = _bottom_seat(view)
+    table = Table(show_header=False, box=None, padding=(0, 1), expand=False)
+    table.add_column(justify="right", style="bold")
+    for _ in view.flags:
+        table.add_column(justify="center", min_width=5)
+
+    def side(flag: types_pb2.Flag, seat: int) -> list[str]:
+        return list(flag.first_cards if seat == types_pb2.SEAT_FIRST else flag.second_cards)
+
+    them = types_pb2.SEAT_SECOND if me == types_pb2.SEAT_FIRST else types_pb2.SEAT_FIRST
+    table.add_row(seat_label(view, them),
+                  *[cards(side(f, them)[::-1], rules, "\n") for f in view.flags])
+    markers = []
+    for flag in view.flags:
+        mark = Text(f"[{flag.number}]", style="bold white on dark_green")
+        if flag.claimed_by != types_pb2.SEAT_UNSPECIFIED:
+            arrow = "v" if flag.claimed_by == me else "^"
+            mark = Text(f"{arrow}{flag.number}{arrow}", style="bold black on gold1")
+        if flag.environment:
+            mark.append("\n")
+            mark.append_text(cards(list(flag.environment), rules, "\n"))
+        markers.append(mark)
+    table.add_row("flag", *markers)
+    table.add_row(seat_label(view, me), *[cards(side(f, me), rules, "\n") for f in view.flags])
+    return table
+
+
+def _duration(value: object) -> str:
+    tenths = max(0, value.ToMilliseconds() // 100)  # type: ignore[attr-defined]
+    minutes, tenths = divmod(tenths, 600)
+    return f"{minutes}:{tenths // 10:02d}.{tenths % 10}"
+
+
+def status(view: types_pb2.MatchView) -> Table:
+    """Players (hand counts per deck, tactics, flags, score), decks and clocks."""
+    table = Table(box=None, padding=(0, 2), show_header=True, header_style="bold")
+    for name in ("seat", "hand", "tactics played", "flags", "score", "clock"):
+        table.add_column(name)
+    clocks = {c.seat: c for c in view.clocks}
+    for player in view.players:
+        hand = ", ".join(f"{c.count} {c.deck}" for c in player.hand_counts) or "0"
+        clock = clocks.get(player.seat)
+        shown = "-"
+        if clock is not None:
+            shown = _duration(clock.remaining) + (" running" if clock.running else "")
+        name = seat_label(view, player.seat)
+        if not player.occupied:
+            name += " (seat open)"
+        table.add_row(name, hand, str(player.tactics_played), str(player.flags_claimed),
+                      str(player.series_score), shown)
+    return table
+
+
+def header(view: types_pb2.MatchView) -> Text:
+    """Match, game, decks and whose step it is, in one line."""
+    decks = ", ".join(f"{d.deck} deck {d.count}" for d in view.decks)
+    line = Text(f"{view.options.ruleset} - game {view.game_number} - {decks} - ")
+    if view.phase == types_pb2.MATCH_PHASE_WAITING:
+        line.append("waiting for the other seat", style="bold yellow")
+    elif view.phase == types_pb2.MATCH_PHASE_FINISHED:
+        line.append(result(view), style="bold")
+    else:
+        who = seat_label(view, view.current_seat)
+        line.append(f"{who} to {STEPS.get(view.turn_step, 'act')}", style="bold cyan")
+    return line
+
+
+def result(view: types_pb2.MatchView) -> str:
+    """Who won and how, in words."""
+    reason = END_REASONS.get(view.end_reason, "the end")
+    if view.winner == types_pb2.SEAT_UNSPECIFIED:
+        return f"match over: no winner ({reason})"
+    who = seat_label(view, view.winner)
+    return f"match over: {'you win' if who == 'you' else who + ' wins'} by {reason}"
+
+
+def actions(view: types_pb2.MatchView) -> RenderableType:
+    """The legal actions, numbered from 1, in columns."""
+    items = [Text.assemble((f"{i:>2}. ", "bold"), a) for i, a in enumerate(view.legal_actions, 1)]
+    return Columns(items, column_first=True, padding=(0, 3))
+
+
+def proofs(view: types_pb2.MatchView) -> RenderableType | None:
+    """Claimable flags with the engine's proof in words."""
+    if not view.claimable_flags:
+        return None
+    lines = [Text.assemble((f"flag {c.number}: ", "bold gold1"), c.proof)
+             for c in view.claimable_flags]
+    return Panel(Group(*lines), title="you can claim", border_style="gold1")
+
+
+def screen(view: types_pb2.MatchView, title: str = "") -> RenderableType:
+    """Everything about the match the viewer may see, for one turn."""
+    parts: list[RenderableType] = [header(view), board(view), status(view)]
+    if view.hand:
+        parts.append(Text.assemble(("your hand: ", "bold"),
+                                   cards(list(view.hand), view.options.ruleset)))
+    if view.scout_returned:
+        parts.append(Text(f"you put back with Scout: {' '.join(view.scout_returned)}",
+                          style="dim"))
+    shown = proofs(view)
+    if shown is not None:
+        parts.append(shown)
+    return Panel(Group(*parts), title=title or f"match {view.match_id}", border_style="blue")
+
+
+def event_line(event: types_pb2.MatchEvent, view: types_pb2.MatchView | None = None) -> Text:
+    """One event as a line, naming who did it."""
+    who = ""
+    if event.seat != types_pb2.SEAT_UNSPECIFIED:
+        who = seat_label(view, event.seat) if view is not None else SEAT_NAMES[event.seat]
+    style = "green" if who == "you" else "bold cyan" if who else "bold"
+    return Text.assemble((f"#{event.number} ", "dim"), (f"{who}: " if who else "", style),
+                         event.text)
+
+
+def parse_choice(text: str, legal: Sequence[str]) -> list[str] | None:
+    """What the player typed: a number from the list, or actions in the notation
+    separated by commas ("play R7@3, draw troop"); None for an empty line or a
+    number out of range. Notation is passed on as typed: the engine is the judge."""
+    text = text.strip()
+    if not text:
+        return None
+    if text.isdigit():
+        n = int(text)
+        return [legal[n - 1]] if 1 <= n <= len(legal) else None
+    return [part.strip() for part in text.replace(";", ",").split(",") if part.strip()]

@@ -1,0 +1,67 @@
+"""Driving `battleline` in a pseudo-terminal (pexpect) from a clean process.
+
+The pytest process runs engines and clients on gRPC threads; forking it for a
+pty while those threads are busy can break the child before it execs (gRPC's
+fork handlers are skipped and it dies with an epoll error). So the pty child
+is forked from a freshly spawned interpreter that has never started gRPC.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from dataclasses import dataclass
+from multiprocessing.pool import AsyncResult, Pool
+
+import pexpect
+
+MOVE = r"your move \(1-\d+"
+OVER = r"match over: [^\r\n]*"
+
+
+@dataclass(frozen=True)
+class Session:
+    """How a terminal session went."""
+
+    prompts: int  # move prompts answered
+    result: str  # the "match over: ..." line, or ""
+    exitstatus: int | None
+    output: str  # the end of what the terminal showed
+
+
+def _session(command: list[str], answer: bool, timeout_s: float) -> Session:
+    child = pexpect.spawn(command[0], command[1:], encoding="utf-8", timeout=30,
+                          dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"})
+    prompts, result, seen = 0, "", []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            index = child.expect([MOVE, OVER, pexpect.EOF])
+            seen.append(child.before or "")
+            if index == 0 and answer:
+                child.sendline("1")
+                prompts += 1
+            elif index == 1:
+                result = str(child.after)
+            elif index == 2:
+                break
+        child.close()
+        return Session(prompts, result, child.exitstatus, "".join(seen)[-5000:])
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+
+
+def start(command: list[str], *, answer: bool = True,
+          timeout_s: float = 120) -> tuple[Pool, AsyncResult[Session]]:
+    """Start a session in a clean process; `.get()` the result, then close the pool."""
+    pool = multiprocessing.get_context("spawn").Pool(1)
+    return pool, pool.apply_async(_session, (command, answer, timeout_s))
+
+
+def run(command: list[str], *, answer: bool = True, timeout_s: float = 120) -> Session:
+    """Run a session to its end: answer every move prompt with "1" if `answer`."""
+    pool, pending = start(command, answer=answer, timeout_s=timeout_s)
+    with pool:
+        return pending.get(timeout_s + 30)
