@@ -1,8 +1,8 @@
 """Scale-out benchmark: matches per second with 1 vs 2 `battleline serve` processes on one
 Redis, the same load both times.
 
-    python benchmarks/scale.py            # 200 matches per setting
-    python benchmarks/scale.py --quick    # 60 matches per setting
+    python benchmarks/scale.py            # 3 rounds of 100 matches per setting
+    python benchmarks/scale.py --quick    # 2 rounds of 40 matches per setting
 
 Bot-vs-bot LOCAL matches (basic ruleset, a troop play and its draw in one request)
 are played through the public gRPC API by client processes that alternate engines per
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -86,30 +87,38 @@ def measure(redis_url: str, redis_pid: int, engines: int, matches: int, clients:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="60 matches per setting")
-    parser.add_argument("--matches", type=int, default=0, help="matches per setting")
+    parser.add_argument("--quick", action="store_true", help="2 rounds of 40 matches")
+    parser.add_argument("--matches", type=int, default=0, help="matches per setting and round")
+    parser.add_argument("--rounds", type=int, default=0, help="rounds (1 then 2 engines each)")
     parser.add_argument("--clients", type=int, default=2, help="client processes")
     parser.add_argument("--concurrency", type=int, default=16, help="matches per client")
     parser.add_argument("--fsync", choices=["always", "everysec", "no"], default="always")
     args = parser.parse_args()
-    matches = args.matches or (60 if args.quick else 200)
+    matches = args.matches or (40 if args.quick else 100)
+    rounds = args.rounds or (2 if args.quick else 3)
+    # Settings alternate round by round and the median is reported, so other work on
+    # the machine weighs on both settings alike.
+    runs: dict[int, list[tuple[float, float, float, float]]] = {1: [], 2: []}
     with tempfile.TemporaryDirectory() as tmp:
         node = RedisNode(Path(tmp) / "redis", durable=True)
         node.start()
         try:
             client = redis.Redis(port=node.port)
             client.config_set("appendfsync", args.fsync)
-            figures: dict[int, tuple[float, float, float, float]] = {}
             assert node.process is not None
-            for engines in (1, 2):
-                client.flushall()
-                figures[engines] = measure(node.url, node.process.pid, engines, matches,
-                                           args.clients, args.concurrency)
+            for _ in range(rounds):
+                for engines in (1, 2):
+                    client.flushall()
+                    runs[engines].append(measure(node.url, node.process.pid, engines, matches,
+                                                 args.clients, args.concurrency))
             client.close()
         finally:
             node.stop()
+    figures = {n: tuple(statistics.median(r[i] for r in rs) for i in range(4))
+               for n, rs in runs.items()}
     print(f"cpus: {os.cpu_count()}")
-    print(f"matches_per_setting: {matches}")
+    print(f"matches_per_round: {matches}")
+    print(f"rounds: {rounds}")
     print(f"client_processes: {args.clients}")
     print(f"concurrent_matches: {args.clients * args.concurrency}")
     print(f"redis_appendfsync: {args.fsync}")
@@ -119,6 +128,8 @@ def main() -> None:
         print(f"actions_per_s_{tag}: {aps:.0f}")
         print(f"engine_cpu_ms_per_match_{tag}: {engine_cpu * 1000:.0f}")
         print(f"redis_cpu_ms_per_match_{tag}: {redis_cpu * 1000:.0f}")
+    for engines, rs in runs.items():
+        print(f"matches_per_s_{engines}_runs: {' '.join(f'{r[0]:.2f}' for r in rs)}")
     print(f"ratio_2_vs_1: {figures[2][0] / figures[1][0]:.2f}")
     # Other work on the machine skews the figures; the load average says how much.
     print(f"load_average_1min: {os.getloadavg()[0]:.2f}")
