@@ -89,7 +89,7 @@ def test_bad_specs_are_refused(spec: str) -> None:
 
 
 def test_level_specs_build() -> None:
-    from battleline_ai.ismcts import LEVELS
+    from battleline_ai.bots import LEVELS
 
     for level in LEVELS:
         bot = make_bot(f"ismcts:level={level}")

@@ -46,9 +46,28 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return kind.strip().lower(), knobs
 
 
+# Difficulty levels: machine-independent (iteration budgets, not seconds); see
+# services/ai/README.md. Knobs given with ``level=`` (e.g. ``seconds=2``) apply on top.
+LEVELS: dict[int, str] = {
+    1: "heuristic:noise=0.3",
+    2: "heuristic",
+    3: "ismcts:iterations=50",
+    4: "ismcts:iterations=150",
+    5: "ismcts:iterations=400",
+}
+
+
 def make_bot(spec: str) -> Bot:
     """Build a bot from its spec; unknown kinds or knobs raise ValueError."""
     kind, knobs = parse_spec(spec)
+    if "level" in knobs:
+        level = knobs.pop("level")
+        if kind != "ismcts" or not level.isdigit() or int(level) not in LEVELS:
+            raise ValueError(f"use ismcts:level=N with N in 1..{max(LEVELS)}")
+        kind, base = parse_spec(LEVELS[int(level)])
+        if kind != "ismcts":
+            knobs.pop("seconds", None)  # the rule-based levels answer at once anyway
+        knobs = {**base, **knobs}
     if kind == "random":
         if knobs:
             raise ValueError("random takes no options")

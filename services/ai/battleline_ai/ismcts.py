@@ -29,16 +29,8 @@ from battleline_rules import Action, GameState, Kind, Phase
 
 from .evaluation import position_value
 from .heuristic import HeuristicBot, ranked_plays
-from .rollout import POLICIES
+from .rollout import POLICIES, likely_plays
 
-# Level -> iterations per move; the wall-time cap comes on top (services/ai/README.md).
-LEVELS: dict[int, dict[str, Any]] = {
-    1: {"iterations": 30},
-    2: {"iterations": 100},
-    3: {"iterations": 300},
-    4: {"iterations": 1000},
-    5: {"iterations": 3000},
-}
 DEFAULT_TIME_CAP = 10.0
 
 
@@ -52,6 +44,7 @@ class SearchParams:
     rollout: str = "greedy"
     depth: int | None = 6  # rollout turns before the position is scored; None: to the end
     width: int = 8  # root candidates taken from the heuristic's ranking; 0: all
+    inner_width: int = 0  # inner PLAY nodes branch on the best-fitting troop plays; 0: all
     bias: float = 0.0  # progressive bias toward the heuristic's ranking at the root
     final: str = "visits"  # final-move rule: most "visits", or best mean "value"
     workers: int = 1  # root parallelism across processes
@@ -88,9 +81,14 @@ class SearchResult:
     stats: dict[Action, tuple[int, float]] = field(default_factory=dict)  # visits, reward
 
 
-def _candidates(world: GameState) -> list[Action]:
+def _candidates(world: GameState, width: int) -> list[Action]:
+    """Actions an inner node branches on: one claim at a time, else the likeliest plays."""
     actions = world.legal_actions()
-    return actions[:1] if actions and actions[0].kind is Kind.CLAIM else actions
+    if actions and actions[0].kind is Kind.CLAIM:
+        return actions[:1]
+    if width > 0 and world.phase is Phase.PLAY and len(actions) > width:
+        return likely_plays(world, width)
+    return actions
 
 
 def _run(
@@ -104,7 +102,7 @@ def _run(
     seat = view.current_player
     policy = POLICIES[params.rollout]
     root = Node(None, 1 - seat)
-    c, bias, limit = params.c, params.bias, params.iterations
+    c, bias, limit, inner = params.c, params.bias, params.iterations, params.inner_width
     done = 0
     while (limit is None or done < limit) and time.perf_counter() < deadline:
         world = view.sample_world(rng)
@@ -134,7 +132,7 @@ def _run(
             node = node.children[best]
             world.apply_unchecked(best)
             path.append(node)
-            legal = _candidates(world)
+            legal = _candidates(world, inner)
         value = rollout_value(world, seat, policy, rng, params.depth)
         for n in path:
             n.visits += 1
@@ -177,13 +175,7 @@ class IsmctsBot:
 
     @classmethod
     def from_knobs(cls, knobs: dict[str, str]) -> IsmctsBot:
-        knobs = dict(knobs)
         base: dict[str, Any] = {}
-        if "level" in knobs:
-            level = int(knobs.pop("level"))
-            if level not in LEVELS:
-                raise ValueError(f"level must be 1..{max(LEVELS)}")
-            base.update(LEVELS[level])
         types = {
             "iterations": int,
             "seconds": float,
@@ -192,6 +184,7 @@ class IsmctsBot:
             "depth": int,
             "width": int,
             "bias": float,
+            "inner_width": int,
             "final": str,
             "workers": int,
         }

@@ -100,4 +100,21 @@ def greedy_policy(world: GameState, rng: random.Random) -> Action:
     return PLAYS[best[0]][best[1]]
 
 
+def likely_plays(world: GameState, k: int) -> list[Action]:
+    """The ``k`` troop plays that fit best (no noise): plausible moves for inner tree nodes.
+
+    Falls back to every legal action when no troop can be placed.
+    """
+    seat = world.player
+    troops = [c for c in dict.fromkeys(world.hands[seat]) if not is_tactic(c)]
+    shapes = _flag_shapes(world, seat)
+    if not troops or not shapes:
+        return world.legal_actions()
+    scored = sorted(
+        ((_fit(shape, card), card, shape[0]) for shape in shapes for card in troops),
+        reverse=True,
+    )
+    return [PLAYS[card][flag] for _, card, flag in scored[:k]]
+
+
 POLICIES: dict[str, Policy] = {"random": random_policy, "greedy": greedy_policy}
