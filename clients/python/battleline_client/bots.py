@@ -37,7 +37,8 @@ class Finished:
     """A match the bots played to the end."""
 
     match_id: str
-    requests: int
+    requests: int  # SubmitAction calls
+    actions: int  # actions in them
     final: types_pb2.MatchView
 
 
@@ -57,16 +58,17 @@ def play_local(client: Client, rng: random.Random, *, batch: bool = True,
     assert created.other is not None
     seats: list[Seat] = [client.seat(created.seat), client.seat(created.other)]
     views = [seat.view() for seat in seats]
-    requests = 0
+    requests = actions = 0
     while not is_finished(views[0]):
         i = _mover(views)
-        views[i] = seats[i].act(*choose(views[i], rng, batch)).view
-        requests += 1
+        chosen = choose(views[i], rng, batch)
+        views[i] = seats[i].act(*chosen).view
+        requests, actions = requests + 1, actions + len(chosen)
         if not is_my_turn(views[i]):
             views[1 - i] = seats[1 - i].view()
         if requests > MAX_REQUESTS:
             raise RuntimeError(f"match {created.match_id} does not end")
-    return Finished(created.match_id, requests, views[0])
+    return Finished(created.match_id, requests, actions, views[0])
 
 
 async def aplay_local(client: AsyncClient, rng: random.Random, *, batch: bool = True,
@@ -76,15 +78,33 @@ async def aplay_local(client: AsyncClient, rng: random.Random, *, batch: bool = 
                                   **create}
     created = await client.create(**options)
     assert created.other is not None
-    seats: list[AsyncSeat] = [client.seat(created.seat), client.seat(created.other)]
+    return await aplay_seats([client.seat(created.seat), client.seat(created.other)], rng,
+                             batch=batch)
+
+
+async def aplay_joined(host: AsyncClient, guest: AsyncClient, rng: random.Random, *,
+                       batch: bool = True, **create: object) -> Finished:
+    """An OPEN match created by `host` and joined by id by `guest`, played to the end:
+    the path two remote players take (a clock is required, so the default one runs)."""
+    options: dict[str, object] = {"opponent": "open", "auto_claim": True, "private": True,
+                                  **create}
+    created = await host.create(**options)
+    joined = await guest.join(match_id=created.match_id, auto_claim=True)
+    return await aplay_seats([host.seat(created.seat), guest.seat(joined)], rng, batch=batch)
+
+
+async def aplay_seats(seats: list[AsyncSeat], rng: random.Random, *,
+                      batch: bool = True) -> Finished:
+    """Play both seats of a started match to its end with random legal actions."""
     views = [await seat.view() for seat in seats]
-    requests = 0
+    requests = actions = 0
     while not is_finished(views[0]):
         i = _mover(views)
-        views[i] = (await seats[i].act(*choose(views[i], rng, batch))).view
-        requests += 1
+        chosen = choose(views[i], rng, batch)
+        views[i] = (await seats[i].act(*chosen)).view
+        requests, actions = requests + 1, actions + len(chosen)
         if not is_my_turn(views[i]):
             views[1 - i] = await seats[1 - i].view()
         if requests > MAX_REQUESTS:
-            raise RuntimeError(f"match {created.match_id} does not end")
-    return Finished(created.match_id, requests, views[0])
+            raise RuntimeError(f"match {seats[0].match_id} does not end")
+    return Finished(seats[0].match_id, requests, actions, views[0])

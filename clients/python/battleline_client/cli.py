@@ -3,6 +3,7 @@
 import typer
 
 from .commands.analyze import analyze
+from .commands.loadtest import loadtest
 from .commands.play import play
 from .commands.serve import serve
 from .commands.tournament import tournament
@@ -10,6 +11,7 @@ from .commands.watch import watch
 
 app = typer.Typer(help="Battle Line Online: serve, play, analyse.", no_args_is_help=True)
 app.command()(analyze)
+app.command()(loadtest)
 app.command()(play)
 app.command()(serve)
 app.command()(tournament)

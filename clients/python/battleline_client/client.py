@@ -201,10 +201,16 @@ class Seat:
     def match_id(self) -> str:
         return self.handle.match_id
 
+    def remember(self, view: types_pb2.MatchView) -> types_pb2.MatchView:
+        """Keep `view` as the last view unless a newer one is already known; returns the
+        newest. (A Watch stream can deliver views older than an action's response.)"""
+        if self.last_view is None or view.version >= self.last_view.version:
+            self.last_view = view
+        return self.last_view
+
     def view(self) -> types_pb2.MatchView:
         """Fetch (and remember) this seat's view."""
-        self.last_view = self.client.view(self.handle.match_id, self.handle.token)
-        return self.last_view
+        return self.remember(self.client.view(self.handle.match_id, self.handle.token))
 
     def act(self, *actions: str, action_id: str | None = None) -> game_pb2.SubmitActionResponse:
         """Submit actions decided on the last view (fetched if there is none).
@@ -223,17 +229,21 @@ class Seat:
             if not common.can_retry_stale(view, todo):
                 raise
             response = self.client.submit(self.handle, view.version, todo, action_id)
-        self.last_view = response.view
+        self.remember(response.view)
         return response
 
     def resign(self) -> types_pb2.MatchView:
         """Resign the match."""
-        self.last_view = self.client.resign(self.handle)
-        return self.last_view
+        return self.remember(self.client.resign(self.handle))
 
     def watch(self, **kwargs: Any) -> Iterator[watch_pb2.WatchResponse]:
-        """This seat's Watch stream (see `Client.watch`)."""
-        return self.client.watch(self.handle.match_id, self.handle.token, **kwargs)
+        """This seat's Watch stream (see `Client.watch`); views on it update `last_view`
+        when newer, so `act` after a streamed view sends the right version."""
+        for message in self.client.watch(self.handle.match_id, self.handle.token, **kwargs):
+            for field in ("snapshot", "view"):
+                if message.HasField(field):
+                    self.remember(getattr(message, field))
+            yield message
 
     def record(self) -> record_pb2.GetRecordResponse:
         """The record as this seat may see it."""

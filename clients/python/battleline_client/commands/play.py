@@ -134,7 +134,8 @@ def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchVie
             if message.HasField("event"):
                 term.events([message.event], view)
             if message.HasField("view"):
-                view = message.view
+                # The newest view known: a streamed view can be older than our last answer.
+                view = seat.last_view or message.view
                 if is_my_turn(view) or is_finished(view):
                     break
         else:

@@ -1,0 +1,208 @@
+#!/usr/bin/env node
+// Battle Line Online from Node.js: @grpc/grpc-js with the protos loaded at run time
+// from protos/battleline/v1 (nothing generated is checked in).
+//
+//   node play.js --target 127.0.0.1:50051                 a LOCAL match, both seats
+//   node play.js --target HOST:PORT --join INVITE_CODE     take a friend's open seat
+//   node play.js --target HOST:PORT --ai 3                 play one seat against the hosted AI
+//
+// Every seat plays uniformly random legal actions taken from its view, sending
+// the view's version as expected_version and a fresh action id each time. The
+// opponent's moves are awaited on the Watch stream. Prints the result and exits 0
+// once the match is over.
+"use strict";
+
+const crypto = require("node:crypto");
+const path = require("node:path");
+const grpc = require("@grpc/grpc-js");
+const protoLoader = require("@grpc/proto-loader");
+
+const PROTOS = path.resolve(__dirname, "..", "..", "protos");
+
+function parseArgs(argv) {
+  const args = { target: "127.0.0.1:50051", ruleset: "standard", seed: null, join: null,
+    ai: null, timeoutS: 300 };
+  for (let i = 0; i < argv.length; i += 1) {
+    const key = argv[i];
+    const value = argv[i + 1];
+    if (key === "--target") args.target = value;
+    else if (key === "--ruleset") args.ruleset = value;
+    else if (key === "--seed") args.seed = value;
+    else if (key === "--join") args.join = value;
+    else if (key === "--ai") args.ai = Number(value);
+    else if (key === "--timeout") args.timeoutS = Number(value);
+    else throw new Error(`unknown argument ${key}`);
+    i += 1;
+  }
+  return args;
+}
+
+function loadServices(target) {
+  const definition = protoLoader.loadSync(
+    ["battleline/v1/lobby.proto", "battleline/v1/game.proto", "battleline/v1/watch.proto"],
+    { includeDirs: [PROTOS], keepCase: true, longs: String, enums: String, defaults: true,
+      oneofs: true });
+  const v1 = grpc.loadPackageDefinition(definition).battleline.v1;
+  const credentials = grpc.credentials.createInsecure();
+  return {
+    lobby: new v1.LobbyService(target, credentials),
+    game: new v1.GameService(target, credentials),
+    watch: new v1.WatchService(target, credentials),
+  };
+}
+
+function auth(token) {
+  const metadata = new grpc.Metadata();
+  if (token) metadata.set("authorization", `Bearer ${token}`);
+  return metadata;
+}
+
+// A unary call as a promise; a refusal becomes an Error naming its status code.
+function call(client, method, request, token) {
+  return new Promise((resolve, reject) => {
+    const deadline = new Date(Date.now() + 10000);
+    client[method](request, auth(token), { deadline }, (err, response) => {
+      if (err) {
+        const code = Object.keys(grpc.status).find((k) => grpc.status[k] === err.code);
+        reject(Object.assign(new Error(`${method}: ${code}: ${err.details}`), { code: err.code }));
+      } else {
+        resolve(response);
+      }
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const myTurn = (view) => view.phase === "MATCH_PHASE_PLAYING" && view.legal_actions.length > 0;
+const finished = (view) => view.phase === "MATCH_PHASE_FINISHED";
+
+class Seat {
+  constructor(services, matchId, token) {
+    this.services = services;
+    this.matchId = matchId;
+    this.token = token;
+    this.requests = 0;
+  }
+
+  async view() {
+    const response = await call(this.services.game, "GetView", { match_id: this.matchId },
+      this.token);
+    return response.view;
+  }
+
+  // Submit one random legal action decided on `view`; returns the view after it.
+  async playRandom(view) {
+    const actions = [view.legal_actions[crypto.randomInt(view.legal_actions.length)]];
+    const request = { match_id: this.matchId, expected_version: view.version,
+      action_id: crypto.randomUUID(), actions };
+    try {
+      const response = await call(this.services.game, "SubmitAction", request, this.token);
+      this.requests += 1;
+      return response.view;
+    } catch (err) {
+      if (err.code === grpc.status.ABORTED) return this.view(); // stale: decide again
+      throw err;
+    }
+  }
+
+  // Resolves with the next view the Watch stream carries (include_views), in order.
+  watch(resumeAfter) {
+    const queue = [];
+    const waiting = [];
+    const stream = this.services.watch.Watch(
+      { match_id: this.matchId, include_views: true, resume_after: resumeAfter },
+      auth(this.token));
+    stream.on("data", (message) => {
+      if (!message.view) return;
+      const next = waiting.shift();
+      if (next) next(message.view); else queue.push(message.view);
+    });
+    stream.on("error", () => { while (waiting.length) waiting.shift()(null); });
+    stream.on("end", () => { while (waiting.length) waiting.shift()(null); });
+    return {
+      next: () => (queue.length ? Promise.resolve(queue.shift())
+        : new Promise((resolve) => waiting.push(resolve))),
+      close: () => stream.cancel(),
+    };
+  }
+}
+
+// Both seats of a LOCAL match, alternating by whoever has legal actions.
+async function playLocal(services, args) {
+  const request = { options: { ruleset: args.ruleset, time_control: {
+    kind: "TIME_CONTROL_KIND_NONE" } }, seat: "SEAT_CHOICE_FIRST",
+  opponent: { kind: "OPPONENT_KIND_LOCAL" }, seat_options: { auto_claim: true,
+    display_name: "node" } };
+  if (args.seed !== null) request.seed = args.seed;
+  const created = await call(services.lobby, "CreateMatch", request);
+  console.log(`created LOCAL match ${created.match_id}`);
+  const seats = [new Seat(services, created.match_id, created.seat_token),
+    new Seat(services, created.match_id, created.other_seat_token)];
+  const views = [await seats[0].view(), await seats[1].view()];
+  while (!finished(views[0])) {
+    const i = myTurn(views[0]) ? 0 : 1;
+    if (!myTurn(views[i])) throw new Error("nobody can act");
+    views[i] = await seats[i].playRandom(views[i]);
+    if (!myTurn(views[i])) views[1 - i] = await seats[1 - i].view();
+  }
+  return { view: views[0], requests: seats[0].requests + seats[1].requests };
+}
+
+// One seat; the other is a friend or the hosted AI, whose moves come on the stream.
+async function playOneSeat(seat, timeoutS) {
+  let view = await seat.view();
+  const deadline = Date.now() + timeoutS * 1000;
+  while (view.phase === "MATCH_PHASE_WAITING") {
+    if (Date.now() > deadline) throw new Error("nobody took the other seat");
+    await sleep(250);
+    view = await seat.view();
+  }
+  const stream = seat.watch(view.last_event_number);
+  try {
+    while (!finished(view)) {
+      if (myTurn(view)) {
+        view = await seat.playRandom(view);
+      } else {
+        // A streamed view can be older than the answer to our own last action.
+        const next = await stream.next();
+        if (next === null) view = await seat.view();
+        else if (Number(next.version) > Number(view.version)) view = next;
+      }
+    }
+  } finally {
+    stream.close();
+  }
+  return { view, requests: seat.requests };
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const services = loadServices(args.target);
+  let outcome;
+  if (args.join) {
+    const joined = await call(services.lobby, "JoinMatch", { invite_code: args.join,
+      seat_options: { auto_claim: true, display_name: "node" } });
+    console.log(`joined match ${joined.match_id} as ${joined.seat}`);
+    outcome = await playOneSeat(new Seat(services, joined.match_id, joined.seat_token),
+      args.timeoutS);
+  } else if (args.ai) {
+    const created = await call(services.lobby, "CreateMatch", { options: {
+      ruleset: args.ruleset }, seat: "SEAT_CHOICE_RANDOM",
+    opponent: { kind: "OPPONENT_KIND_AI", ai_level: args.ai },
+    seat_options: { auto_claim: true, display_name: "node" } });
+    console.log(`created match ${created.match_id} against the hosted AI level ${args.ai}`);
+    outcome = await playOneSeat(new Seat(services, created.match_id, created.seat_token),
+      args.timeoutS);
+  } else {
+    outcome = await playLocal(services, args);
+  }
+  const { view, requests } = outcome;
+  console.log(`match over: winner ${view.winner} by ${view.end_reason} after ${requests} ` +
+    `requests (match ${view.match_id}, version ${view.version})`);
+  for (const client of Object.values(services)) client.close();
+}
+
+main().catch((err) => {
+  console.error(`error: ${err.message}`);
+  process.exit(1);
+});

@@ -1,0 +1,54 @@
+"""Create a private match for a friend and play your seat; or, with --join CODE, take
+the seat of a friend's match. Moves are random; the opponent's arrive on the stream.
+
+    python examples/invite_friend.py --target HOST:PORT            # prints an invite code
+    python examples/invite_friend.py --target HOST:PORT --join CODE
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+from battleline.v1 import types_pb2
+from battleline_client.client import Client, Seat
+from battleline_client.common import is_finished, is_my_turn
+
+
+def play(seat: Seat) -> None:
+    rng = random.Random()
+    view = seat.view()
+    stream = seat.watch(include_views=True, resume_after=view.last_event_number)
+    while not is_finished(view):
+        if is_my_turn(view):
+            view = seat.act(rng.choice(list(view.legal_actions))).view
+            continue
+        for message in stream:  # wait for the opponent's move
+            if message.HasField("view"):
+                view = seat.last_view or message.view  # the newest view the seat knows
+                if is_my_turn(view) or is_finished(view):
+                    break
+    print(f"over: winner {view.winner} by {view.end_reason}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", default="127.0.0.1:50051")
+    parser.add_argument("--join", help="a friend's invite code")
+    args = parser.parse_args()
+    with Client(args.target) as client:
+        if args.join:
+            handle = client.join(invite_code=args.join, name="guest")
+        else:
+            created = client.create(opponent="open", private=True, name="host")
+            print(f"invite code: {created.invite_code}", flush=True)
+            handle = created.seat
+        seat = client.seat(handle)
+        while seat.view().phase == types_pb2.MATCH_PHASE_WAITING:
+            time.sleep(0.5)
+        play(seat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""The example scripts run against a live engine (examples/ is documentation that must work)."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from battleline_client.bots import play_local
+from battleline_client.client import Client
+from battleline_client.local import LocalService
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _run(script: str, *args: str) -> str:
+    done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_reflect_lists_every_service_and_method(service: LocalService) -> None:
+    out = _run("reflect.py", "--target", service.address, "--methods")
+    for name in ("battleline.v1.LobbyService", "battleline.v1.GameService",
+                 "battleline.v1.WatchService", "battleline.v1.RecordService",
+                 "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"):
+        assert name in out.splitlines()
+    assert ("rpc Watch(battleline.v1.WatchRequest) returns "
+            "(stream battleline.v1.WatchResponse)") in out
+
+
+def test_create_and_play_and_asyncio_play(service: LocalService) -> None:
+    assert "winner" in _run("create_and_play.py", "--target", service.address, "--ruleset",
+                            "deck52").splitlines()[-1]
+    assert _run("asyncio_play.py", "--target", service.address, "--matches", "2").count(
+        "requests") == 2
+
+
+def test_watch_and_handle_errors(service: LocalService) -> None:
+    with Client(service.address) as client:
+        done = play_local(client, random.Random(9))
+    out = _run("watch.py", done.match_id, "--target", service.address, "--resume-after", "3")
+    assert out.splitlines()[0].startswith("#4 ") and "stream ended" in out
+    errors = _run("handle_errors.py", "--target", service.address)
+    assert "NotFound NOT_FOUND reason='match-not-found'" in errors
+    assert "NotYourTurn PERMISSION_DENIED reason='not-your-turn'" in errors
+
+
+def test_invite_friend_both_sides(service: LocalService) -> None:
+    host = subprocess.Popen([sys.executable, str(EXAMPLES / "invite_friend.py"), "--target",
+                             service.address], stdout=subprocess.PIPE, text=True)
+    try:
+        assert host.stdout is not None
+        code = host.stdout.readline().split()[-1]
+        guest = _run("invite_friend.py", "--target", service.address, "--join", code)
+        assert "over: winner" in guest
+        assert host.wait(60) == 0 and "over: winner" in host.stdout.read()
+    finally:
+        if host.poll() is None:
+            host.kill()

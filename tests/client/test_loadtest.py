@@ -1,0 +1,46 @@
+"""`battleline loadtest` with a small N against a live engine: JSON and PNG, zero errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from battleline_client.cli import app
+from battleline_client.loadtest import percentile
+from battleline_client.local import LocalService
+
+
+def test_loadtest_writes_json_and_png_with_zero_errors(service: LocalService,
+                                                       tmp_path: Path) -> None:
+    out, png = tmp_path / "load.json", tmp_path / "load.png"
+    result = CliRunner().invoke(app, ["loadtest", "--target", service.address, "--matches", "6",
+                                      "--concurrency", "3", "--json", str(out), "--png",
+                                      str(png)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["matches_completed"] == 6 and data["errors"] == 0
+    assert data["actions"] > 6 * 20
+    for rpc in ("CreateMatch", "GetView", "SubmitAction"):
+        row = data["latency_ms"][rpc]
+        assert 0 < row["p50"] <= row["p90"] <= row["p99"] <= row["max"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_loadtest_joined_mode_meets_through_the_lobby(service: LocalService,
+                                                      tmp_path: Path) -> None:
+    out = tmp_path / "joined.json"
+    result = CliRunner().invoke(app, ["loadtest", "--target", service.address, "--matches", "3",
+                                      "--concurrency", "3", "--mode", "joined", "--json",
+                                      str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["matches_completed"] == 3 and data["errors"] == 0
+    assert data["latency_ms"]["JoinMatch"]["count"] == 3
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50 and percentile(values, 99) == 99
+    assert percentile(values, 100) == 100 and percentile([], 50) == 0
