@@ -13,7 +13,8 @@ point of view of whoever chose each action, read from the world at that step
 Only the view is ever looked at. Claims are always made at once (never
 worse: a claimed flag is locked for good), so the tree does not branch on
 them. Root candidates are the heuristic's best ``width`` plays, searched in
-its order; deeper nodes see every legal action.
+its order; inner nodes see every legal action, or with ``inner_width`` only
+the best-fitting troop plays (a plausible opponent, a narrower tree).
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def _run(
                 world.apply_unchecked(action)
                 path.append(child)
                 break
-            best, best_ucb = None, -1.0
+            best, best_ucb = None, -math.inf
             for action in legal:
                 child = node.children[action]
                 n = child.visits
@@ -134,9 +135,9 @@ def _run(
             path.append(node)
             legal = _candidates(world, inner)
         value = rollout_value(world, seat, policy, rng, params.depth)
-        for n in path:
-            n.visits += 1
-            n.reward += value if n.player == seat else 1.0 - value
+        for step in path:
+            step.visits += 1
+            step.reward += value if step.player == seat else 1.0 - value
         done += 1
     return {a: (n.visits, n.reward) for a, n in root.children.items()}, done
 
