@@ -56,10 +56,19 @@ def match_id_of(value: str) -> str:
         raise invalid("bad-match-id", str(err)) from None
 
 
+# Transient: the store (or, on Redis Cluster, the node of the match's slot) cannot answer
+# now. ClusterDownError covers a restarting master; TryAgain a slot being migrated.
+_STORE_UNAVAILABLE = (
+    redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+    redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError,
+    redis.exceptions.SlotNotCoveredError,
+)
+
+
 def _refusal_of(err: Exception) -> Refusal | None:
     if isinstance(err, Refusal):
         return err
-    if isinstance(err, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
+    if isinstance(err, _STORE_UNAVAILABLE):
         return Refusal(grpc.StatusCode.UNAVAILABLE, "storage-unavailable",
                        "the match store is unreachable: retry")
     return None

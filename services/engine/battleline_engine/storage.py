@@ -535,7 +535,13 @@ class Storage:
         adding a match to the read set can interrupt the wait without a new connection.
         """
         number = int(await self.redis.incr(match_key(name, "n")))
-        await self.redis.xadd(match_key(name, "ev"), {"w": "1"}, id=f"{number}-0", maxlen=1)
+        try:
+            await self.redis.xadd(match_key(name, "ev"), {"w": "1"}, id=f"{number}-0", maxlen=1)
+        except aioredis.ResponseError as err:
+            # redis-py re-sends a command whose reply was lost (a Redis node restarting):
+            # the entry is there already, which is all a wake-up needs.
+            if "equal or smaller" not in str(err):
+                raise
         return number
 
     async def drop_stream(self, name: str) -> None:
