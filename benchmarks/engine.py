@@ -40,7 +40,10 @@ from battleline.v1 import (
 BATTLELINE = str(Path(sys.executable).parent / "battleline")
 ECHO_METHOD = "/bench.Echo/Echo"
 SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)
-CHANNELS = 8
+CHANNELS = 16
+# Each channel gets its own connection (channels to one target otherwise share one, and
+# one HTTP/2 connection carries at most the server's max_concurrent_streams calls).
+CHANNEL_OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
 
 
 @dataclass
@@ -53,10 +56,13 @@ class Stats:
     errors: int = 0
     completed: int = 0
     error_kinds: dict[str, int] = field(default_factory=dict)
+    first_errors: list[str] = field(default_factory=list)
 
     def error(self, err: grpc.RpcError) -> None:
         self.errors += 1
         name = err.code().name if hasattr(err, "code") else type(err).__name__
+        if name not in self.error_kinds:
+            self.first_errors.append(f"{name}: {err.details() if hasattr(err, 'details') else err}")
         self.error_kinds[name] = self.error_kinds.get(name, 0) + 1
 
 
@@ -157,7 +163,7 @@ async def bot_match(channel: grpc.aio.Channel, rng: random.Random, stats: Stats,
 
 
 async def run_engine(address: str, matches: int, seed: int) -> tuple[Stats, float]:
-    channels = [grpc.aio.insecure_channel(address) for _ in range(CHANNELS)]
+    channels = [grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) for _ in range(CHANNELS)]
     stats = Stats()
     rulesets = ["standard", "basic", "deck52"]
     started = time.perf_counter()
@@ -171,7 +177,7 @@ async def run_engine(address: str, matches: int, seed: int) -> tuple[Stats, floa
 
 
 async def run_echo(address: str, concurrency: int, seconds: float) -> tuple[Stats, float]:
-    channels = [grpc.aio.insecure_channel(address) for _ in range(CHANNELS)]
+    channels = [grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) for _ in range(CHANNELS)]
     stats = Stats()
     payload = os.urandom(200)
     stop_at = time.perf_counter() + seconds
@@ -248,6 +254,8 @@ def main() -> None:
     print(f"errors: {engine_stats.errors + echo_stats.errors}")
     if engine_stats.error_kinds or echo_stats.error_kinds:
         print(f"error_kinds: {engine_stats.error_kinds} {echo_stats.error_kinds}")
+        for line in engine_stats.first_errors + echo_stats.first_errors:
+            print(f"first_error: {line}")
 
 
 if __name__ == "__main__":

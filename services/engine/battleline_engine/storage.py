@@ -316,7 +316,14 @@ class Storage:
                 url.replace("+cluster", "", 1), decode_responses=False, health_check_interval=30
             )
             return cls(cluster_client, **{**options, "cluster": True})  # type: ignore[arg-type]
-        client = aioredis.Redis.from_url(url, decode_responses=False, health_check_interval=30)
+        # Bounded and blocking: under a burst of concurrent calls, commands wait for one
+        # of the pooled connections instead of each opening a socket (which fails under
+        # load with 1000 concurrent matches).
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url, max_connections=64, timeout=20, decode_responses=False,
+            health_check_interval=30,
+        )
+        client = aioredis.Redis(connection_pool=pool)
         return cls(client, **options)  # type: ignore[arg-type]
 
     async def close(self) -> None:
