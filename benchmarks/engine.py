@@ -162,8 +162,12 @@ async def bot_match(channel: grpc.aio.Channel, rng: random.Random, stats: Stats,
         stats.error(err)
 
 
+def open_channels(address: str) -> list[grpc.aio.Channel]:
+    return [grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) for _ in range(CHANNELS)]
+
+
 async def run_engine(address: str, matches: int, seed: int) -> tuple[Stats, float]:
-    channels = [grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) for _ in range(CHANNELS)]
+    channels = open_channels(address)
     stats = Stats()
     rulesets = ["standard", "basic", "deck52"]
     started = time.perf_counter()
@@ -177,7 +181,7 @@ async def run_engine(address: str, matches: int, seed: int) -> tuple[Stats, floa
 
 
 async def run_echo(address: str, concurrency: int, seconds: float) -> tuple[Stats, float]:
-    channels = [grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) for _ in range(CHANNELS)]
+    channels = open_channels(address)
     stats = Stats()
     payload = os.urandom(200)
     stop_at = time.perf_counter() + seconds
