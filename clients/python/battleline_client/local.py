@@ -5,7 +5,8 @@ hosts) on an event-loop thread, backed by a given Redis URL or an embedded
 redis-server under a temporary directory. `python -m battleline_client.local`
 runs one in its own process (the load tester uses that, so the engine does
 not share a core and a GIL with the load it is measuring), printing
-"listening on HOST:PORT" and stopping on SIGTERM or when stdin closes.
+"listening on HOST:PORT" and stopping on SIGTERM (or, with --stop-on-stdin-close,
+when its parent closes its stdin).
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ class ChildService:
         self.address = ""
 
     def start(self, timeout_s: float = 60) -> str:
-        command = [sys.executable, "-m", "battleline_client.local"]
+        command = [sys.executable, "-m", "battleline_client.local", "--stop-on-stdin-close"]
         if self.redis_url:
             command += ["--redis-url", self.redis_url]
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -153,11 +154,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="a local Battle Line engine for testing")
     parser.add_argument("--redis-url")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--stop-on-stdin-close", action="store_true",
+                        help="stop when stdin closes (a parent process that dies stops us)")
     args = parser.parse_args()
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
-    threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+
+    def until_stdin_closes() -> None:  # the parent died or closed our stdin: stop too
+        sys.stdin.read()
+        done.set()
+
+    if args.stop_on_stdin_close:
+        threading.Thread(target=until_stdin_closes, daemon=True).start()
     service = LocalService(args.redis_url, port=args.port)
     print(f"listening on {service.start()}", flush=True)
     try:
