@@ -44,3 +44,12 @@ def test_percentile_is_nearest_rank() -> None:
     values = [float(v) for v in range(1, 101)]
     assert percentile(values, 50) == 50 and percentile(values, 99) == 99
     assert percentile(values, 100) == 100 and percentile([], 50) == 0
+
+
+def test_loadtest_without_target_starts_its_own_engine(tmp_path: Path) -> None:
+    out = tmp_path / "own.json"
+    result = CliRunner().invoke(app, ["loadtest", "--matches", "2", "--concurrency", "2",
+                                      "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "local engine on 127.0.0.1:" in result.output
+    assert json.loads(out.read_text())["matches_completed"] == 2

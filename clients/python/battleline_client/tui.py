@@ -46,9 +46,10 @@ def card(text: str, ruleset: str = "standard") -> Text:
     """One card in its colour, its letter kept."""
     if text.startswith("?"):
         return Text(text, style=HIDDEN_STYLE)
-    styles = SUIT_STYLES if ruleset == "deck52" else TROOP_STYLES
-    if len(text) >= 2 and text[0] in styles and text[1:].isalnum() and not text.isalpha():
-        return Text(text, style=styles[text[0]])
+    if ruleset == "deck52":  # no tactics: every card is a suit and a rank (HQ, S10)
+        return Text(text, style=SUIT_STYLES.get(text[:1], "bold"))
+    if text[:1] in TROOP_STYLES and text[1:].isdigit():
+        return Text(text, style=TROOP_STYLES[text[0]])
     return Text(text, style=TACTIC_STYLE)
 
 
