@@ -30,9 +30,12 @@ class Session:
     output: str  # the end of what the terminal showed
 
 
-def _session(command: list[str], answer: bool, timeout_s: float) -> Session:
+def _session(command: list[str], answer: bool, timeout_s: float,
+             log_path: str | None = None) -> Session:
     child = pexpect.spawn(command[0], command[1:], encoding="utf-8", timeout=30,
                           dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"})
+    if log_path is not None:  # what the terminal shows, as it comes (line-buffered)
+        child.logfile_read = open(log_path, "w", buffering=1, encoding="utf-8")  # noqa: SIM115
     prompts, result, seen = 0, "", []
     deadline = time.monotonic() + timeout_s
     try:
@@ -53,11 +56,12 @@ def _session(command: list[str], answer: bool, timeout_s: float) -> Session:
             child.terminate(force=True)
 
 
-def start(command: list[str], *, answer: bool = True,
-          timeout_s: float = 120) -> tuple[Pool, AsyncResult[Session]]:
-    """Start a session in a clean process; `.get()` the result, then close the pool."""
+def start(command: list[str], *, answer: bool = True, timeout_s: float = 120,
+          log_path: str | None = None) -> tuple[Pool, AsyncResult[Session]]:
+    """Start a session in a clean process; `.get()` the result, then close the pool.
+    With `log_path`, the terminal's output is written there as it comes."""
     pool = multiprocessing.get_context("spawn").Pool(1)
-    return pool, pool.apply_async(_session, (command, answer, timeout_s))
+    return pool, pool.apply_async(_session, (command, answer, timeout_s, log_path))
 
 
 def run(command: list[str], *, answer: bool = True, timeout_s: float = 120) -> Session:

@@ -5,6 +5,7 @@ hot-seat game on a local engine the command starts itself, and a whole game agai
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import sys
 import threading
@@ -93,3 +94,35 @@ def test_watch_follows_a_match_to_its_result(service: LocalService) -> None:
     assert session.exitstatus == 0, session.output
     assert session.result.startswith("match over")
     assert f"match {created.match_id}" in session.output
+
+
+def _stand_in_friend(address: str, invite_code: str) -> None:
+    """A friend joining by invite code with the library and playing random moves."""
+    rng = random.Random(3)
+    with Client(address) as client:
+        seat = client.seat(client.join(invite_code=invite_code, name="friend"))
+        while not is_finished(view := seat.view()):
+            if is_my_turn(view):
+                seat.act(*choose(view, rng))
+            else:
+                time.sleep(0.02)
+
+
+def test_play_with_a_friend_by_invite_code(service: LocalService, tmp_path: Path) -> None:
+    log = tmp_path / "terminal.log"
+    pool, pending = terminal.start([BATTLELINE, "play", "--target", service.address, "--friend",
+                                    "--auto-claim", "--wait", "60"], log_path=str(log))
+    with pool:
+        deadline = time.monotonic() + 60
+        code = None
+        while code is None:
+            assert time.monotonic() < deadline, "no invite code shown"
+            time.sleep(0.1)
+            text = log.read_text(encoding="utf-8") if log.exists() else ""
+            found = re.search(r"--join (\S+)\)", text.replace("\r\n", " "))
+            code = found.group(1) if found else None
+        _stand_in_friend(service.address, code)
+        session = pending.get(60)
+    assert session.exitstatus == 0, session.output
+    assert session.prompts > 5 and session.result.startswith("match over")
+    assert "friend" in session.output  # the opponent's moves are shown by name
