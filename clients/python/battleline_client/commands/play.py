@@ -102,7 +102,10 @@ def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool
 def _wait_for_opponent(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchView:
     view = seat.view()
     deadline = time.monotonic() + wait_s
-    with term.console.status("waiting for the other seat to be taken..."):
+    names = [p.display_name for p in view.players if not p.occupied]
+    waiting = f"waiting for {names[0]} to take its seat" if names and names[0].startswith(
+        "AI level") else "waiting for the other seat to be taken"
+    with term.console.status(f"{waiting} (up to {wait_s:g} s)..."):
         while view.phase == types_pb2.MATCH_PHASE_WAITING:
             if time.monotonic() > deadline:
                 raise typer.Exit(_gave_up(term, seat, wait_s))
