@@ -96,6 +96,12 @@ async def _echo_server(redis_url: str) -> None:
     await engine.wait()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                text=True, env={**os.environ, **env})
@@ -228,8 +234,12 @@ def main() -> None:
                  "--create-rate", "1000000", "--action-rate", "1000000"],
                 {"REDIS_URL": url})
             echo, echo_address = _start([sys.executable, __file__, "--echo-server", url], {})
+            echo_cpu = cpu_seconds(echo.pid)
             echo_stats, echo_s = asyncio.run(run_echo(echo_address, matches, echo_seconds))
+            echo_cpu = cpu_seconds(echo.pid) - echo_cpu
+            engine_cpu = cpu_seconds(engine.pid)
             engine_stats, engine_s = asyncio.run(run_engine(engine_address, matches, args.seed))
+            engine_cpu = cpu_seconds(engine.pid) - engine_cpu
         finally:
             for process in (engine, echo):
                 if process is not None:
@@ -255,6 +265,10 @@ def main() -> None:
     print(f"mean_ms: {statistics.fmean(engine_stats.latencies or [0]) * ms:.2f}")
     print(f"echo_p50_ms: {percentile(echo_stats.latencies, 0.5) * ms:.2f}")
     print(f"echo_p99_ms: {percentile(echo_stats.latencies, 0.99) * ms:.2f}")
+    # Server CPU per call: independent of what else loads this (shared) machine.
+    print(f"engine_server_cpu_ms_per_call: {engine_cpu * ms / max(1, engine_stats.calls):.3f}")
+    print(f"echo_server_cpu_ms_per_call: {echo_cpu * ms / max(1, echo_stats.calls):.3f}")
+    print(f"engine_server_cpu_share: {engine_cpu / engine_s:.2f}")
     print(f"errors: {engine_stats.errors + echo_stats.errors}")
     if engine_stats.error_kinds or echo_stats.error_kinds:
         print(f"error_kinds: {engine_stats.error_kinds} {echo_stats.error_kinds}")
