@@ -159,6 +159,7 @@ class Played:
 def play_local(client: Client, ruleset: str, rng: random.Random, *, batch: bool = True,
                auto_claim: bool = True, max_requests: int = 3000,
                on_create: Callable[[lobby_pb2.CreateMatchResponse], None] | None = None,
+               on_step: Callable[[Played], None] | None = None,
                **options: Any) -> Played:
     """Create a LOCAL match and play it to the end with random legal actions from the view."""
     created = client.create(ruleset, seat_options=types_pb2.SeatOptions(auto_claim=auto_claim),
@@ -176,6 +177,8 @@ def play_local(client: Client, ruleset: str, rng: random.Random, *, batch: bool 
                                  choose(view, rng, batch))
         played.requests += 1
         played.versions.append(response.version)
+        if on_step is not None:
+            on_step(played)
         views[seat] = response.view
         if response.view.current_seat != SEATS[seat] or response.view.phase == 3:
             views[1 - seat] = client.view(created.match_id, tokens[1 - seat])

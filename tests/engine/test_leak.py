@@ -20,10 +20,10 @@ from collections.abc import Iterator
 import pytest
 from google.protobuf import message as pb_message
 
-from battleline.v1 import types_pb2
+from battleline.v1 import record_pb2, types_pb2
 from battleline_rules import ClaimTiming, Options, card_name, new_game, parse_action
 
-from .harness import Client, Engine, play_local
+from .harness import Client, Engine, Played, play_local
 
 MATCHES = 210
 Part = tuple[int, pb_message.Message]
@@ -56,8 +56,10 @@ def parts(msg: pb_message.Message) -> list[Part]:
         if msg.DESCRIPTOR.fields_by_name.get(name) and msg.HasField(name):
             sub = getattr(msg, name)
             out.append((sub.version, sub))
-    for event in getattr(msg, "events", []):
-        out.append((event.version, event))
+    events = list(getattr(msg, "events", []))
+    out.extend((event.version, event) for event in events)
+    if isinstance(msg, record_pb2.GetRecordResponse) and events:
+        out.append((events[-1].version, record_pb2.GetRecordResponse(position=msg.position)))
     return out
 
 
@@ -143,8 +145,13 @@ def test_no_secret_reaches_a_seat_or_a_spectator(redis_url: str) -> None:
             watcher = threading.Thread(target=spectate) if watched else None
             if watcher is not None:
                 watcher.start()
+            def records(p: Played) -> None:  # live records, for a seat and a spectator
+                if p.requests % 20 == 10:
+                    client.get_record(p.match_id, p.tokens[p.requests % 40 // 20])
+                    client.get_record(p.match_id, None)
+
             played = play_local(client, ruleset, rng, batch=i % 7 != 0, on_create=created,
-                                auto_claim=i % 3 != 2, claim_timing=timing)
+                                on_step=records, auto_claim=i % 3 != 2, claim_timing=timing)
             client.view(played.match_id, None)  # a spectator's view, at the end
             if watcher is not None:
                 watcher.join(30)
