@@ -49,9 +49,9 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
 # Difficulty levels: machine-independent (iteration budgets, not seconds); see
 # services/ai/README.md. Knobs given with ``level=`` (e.g. ``seconds=2``) apply on top.
 LEVELS: dict[int, str] = {
-    1: "heuristic:noise=0.3",
-    2: "heuristic",
-    3: "ismcts:iterations=50",
+    1: "heuristic:noise=0.6",
+    2: "heuristic:noise=0.2",
+    3: "heuristic",
     4: "ismcts:iterations=150",
     5: "ismcts:iterations=400",
 }
