@@ -10,7 +10,7 @@ import grpc
 from battleline.v1 import game_pb2, game_pb2_grpc
 from battleline_rules import SPECTATOR
 
-from .errors import invalid
+from .errors import Refusal, invalid
 from .matches import parse_actions
 from .metrics import ACTIONS
 from .runtime import Runtime, match_id_of, unary
@@ -48,8 +48,8 @@ class GameServicer(game_pb2_grpc.GameServiceServicer):
         try:
             response = await self.rt.matches.submit(
                 match_id, seat, request.expected_version, action_id, actions)
-        except Exception:
-            ACTIONS.labels("rejected").inc()
+        except Refusal as refusal:
+            ACTIONS.labels("conflict" if refusal.reason == "stale-version" else "rejected").inc()
             raise
         ACTIONS.labels("applied").inc()
         return response
