@@ -29,7 +29,7 @@ DOCUMENTED: Final = frozenset({
     grpc.StatusCode.PERMISSION_DENIED,
     grpc.StatusCode.NOT_FOUND,
     grpc.StatusCode.RESOURCE_EXHAUSTED,
-    grpc.StatusCode.ALREADY_EXISTS,
+    grpc.StatusCode.UNAVAILABLE,  # only when Redis cannot be reached
 })
 
 

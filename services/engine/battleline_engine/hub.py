@@ -19,6 +19,8 @@ from .storage import Storage, StoredEvent
 log = logging.getLogger(__name__)
 
 Batch = list[StoredEvent]
+RESYNC: Batch = []  # queued instead of batches a slow subscriber could not keep up with
+MAX_QUEUED = 256
 
 
 class Hub:
@@ -87,4 +89,9 @@ class Hub:
                     continue
                 self._cursors[match_id] = max(self._cursors[match_id], events[-1].number)
                 for queue in self._subscribers.get(match_id, ()):
-                    queue.put_nowait(events)
+                    if queue.qsize() >= MAX_QUEUED:  # a slow reader: make it resync
+                        while not queue.empty():
+                            queue.get_nowait()
+                        queue.put_nowait(RESYNC)
+                    else:
+                        queue.put_nowait(events)

@@ -63,7 +63,7 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
             try:
                 batch = backlog if backlog is not None else []
                 while True:
-                    if batch and batch[0].number > last + 1:  # a gap: fill it from Redis
+                    if not batch or batch[0].number > last + 1:  # a gap: fill it from Redis
                         page = await self.rt.storage.events_after(match_id, last, PAGE)
                         batch = page.events
                     batch = [e for e in batch if e.number > last]

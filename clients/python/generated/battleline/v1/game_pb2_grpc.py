@@ -40,7 +40,9 @@ class GameServiceStub:
     PERMISSION_DENIED    the token belongs to another match, or it is not
     this seat's turn
     NOT_FOUND            no such match
-    RESOURCE_EXHAUSTED   rate limit; see google.rpc.RetryInfo
+    RESOURCE_EXHAUSTED   rate limit or too many open streams; see google.rpc.RetryInfo
+    UNAVAILABLE          the match store cannot be reached; retry
+    The reasons are listed in docs/API.md.
     """
 
     def __init__(self, channel):
@@ -81,7 +83,9 @@ class GameServiceServicer:
     PERMISSION_DENIED    the token belongs to another match, or it is not
     this seat's turn
     NOT_FOUND            no such match
-    RESOURCE_EXHAUSTED   rate limit; see google.rpc.RetryInfo
+    RESOURCE_EXHAUSTED   rate limit or too many open streams; see google.rpc.RetryInfo
+    UNAVAILABLE          the match store cannot be reached; retry
+    The reasons are listed in docs/API.md.
     """
 
     def GetView(self, request, context):
@@ -146,7 +150,9 @@ class GameService:
     PERMISSION_DENIED    the token belongs to another match, or it is not
     this seat's turn
     NOT_FOUND            no such match
-    RESOURCE_EXHAUSTED   rate limit; see google.rpc.RetryInfo
+    RESOURCE_EXHAUSTED   rate limit or too many open streams; see google.rpc.RetryInfo
+    UNAVAILABLE          the match store cannot be reached; retry
+    The reasons are listed in docs/API.md.
     """
 
     @staticmethod

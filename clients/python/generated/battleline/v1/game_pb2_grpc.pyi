@@ -41,7 +41,9 @@ class GameServiceStub:
       PERMISSION_DENIED    the token belongs to another match, or it is not
                            this seat's turn
       NOT_FOUND            no such match
-      RESOURCE_EXHAUSTED   rate limit; see google.rpc.RetryInfo
+      RESOURCE_EXHAUSTED   rate limit or too many open streams; see google.rpc.RetryInfo
+      UNAVAILABLE          the match store cannot be reached; retry
+    The reasons are listed in docs/API.md.
     """
 
     @_typing.overload
@@ -71,7 +73,9 @@ class GameServiceAsyncStub(GameServiceStub):
       PERMISSION_DENIED    the token belongs to another match, or it is not
                            this seat's turn
       NOT_FOUND            no such match
-      RESOURCE_EXHAUSTED   rate limit; see google.rpc.RetryInfo
+      RESOURCE_EXHAUSTED   rate limit or too many open streams; see google.rpc.RetryInfo
+      UNAVAILABLE          the match store cannot be reached; retry
+    The reasons are listed in docs/API.md.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -97,7 +101,9 @@ class GameServiceServicer(metaclass=_abc_1.ABCMeta):
       PERMISSION_DENIED    the token belongs to another match, or it is not
                            this seat's turn
       NOT_FOUND            no such match
-      RESOURCE_EXHAUSTED   rate limit; see google.rpc.RetryInfo
+      RESOURCE_EXHAUSTED   rate limit or too many open streams; see google.rpc.RetryInfo
+      UNAVAILABLE          the match store cannot be reached; retry
+    The reasons are listed in docs/API.md.
     """
 
     @_abc_1.abstractmethod
