@@ -90,10 +90,11 @@ def test_the_same_action_id_twice_applies_once_with_the_same_answer(engine: Engi
     assert [e.text for e in record.events].count(action) == 1
 
 
-def test_two_engines_serve_one_match_alternately(redis_url: str) -> None:
-    engines = [Engine(redis_url), Engine(redis_url)]
+@pytest.mark.timeout(120)
+def test_two_engine_processes_serve_one_match_alternately(redis_url: str) -> None:
+    engines = [_serve(redis_url), _serve(redis_url)]
     try:
-        clients = [Client.to(e.address) for e in engines]
+        clients = [Client.to(address) for _, address in engines]
         created = clients[0].create("standard")
         tokens = (created.seat_token, created.other_seat_token)
         events: list[types_pb2.MatchEvent] = []
@@ -119,13 +120,15 @@ def test_two_engines_serve_one_match_alternately(redis_url: str) -> None:
         assert events[-1].kind == types_pb2.EVENT_KIND_GAME_OVER
         assert turn > 20
     finally:
-        for e in engines:
-            e.close()
+        for process, _ in engines:
+            process.kill()
+            process.wait(10)
 
 
 def _serve(redis_url: str) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [BATTLELINE, "serve", "--port", "0", "--grace", "1", "--log-level", "warning"],
+        [BATTLELINE, "serve", "--port", "0", "--grace", "1", "--log-level", "warning",
+         "--action-rate", "10000"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         env={**os.environ, "REDIS_URL": redis_url},
     )
