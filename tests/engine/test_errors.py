@@ -254,3 +254,53 @@ def test_hosted_ai_seat_is_requested_with_a_one_time_ticket(shared: Engine) -> N
         client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
             match_id=created.match_id, join_ticket=entry["ticket"]))
     assert again.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+@settings(max_examples=150, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_lobby_requests_get_documented_codes(shared: Engine, data: st.DataObject) -> None:
+    client = Client.to(shared.address)
+    small = st.integers(-1, 12)
+    try:
+        kind = data.draw(st.sampled_from(["create", "join", "list"]), "rpc")
+        if kind == "create":
+            request = lobby_pb2.CreateMatchRequest(
+                options=types_pb2.MatchOptions(
+                    ruleset=data.draw(st.sampled_from(["standard", "basic", "deck52", "", "x"])),
+                    claim_timing=data.draw(small.map(abs)),
+                    hand_size=data.draw(st.sampled_from([0, 6, 7, 9])),
+                    series_games=data.draw(st.sampled_from([0, 1, 3, 10, 1000])),
+                    time_control=types_pb2.TimeControl(
+                        kind=data.draw(small.map(abs)),
+                        limit=duration_pb2.Duration(seconds=data.draw(st.sampled_from(
+                            [0, 1, 60, 10**6])))),
+                ),
+                seat=data.draw(small.map(abs)),
+                opponent=types_pb2.Opponent(kind=data.draw(small.map(abs)),
+                                            ai_level=data.draw(small.map(abs))),
+                seat_options=types_pb2.SeatOptions(
+                    display_name=data.draw(st.text(max_size=50)),
+                    auto_claim=data.draw(st.booleans())),
+            )
+            if data.draw(st.booleans()):
+                request.seed = data.draw(st.integers(0, 2**64 - 1))
+            client.lobby.CreateMatch(request, timeout=10)
+        elif kind == "join":
+            target = data.draw(st.text(max_size=80))
+            if data.draw(st.booleans()):
+                request = lobby_pb2.JoinMatchRequest(match_id=target)
+            else:
+                request = lobby_pb2.JoinMatchRequest(invite_code=target)
+            request.join_ticket = data.draw(st.text(max_size=40))
+            client.lobby.JoinMatch(request, timeout=10)
+        else:
+            client.lobby.ListOpenMatches(lobby_pb2.ListOpenMatchesRequest(
+                ruleset=data.draw(st.sampled_from(["", "basic", "x"])),
+                page_size=data.draw(st.integers(0, 10_000)),
+                page_token=data.draw(st.text(max_size=30))), timeout=10)
+    except grpc.RpcError as err:
+        assert err.code() in DOCUMENTED, (err.code(), err.details())
+        assert details(err).get("ErrorInfo") is not None
+    finally:
+        client.channel.close()
