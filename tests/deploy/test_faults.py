@@ -131,3 +131,26 @@ def test_redis_killed_and_restarted_with_fsync_always(
     _check(driver)
     assert kills == restarts == 1
     assert driver.stats.retries > 0, "the kill was never noticed by a client"
+
+
+@pytest.mark.timeout(300)
+def test_cluster_master_killed_and_restarted(
+    cluster: RedisCluster, engines: Callable[[str], list[EngineProcess]]
+) -> None:
+    """A master without replicas is SIGKILLed and restarted on its data directory (its
+    slots are unreachable meanwhile); calls touching them fail UNAVAILABLE and are retried."""
+    pair = engines(cluster.url)
+    kills = restarts = 0
+
+    def fault() -> None:
+        nonlocal kills, restarts
+        cluster.nodes[1].kill()
+        kills += 1
+        time.sleep(1.0)  # shorter than cluster-node-timeout: no failover, no CLUSTERDOWN
+        cluster.nodes[1].start()
+        restarts += 1
+
+    driver = _run([e.address for e in pair], 13, MATCHES // 3, fault)
+    _print("redis-cluster master-kill", driver, kills, restarts)
+    _check(driver)
+    assert kills == restarts == 1

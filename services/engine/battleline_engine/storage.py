@@ -30,6 +30,7 @@ No grpc here: callers map `CommitStatus` to their own error codes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import re
 import secrets
@@ -40,6 +41,7 @@ from enum import Enum
 from typing import Any, Final
 
 import redis.asyncio as aioredis
+import redis.exceptions
 from redis.crc import key_slot
 
 PREFIX: Final = "bl"
@@ -315,6 +317,7 @@ class Storage:
             cluster_client = aioredis.RedisCluster.from_url(
                 url.replace("+cluster", "", 1), decode_responses=False, health_check_interval=30
             )
+            _use_connection_class(cluster_client, _ResetSafeConnection)
             return cls(cluster_client, **{**options, "cluster": True})  # type: ignore[arg-type]
         # Bounded and blocking: under a burst of concurrent calls, commands wait for one
         # of the pooled connections instead of each opening a socket (which fails under
@@ -659,6 +662,32 @@ class Storage:
     async def ack_ai_request(self, request_id: str) -> None:
         """Mark an AI seat request handled."""
         await self.redis.xack(AI_REQUESTS_KEY, AI_GROUP, request_id)
+
+
+class _ResetSafeConnection(aioredis.Connection):
+    """A write on a connection that the peer reset (a restarted Redis Cluster node) can
+    fail inside asyncio's transport with AttributeError or TypeError instead of
+    ConnectionError (redis-py issue 4287), which skips the cluster client's retry and
+    reaches the caller as an unknown error. Here it is the ConnectionError it is: the
+    command was not sent, so the cluster client reconnects and retries it."""
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        try:
+            await super().send_packed_command(command, check_health)
+        except (AttributeError, TypeError) as err:
+            with contextlib.suppress(Exception):
+                await self.disconnect(nowait=True)
+            raise redis.exceptions.ConnectionError(f"connection lost: {err}") from err
+
+
+def _use_connection_class(client: aioredis.RedisCluster, connection_class: type) -> None:
+    """The async cluster client has no `connection_class` option: set it on the shared
+    node settings (nodes found later) and on the start-up nodes (made already)."""
+    client.connection_kwargs["connection_class"] = connection_class
+    manager = client.nodes_manager
+    manager.connection_kwargs["connection_class"] = connection_class
+    for node in manager.startup_nodes.values():
+        node.connection_class = connection_class
 
 
 def is_cluster_url(url: str) -> bool:
