@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -208,12 +210,45 @@ async def run_echo(address: str, concurrency: int, seconds: float) -> tuple[Stat
     return stats, elapsed
 
 
+def _engine_worker(address: str, matches: int, seed: int) -> tuple[Stats, float, float]:
+    started = time.time()
+    stats, _ = asyncio.run(run_engine(address, matches, seed))
+    return stats, started, time.time()
+
+
+def _echo_worker(address: str, concurrency: int, seconds: float) -> tuple[Stats, float, float]:
+    started = time.time()
+    stats, _ = asyncio.run(run_echo(address, concurrency, seconds))
+    return stats, started, time.time()
+
+
+def in_processes(worker: Callable[..., tuple[Stats, float, float]], clients: int,
+                 jobs: list[tuple[object, ...]]) -> tuple[Stats, float]:
+    """Run the harness in `clients` processes (one Python process cannot load the server
+    alone); merge their stats over the wall time from the first start to the last end."""
+    with ProcessPoolExecutor(clients) as pool:
+        results = list(pool.map(worker, *zip(*jobs, strict=True)))
+    merged = Stats()
+    for stats, _, _ in results:
+        merged.latencies += stats.latencies
+        merged.calls += stats.calls
+        merged.actions += stats.actions
+        merged.errors += stats.errors
+        merged.completed += stats.completed
+        merged.first_errors += stats.first_errors
+        for name, count in stats.error_kinds.items():
+            merged.error_kinds[name] = merged.error_kinds.get(name, 0) + count
+    elapsed = max(r[2] for r in results) - min(r[1] for r in results)
+    return merged, elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="100 matches, 5 s of echo")
     parser.add_argument("--matches", type=int, help="concurrent matches (default 1000)")
     parser.add_argument("--echo-seconds", type=float)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--clients", type=int, default=2, help="load-generating processes")
     parser.add_argument("--echo-server", metavar="REDIS_URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.echo_server:
@@ -235,10 +270,15 @@ def main() -> None:
                 {"REDIS_URL": url})
             echo, echo_address = _start([sys.executable, __file__, "--echo-server", url], {})
             echo_cpu = cpu_seconds(echo.pid)
-            echo_stats, echo_s = asyncio.run(run_echo(echo_address, matches, echo_seconds))
+            n = args.clients
+            shares = [matches // n + (i < matches % n) for i in range(n)]
+            echo_stats, echo_s = in_processes(
+                _echo_worker, n, [(echo_address, k, echo_seconds) for k in shares])
             echo_cpu = cpu_seconds(echo.pid) - echo_cpu
             engine_cpu = cpu_seconds(engine.pid)
-            engine_stats, engine_s = asyncio.run(run_engine(engine_address, matches, args.seed))
+            engine_stats, engine_s = in_processes(
+                _engine_worker, n,
+                [(engine_address, k, args.seed + 100_000 * i) for i, k in enumerate(shares)])
             engine_cpu = cpu_seconds(engine.pid) - engine_cpu
         finally:
             for process in (engine, echo):
@@ -251,6 +291,7 @@ def main() -> None:
     calls_rate = engine_stats.calls / engine_s
     ms = 1000.0
     print(f"concurrent_matches: {matches}")
+    print(f"client_processes: {args.clients}")
     print(f"matches_completed: {engine_stats.completed}")
     print(f"engine_seconds: {engine_s:.2f}")
     print(f"engine_actions: {engine_stats.actions}")

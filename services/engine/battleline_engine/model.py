@@ -8,6 +8,7 @@ fields of clocks.py. This module only converts; it does no I/O.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import OrderedDict
@@ -56,6 +57,10 @@ class Meta:
 
     @classmethod
     def from_json(cls, text: str) -> Meta:
+        return _meta_from_json(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> Meta:
         data = json.loads(text)
         data["names"] = tuple(data["names"])
         data["auto_claim"] = tuple(data["auto_claim"])
@@ -83,6 +88,12 @@ class Meta:
             self, names=(names[0], names[1]), auto_claim=(autos[0], autos[1]), open_seat=-1,
             ai_ticket_hash="",
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def _meta_from_json(text: str) -> Meta:
+    """Settings are read on every call and rarely change: parse each text once."""
+    return Meta._parse(text)
 
 
 def deal(meta: Meta, game: int, first_player: int) -> GameState:

@@ -15,6 +15,8 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from battleline.v1 import types_pb2 as pb
 from battleline_rules import (
     SPECTATOR,
+    UNKNOWN_TACTIC,
+    UNKNOWN_TROOP,
     Event,
     GameState,
     Kind,
@@ -26,13 +28,15 @@ from battleline_rules import (
     parse_card,
     redact_event,
 )
-from battleline_rules.cards import is_tactic
+from battleline_rules.cards import CARD_COUNT, is_tactic
 
 from .clocks import ClockState, left_ms
 from .model import FINISHED, NO_CLOCK, PLAYING, WAITING, Match, Meta
 from .storage import StoredEvent
 
 FULL: Final = -2  # viewer of a finished match's record: nothing hidden
+# card id -> name, placeholders included: views name hundreds of cards per call.
+NAMES: Final = {c: card_name(c) for c in (UNKNOWN_TACTIC, UNKNOWN_TROOP, *range(CARD_COUNT))}
 
 SEATS: Final = (pb.SEAT_FIRST, pb.SEAT_SECOND)
 _PHASES: Final = {WAITING: pb.MATCH_PHASE_WAITING, PLAYING: pb.MATCH_PHASE_PLAYING,
@@ -140,7 +144,7 @@ def _players(match: Match, view: GameState, occupied: set[int]) -> list[pb.Playe
             seat=SEATS[seat],
             display_name=match.meta.names[seat],
             hand_counts=_deck_counts(view.hands[seat], with_tactics),
-            discards=[card_name(c) for c in view.discards[seat]],
+            discards=[NAMES[c] for c in view.discards[seat]],
             tactics_played=view.tactics_played[seat],
             flags_claimed=len(view.claimed_by(seat)),
             series_score=match.score[seat],
@@ -179,11 +183,11 @@ def match_view(match: Match, viewer: int, occupied: set[int], now_ms: int) -> pb
         phase=_PHASES[match.status],
         current_seat=seat_enum(to_act),
         turn_step=_STEPS.get(view.phase, pb.TURN_STEP_UNSPECIFIED) if playing else 0,
-        hand=[card_name(c) for c in view.hands[viewer]] if viewer in (0, 1) else [],
+        hand=[NAMES[c] for c in view.hands[viewer]] if viewer in (0, 1) else [],
         players=_players(match, view, occupied),
         decks=_deck_counts(view.decks[0] + view.decks[1], bool(view.ruleset.tactics))
         if view.ruleset.tactics else [pb.DeckCount(deck="troop", count=len(view.decks[0]))],
-        scout_returned=[card_name(c) for c in reversed(view.returned[viewer])]
+        scout_returned=[NAMES[c] for c in reversed(view.returned[viewer])]
         if viewer in (0, 1) else [],
         clocks=_clocks(match, now_ms),
         winner=seat_enum(match.winner if match.finished else view.winner)
@@ -196,8 +200,8 @@ def match_view(match: Match, viewer: int, occupied: set[int], now_ms: int) -> pb
     for number, flag in enumerate(view.flags, 1):
         out.flags.add(
             number=number,
-            first_cards=[card_name(c) for c in flag.cards[0]],
-            second_cards=[card_name(c) for c in flag.cards[1]],
+            first_cards=[NAMES[c] for c in flag.cards[0]],
+            second_cards=[NAMES[c] for c in flag.cards[1]],
             environment=[card_name(c) for c, _ in flag.env],
             claimed_by=seat_enum(flag.claimed),
         )
