@@ -172,7 +172,7 @@ class IsmctsBot:
         self._pool: Any = None
         if self.params.workers > 1:
             # Started once with the bot, so no move pays for forking.
-            self._pool = multiprocessing.get_context("fork").Pool(self.params.workers)
+            self._pool = multiprocessing.get_context("fork").Pool(self.params.workers - 1)
 
     @classmethod
     def from_knobs(cls, knobs: dict[str, str]) -> IsmctsBot:
@@ -205,9 +205,10 @@ class IsmctsBot:
         """Search the seat's decision in ``view`` within the budget."""
         start = time.perf_counter()
         params = self.params
-        # Leave room for merging and returning (more across processes: results travel back).
-        margin = 0.03 if params.workers == 1 else 0.08
-        deadline = start + params.seconds * (1 - margin) if params.seconds is not None else math.inf
+        # Stop searching a little early, so that merging and answering fit in the budget.
+        budget = params.seconds if params.seconds is not None else math.inf
+        deadline = start + budget * 0.95
+        hard_deadline = start + budget * 0.99
         actions = view.legal_actions()
         ranked = (
             ranked_plays(view, actions) if view.phase is Phase.PLAY else [(0.0, a) for a in actions]
@@ -219,7 +220,7 @@ class IsmctsBot:
         # Root candidates in the heuristic's order, each with its score below the best (<= 0).
         roots = {a: score - ranked[0][0] for score, a in ranked}
         if params.workers > 1:
-            stats, done = self._parallel(view, roots, rng, deadline)
+            stats, done = self._parallel(view, roots, rng, deadline, hard_deadline)
         else:
             stats, done = _run(view, roots, params, rng, deadline)
         order = {a: i for i, a in enumerate(roots)}
@@ -235,20 +236,38 @@ class IsmctsBot:
         return SearchResult(action, value, done, time.perf_counter() - start, stats)
 
     def _parallel(
-        self, view: GameState, roots: dict[Action, float], rng: random.Random, deadline: float
+        self,
+        view: GameState,
+        roots: dict[Action, float],
+        rng: random.Random,
+        deadline: float,
+        hard_deadline: float,
     ) -> tuple[dict[Action, tuple[int, float]], int]:
-        """Root parallelism: independent trees per process, root statistics summed."""
+        """Root parallelism: independent trees, root statistics summed.
+
+        This process grows one tree itself; the others grow in the pool. A
+        worker that has not answered by ``hard_deadline`` (a loaded machine
+        can keep a process waiting) is left out, so it never delays the move.
+        """
         params = self.params
         workers = params.workers
         share = replace(params, workers=1)
         if params.iterations is not None:
             share = replace(share, iterations=-(-params.iterations // workers))
         if self._pool is None:
-            self._pool = multiprocessing.get_context("fork").Pool(workers)
-        jobs = [(view, roots, share, rng.getrandbits(63), deadline) for _ in range(workers)]
-        merged: dict[Action, tuple[int, float]] = {}
-        total = 0
-        for stats, done in self._pool.map(_worker, jobs):
+            self._pool = multiprocessing.get_context("fork").Pool(workers - 1)
+        pending = [
+            self._pool.apply_async(_worker, ((view, roots, share, rng.getrandbits(63), deadline),))
+            for _ in range(workers - 1)
+        ]
+        merged, total = _run(view, roots, share, rng, deadline)
+        merged = dict(merged)
+        for job in pending:
+            timeout = None if math.isinf(hard_deadline) else hard_deadline - time.perf_counter()
+            try:
+                stats, done = job.get(timeout=max(0.0, timeout) if timeout is not None else None)
+            except multiprocessing.TimeoutError:
+                continue
             total += done
             for action, (visits, reward) in stats.items():
                 v, r = merged.get(action, (0, 0.0))
