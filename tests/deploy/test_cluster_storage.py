@@ -17,7 +17,8 @@ from redis.crc import key_slot
 from battleline_engine import storage as st
 from battleline_engine.storage import CommitStatus, Storage
 
-from .procs import RedisCluster
+from .load import Driver
+from .procs import EngineProcess, RedisCluster
 
 T = TypeVar("T")
 PARTS = ("m", "ev", "idem", "seats", "n")
@@ -76,3 +77,24 @@ def test_storage_works_unchanged_on_a_cluster(cluster: RedisCluster) -> None:
         assert await s.live_count() == len(ids)
 
     _run(cluster.url, body)
+
+
+def test_serve_chooses_the_cluster_client_from_redis_cluster_1(cluster: RedisCluster) -> None:
+    """`REDIS_CLUSTER=1` with a plain redis:// URL of any node: the deployment's setting."""
+    engine = EngineProcess(f"redis://127.0.0.1:{cluster.nodes[2].port}",
+                           extra_env={"REDIS_CLUSTER": "1"})
+    try:
+        engine.start()
+
+        async def main() -> dict[str, int]:
+            driver = Driver([engine.address], seed=5)
+            try:
+                await driver.run(2, 2, watch_every=1)
+                return await driver.audit()
+            finally:
+                await driver.close()
+
+        report = asyncio.run(main())
+        assert (report["losses"], report["gaps"], report["unfinished"]) == (0, 0, 0)
+    finally:
+        engine.stop()
