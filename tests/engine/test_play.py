@@ -198,3 +198,49 @@ def test_reflection_lists_every_service(engine: Engine) -> None:
     assert {"battleline.v1.LobbyService", "battleline.v1.GameService",
             "battleline.v1.WatchService", "battleline.v1.RecordService",
             "grpc.health.v1.Health"} <= services
+
+
+def test_resigning_ends_the_match_once(client: Client) -> None:
+    created = client.create("standard", series_games=3)
+    tokens = (created.seat_token, created.other_seat_token)
+    from battleline.v1 import game_pb2
+
+    def resign(token: str, action_id: str) -> game_pb2.ResignResponse:
+        return client.game.Resign(game_pb2.ResignRequest(match_id=created.match_id,
+                                                         action_id=action_id),
+                                  metadata=[("authorization", f"Bearer {token}")], timeout=10)
+
+    first = resign(tokens[1], "r1")  # not its turn: resigning is allowed any time
+    assert first.view.phase == types_pb2.MATCH_PHASE_FINISHED
+    assert first.view.winner == types_pb2.SEAT_FIRST
+    assert first.view.end_reason == types_pb2.END_REASON_RESIGNATION
+    assert resign(tokens[1], "r1") == first  # a retry answers the same
+    with pytest.raises(grpc.RpcError) as over:
+        resign(tokens[0], "r2")
+    assert over.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    record = client.get_record(created.match_id)
+    assert record.complete and record.events[-2].kind == types_pb2.EVENT_KIND_RESIGNED
+
+
+def test_lobby_lists_open_matches_page_by_page(client: Client, redis_url: str) -> None:
+    ids = [client.create("deck52", kind=types_pb2.OPPONENT_KIND_OPEN).match_id
+           for _ in range(7)]
+    raw = sync_redis.Redis.from_url(redis_url)
+    raw.zadd("bl:lobby", {match_id: 1_000 for match_id in ids[:5]})  # created in one ms
+    raw.close()
+    hidden = client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
+        options=types_pb2.MatchOptions(ruleset="deck52"),
+        opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_OPEN, private=True)))
+    seen: list[str] = []
+    token = ""
+    while True:
+        page = client.lobby.ListOpenMatches(lobby_pb2.ListOpenMatchesRequest(
+            ruleset="deck52", page_size=2, page_token=token))
+        seen += [m.match_id for m in page.matches]
+        assert all(m.open_seat != types_pb2.SEAT_UNSPECIFIED for m in page.matches)
+        token = page.next_page_token
+        if not token:
+            break
+        time.sleep(0.002)
+    assert set(ids) <= set(seen) and hidden.match_id not in seen
+    assert len(seen) == len(set(seen))

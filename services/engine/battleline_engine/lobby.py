@@ -140,13 +140,14 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             raise invalid("bad-ruleset", f"ruleset {request.ruleset!r}: use one of "
                           f"{', '.join(RULESETS)}")
         limit = min(request.page_size or 50, 200)
-        before = None
+        after = None
         if request.page_token:
-            if not request.page_token.isdigit() or len(request.page_token) > 20:
+            ms, dot, match_id = request.page_token.partition(".")
+            if not (dot and ms.isdigit() and len(ms) <= 20):
                 raise invalid("bad-page-token", "page_token: pass next_page_token back unchanged")
-            before = int(request.page_token)
-        found, cursor = await self.rt.matches.list_open(request.ruleset, limit, before)
+            after = (int(ms), match_id_of(match_id))
+        found, cursor = await self.rt.matches.list_open(request.ruleset, limit, after)
         return lobby_pb2.ListOpenMatchesResponse(
             matches=[views.summary(m) for m in found],
-            next_page_token="" if cursor is None else str(cursor),
+            next_page_token="" if cursor is None else f"{cursor[0]}.{cursor[1]}",
         )

@@ -243,19 +243,30 @@ class Matches:
             await self.storage.delete_invite(meta.invite)
         return await self.read(match_id), seat, token
 
-    async def list_open(self, ruleset: str, limit: int,
-                        before_ms: int | None) -> tuple[list[Match], int | None]:
-        """Open public matches, newest first, and the cursor of the next page."""
+    async def list_open(self, ruleset: str, limit: int, after: tuple[int, str] | None,
+                        ) -> tuple[list[Match], tuple[int, str] | None]:
+        """Open public matches, newest first, after the cursor `(created ms, match id)`
+        of the previous page; returns them and the next cursor (None: last page).
+
+        The lobby index lists equal times by descending id, so the id breaks ties and
+        matches created in the same millisecond are neither skipped nor repeated.
+        """
         found: list[Match] = []
-        cursor = before_ms
+        window = limit + 1
         while len(found) < limit:
-            page = await self.storage.list_open(limit, cursor)
-            if not page:
-                return found, None
-            records = await self.storage.load_many(m for m, _ in page)
+            top = None if after is None else after[0] + 1  # inclusive of after's ms
+            page = await self.storage.list_open(window, top)
+            fresh = [(m, c) for m, c in page
+                     if after is None or c < after[0] or (c == after[0] and m < after[1])]
+            if not fresh:
+                if len(page) < window:
+                    return found, None
+                window *= 2  # all seen: many matches share after's millisecond
+                continue
+            records = await self.storage.load_many(m for m, _ in fresh)
             gone = []
-            for (match_id, created), record in zip(page, records, strict=True):
-                cursor = created
+            for (match_id, created), record in zip(fresh, records, strict=True):
+                after = (created, match_id)
                 if record is None or record.status != WAITING:
                     gone.append(match_id)
                     continue
@@ -263,11 +274,12 @@ class Matches:
                 if not ruleset or match.meta.ruleset == ruleset:
                     found.append(match)
                 if len(found) == limit:
-                    return found, cursor
+                    await self.storage.remove_open(*gone)
+                    return found, after
             await self.storage.remove_open(*gone)
-            if len(page) < limit:
+            if len(page) < window:
                 return found, None
-        return found, cursor
+        return found, after
 
     # -- playing --------------------------------------------------------------------
 
