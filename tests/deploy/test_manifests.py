@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
+import subprocess
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,8 @@ import pytest
 import yaml
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-K8S_FILES = sorted((DEPLOY / "k8s").glob("*.yaml"))
+K8S_FILES = sorted((DEPLOY / "k8s" / "base").glob("*.yaml"))
+OVERLAYS = sorted(p.parent for p in (DEPLOY / "k8s" / "overlays").glob("*/kustomization.yaml"))
 # The oldest release we promise (gRPC probes are GA from 1.27) and the newest bundled.
 K8S_VERSIONS = ("1.27.0", kubernetes_validate.utils.latest_version())
 
@@ -29,7 +32,7 @@ def _docs(path: Path) -> list[dict[str, Any]]:
 
 
 def _resources() -> list[dict[str, Any]]:
-    """Every API object of deploy/k8s (the Kustomization is a build file, not one)."""
+    """Every API object of deploy/k8s/base (the Kustomization is a build file, not one)."""
     return [d for f in K8S_FILES for d in _docs(f) if d["kind"] != "Kustomization"]
 
 
@@ -56,6 +59,24 @@ def test_kubernetes_manifests_match_the_schemas(version: str) -> None:
             "ConfigMap", "Secret", "StatefulSet"} <= kinds
     for doc in objects:
         kubernetes_validate.validate(doc, version, strict=True)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS, ids=lambda p: p.name)
+def test_overlays_build_to_valid_manifests(overlay: Path) -> None:
+    """Each overlay names files that exist; where kubectl is installed, it is also built
+    (kubectl kustomize, offline) and the result validated like the base."""
+    kustomization = yaml.safe_load((overlay / "kustomization.yaml").read_text())
+    for entry in kustomization["resources"]:
+        assert (overlay / entry).exists(), entry
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl not installed: overlay not built")
+    built = subprocess.run([kubectl, "kustomize", str(overlay)], check=True,
+                           capture_output=True, text=True, timeout=60).stdout
+    objects = [d for d in yaml.safe_load_all(built) if d]
+    assert {d["kind"] for d in objects} >= {"Deployment", "Service", "ConfigMap"}
+    for doc in objects:
+        kubernetes_validate.validate(doc, K8S_VERSIONS[-1], strict=True)
 
 
 def test_kubernetes_validation_catches_a_mistake() -> None:
