@@ -8,7 +8,9 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
+import grpc
 import pytest
 
 from battleline.v1 import watch_pb2
@@ -98,3 +100,57 @@ def test_resume_after_a_given_event_and_after_the_end(client: Client) -> None:
     assert [m.event.number for m in tail] == list(range(last - 3, last + 1))
     # The engine alone would keep this stream open forever; the client knows it is over.
     assert list(client.watch(done.match_id, resume_after=last)) == []
+
+
+class _DropOnce(grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """Cancels the first Watch call after `after` messages, as a dropped connection would."""
+
+    def __init__(self, after: int) -> None:
+        self.after = after
+        self.dropped = 0
+        self.resumed_after: list[int] = []  # resume_after of each later call
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        call = continuation(details, request)
+        if self.dropped:
+            self.resumed_after.append(request.resume_after)
+            return call
+        self.dropped += 1
+        interceptor = self
+
+        class Dropping:
+            def __iter__(self) -> Any:
+                for n, item in enumerate(call, 1):
+                    yield item
+                    if n == interceptor.after:
+                        call.cancel()  # the next read raises CANCELLED
+
+            def cancel(self) -> bool:
+                return bool(call.cancel())
+
+        return Dropping()
+
+
+def test_watch_resumes_after_the_call_is_cancelled(service: LocalService) -> None:
+    dropper = _DropOnce(after=6)
+    channel = grpc.intercept_channel(grpc.insecure_channel(service.address), dropper)
+    with Client(service.address) as client, Client(service.address, channel=channel) as watcher:
+        created = client.create(opponent="local", clock="none", auto_claim=True)
+        assert created.other is not None
+        seats = [client.seat(created.seat), client.seat(created.other)]
+        received: list[watch_pb2.WatchResponse] = []
+        thread = threading.Thread(
+            target=lambda: received.extend(watcher.watch(created.match_id)), daemon=True)
+        thread.start()
+        rng = random.Random(4)
+        while not _play(seats, rng, 50):
+            pass
+        thread.join(60)
+        record = client.record(created.match_id)
+    assert dropper.dropped == 1 and not thread.is_alive()
+    # Reopened after the last event given before the drop (the snapshot, then 5 events).
+    assert dropper.resumed_after[0] == received[5].event.number
+    first = received[0].snapshot.last_event_number + 1
+    numbers = [m.event.number for m in received[1:]]
+    assert numbers == list(range(first, record.events[-1].number + 1))
+    assert len(numbers) > 6  # the stream went on after the drop
