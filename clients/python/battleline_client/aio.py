@@ -48,12 +48,16 @@ class AsyncClient:
     def __init__(self, target: str = common.DEFAULT_TARGET, *,
                  credentials: grpc.ChannelCredentials | None = None,
                  timeout: float = common.DEFAULT_TIMEOUT_S,
-                 observer: CallObserver | None = None) -> None:
+                 observer: CallObserver | None = None,
+                 channel: grpc.aio.Channel | None = None) -> None:
+        """`channel`, if given, is used as it is (for interceptors or custom options)."""
         self.target = target
         self.timeout = timeout
         self.observer = observer
-        self.channel = (grpc.aio.secure_channel(target, credentials, CHANNEL_OPTIONS)
-                        if credentials else grpc.aio.insecure_channel(target, CHANNEL_OPTIONS))
+        if channel is None:
+            channel = (grpc.aio.secure_channel(target, credentials, CHANNEL_OPTIONS)
+                       if credentials else grpc.aio.insecure_channel(target, CHANNEL_OPTIONS))
+        self.channel = channel
         self._lobby = lobby_pb2_grpc.LobbyServiceStub(self.channel)
         self._game = game_pb2_grpc.GameServiceStub(self.channel)
         self._watch = watch_pb2_grpc.WatchServiceStub(self.channel)
