@@ -60,6 +60,7 @@ class Engine:
 
     def close(self) -> None:
         self.call(self.server.stop(0))
+        self.call(asyncio.sleep(0.1))  # let cancelled streams finish before the loop stops
         self.call(self.storage.close())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
