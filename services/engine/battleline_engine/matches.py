@@ -16,7 +16,6 @@ import grpc
 
 from battleline.v1 import game_pb2
 from battleline_rules import (
-    SPECTATOR,
     Action,
     Event,
     GameState,
@@ -448,5 +447,3 @@ def _auto_claims(state: GameState, auto: tuple[bool, bool]) -> list[Event]:
 
 
 
-
-__all__ = ["SPECTATOR", "Created", "Matches", "occupied", "parse_actions"]

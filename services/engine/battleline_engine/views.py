@@ -14,7 +14,6 @@ from google.protobuf import duration_pb2, timestamp_pb2
 
 from battleline.v1 import types_pb2 as pb
 from battleline_rules import (
-    SPECTATOR,
     UNKNOWN_TACTIC,
     UNKNOWN_TROOP,
     Event,
@@ -255,9 +254,6 @@ def event_message(stored: StoredEvent, viewer: int) -> pb.MatchEvent:
         version=int(f["v"]),
         commit_time=_timestamp(int(f["t"])),
     )
-
-
-__all__ = ["FULL", "SPECTATOR", "event_message", "match_view", "stored_event", "summary"]
 
 
 def record_viewer(match: Match, viewer: int) -> int:
