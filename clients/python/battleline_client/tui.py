@@ -104,6 +104,9 @@ def board(view: types_pb2.MatchView) -> Table:
         markers.append(mark)
     table.add_row("flag", *markers)
     table.add_row(seat_label(view, me), *[cards(side(f, me), rules, "\n") for f in view.flags])
+    table.caption = Text(f"[n] open flag   vnv held by {seat_label(view, me)}   "
+                         f"^n^ held by {seat_label(view, them)}", style="dim")
+    table.caption_justify = "left"
     return table
 
 
