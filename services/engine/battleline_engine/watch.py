@@ -67,6 +67,8 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
                         page = await self.rt.storage.events_after(match_id, last, PAGE)
                         batch = page.events
                     batch = [e for e in batch if e.number > last]
+                    if not batch and match.finished and last >= match.record.last_event:
+                        return  # resumed at (or after) the event that finished the match
                     for i, event in enumerate(batch):
                         item = watch_pb2.WatchResponse(event=views.event_message(event, viewer))
                         if request.include_views and i == len(batch) - 1:
