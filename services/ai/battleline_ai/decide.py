@@ -1,0 +1,78 @@
+"""One decision from a seat's position text: what the worker's process pool and the
+Suggest RPC run.
+
+Why a module of its own: it is the only code that runs in the search processes,
+so it takes and returns plain picklable values (position text in, action text
+and statistics out), and it only ever sees the seat's view -- the position text
+the engine sends that seat, loaded with `load_position` -- never a full state.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from battleline_rules import Kind, Phase, format_action, load_position
+
+from .bots import LEVELS, make_bot
+
+MAX_LEVEL = max(LEVELS)
+MIN_SECONDS = 0.05  # below this a search is pointless; the heuristic answers anyway
+
+
+def level_spec(level: int) -> str:
+    """The bot spec of a hosted-AI level; the engine accepts 1..10, levels above the
+    top one play as the top one."""
+    return f"ismcts:level={min(max(level, 1), MAX_LEVEL)}"
+
+
+def with_seconds(spec: str, seconds: float | None) -> str:
+    """`spec` with a wall-time cap per move (ignored by the rule-based levels)."""
+    if seconds is None or not spec.startswith("ismcts"):
+        return spec
+    sep = "," if ":" in spec else ":"
+    return f"{spec}{sep}seconds={max(seconds, MIN_SECONDS):.3f}"
+
+
+@dataclass
+class Decision:
+    """An action in the rules-core notation, and what backs it when it was searched."""
+
+    action: str
+    value: float = 0.5  # estimated chance the seat wins; 0.5 when not searched
+    iterations: int = 0
+    seconds: float = 0.0
+    top: list[tuple[str, int, float]] = field(default_factory=list)  # action, visits, mean
+
+
+def decide(position: str, spec: str, seconds: float | None, seed: int) -> Decision:
+    """Choose the seat's action in `position` (a view's position text) with the bot
+    `spec`, searching at most `seconds` of wall time."""
+    from .ismcts import IsmctsBot
+
+    view = load_position(position)
+    bot = make_bot(with_seconds(spec, seconds))
+    rng = random.Random(seed)
+    actions = view.legal_actions()
+    if not actions:
+        raise ValueError("the seat has nothing to do in this position")
+    searchable = (isinstance(bot, IsmctsBot) and len(actions) > 1
+                  and actions[0].kind is not Kind.CLAIM and view.phase is Phase.PLAY)
+    if not searchable:
+        return Decision(format_action(bot.choose(view, rng)))
+    result = bot.search(view, rng)
+    ranked = sorted(result.stats.items(), key=lambda item: -item[1][0])
+    top = [(format_action(a), visits, reward / visits if visits else 0.0)
+           for a, (visits, reward) in ranked]
+    return Decision(format_action(result.action), result.value, result.iterations,
+                    result.seconds, top)
+
+
+def decide_by(position: str, spec: str, deadline: float, seed: int) -> Decision:
+    """`decide` with an absolute deadline (epoch seconds), measured when the search
+    process starts: time spent queueing for a process counts against the clock."""
+    seconds = deadline - time.time()
+    if seconds < MIN_SECONDS:
+        spec = "heuristic"  # no time to search: answer at once rather than late
+    return decide(position, spec, seconds, seed)

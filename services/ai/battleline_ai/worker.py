@@ -1,0 +1,262 @@
+"""The hosted-AI worker: takes seat requests from Redis and plays them through the
+engine's public gRPC API, like any client.
+
+One worker process serves up to ``concurrency`` matches at once on one event
+loop; each decision runs in a process pool (`decide.decide_by`), never in the
+loop. A request's life:
+
+1. taken from ``bl:ai:requests`` through the consumer group (XREADGROUP), or
+   reclaimed (XAUTOCLAIM) after its holder stayed silent ``claim_idle_s``;
+2. the seat: the sealed token in `vault` if an earlier holder joined already,
+   otherwise the join ticket is redeemed with JoinMatch and the new token sealed;
+3. the match is watched (the client resumes across reconnects) and every view
+   that asks this seat to act is answered from that view's position text only;
+4. when the match is over the request is acknowledged (XACK), the vault key dropped.
+
+Liveness: while it plays, a worker re-claims its own pending entries every
+``claim_idle_s / 3`` (XCLAIM JUSTID resets their idle time), so only a dead or
+stuck worker's entries ever become old enough for XAUTOCLAIM. A worker that finds
+an entry no longer its own (another worker reclaimed it) stops playing that match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import os
+import random
+import signal
+import socket
+import uuid
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+from battleline.v1 import types_pb2
+from battleline_client.aio import AsyncClient, AsyncSeat
+from battleline_client.common import SeatHandle, is_finished, is_my_turn
+from battleline_client.errors import (
+    BattleLineError,
+    IllegalAction,
+    InvalidRequest,
+    NotFound,
+    NotYourTurn,
+    PermissionDenied,
+    StaleVersion,
+)
+from battleline_engine.storage import AI_GROUP, AI_REQUESTS_KEY, Storage
+
+from .budget import move_deadline
+from .decide import decide_by, level_spec
+from .vault import Sealer, Vault, secret_from_env
+
+log = logging.getLogger("battleline.ai")
+
+_SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)
+# The request cannot be served and never will be: acknowledge it and move on.
+_HOPELESS = (NotFound, PermissionDenied, InvalidRequest)
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """Where to play and how much at once."""
+
+    engine: str
+    redis_url: str
+    concurrency: int = 16  # matches held by this process at once
+    search_processes: int = 1  # the decision pool
+    claim_idle_s: float = 30.0  # a request idle this long is taken from its silent holder
+    move_cap_s: float = 5.0  # longest think per move (also without a clock)
+    name: str = ""  # consumer name; unique per process by default
+
+
+def _seed() -> int:
+    return random.SystemRandom().getrandbits(63)
+
+
+class AiWorker:
+    """One worker process: the request loop, the per-match players and the heartbeat."""
+
+    def __init__(self, config: WorkerConfig, sealer: Sealer) -> None:
+        self.config = config
+        self.name = config.name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.sealer = sealer
+        self.active: dict[str, asyncio.Task[None]] = {}  # request id -> its player
+        self.stopping = asyncio.Event()
+
+    async def run(self) -> None:
+        """Serve requests until `stop()`; unfinished matches stay pending for others."""
+        self.storage = Storage.from_url(self.config.redis_url)
+        self.vault = Vault(self.storage.redis, self.sealer)
+        # spawn, not fork: this process runs gRPC threads, which a fork would copy half-way.
+        self.pool = ProcessPoolExecutor(self.config.search_processes,
+                                        mp_context=multiprocessing.get_context("spawn"))
+        self.client = AsyncClient(self.config.engine)
+        await self.storage.ensure_ai_group()
+        log.info("ai worker %s: engine %s", self.name, self.config.engine)
+        heartbeat = asyncio.create_task(self._heartbeat())
+        try:
+            await self._take_requests()
+        finally:
+            heartbeat.cancel()
+            for task in self.active.values():
+                task.cancel()
+            await asyncio.gather(heartbeat, *self.active.values(), return_exceptions=True)
+            await self.client.close()
+            self.pool.shutdown(cancel_futures=True)
+            await self.storage.close()
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    async def _take_requests(self) -> None:
+        next_reclaim = 0.0
+        loop = asyncio.get_running_loop()
+        while not self.stopping.is_set():
+            free = self.config.concurrency - len(self.active)
+            if free <= 0:
+                await asyncio.sleep(0.2)
+                continue
+            entries: list[tuple[str, dict[str, str]]] = []
+            if loop.time() >= next_reclaim:
+                entries = await self._reclaim(free)
+                next_reclaim = loop.time() + self.config.claim_idle_s / 3
+            if not entries:
+                entries = await self.storage.read_ai_requests(self.name, count=free,
+                                                              block_ms=500)
+            for entry_id, fields in entries:
+                if entry_id not in self.active:
+                    self._start(entry_id, fields)
+
+    async def _reclaim(self, count: int) -> list[tuple[str, dict[str, str]]]:
+        """Requests whose holder has been silent for `claim_idle_s` (it died)."""
+        reply = await self.storage.redis.xautoclaim(
+            AI_REQUESTS_KEY, AI_GROUP, self.name, int(self.config.claim_idle_s * 1000),
+            start_id="0-0", count=count)
+        out = []
+        for item in reply[1]:
+            if not item or item[1] is None:  # trimmed from the stream meanwhile
+                continue
+            entry_id, fields = item
+            out.append((_s(entry_id), {_s(k): _s(v) for k, v in fields.items()}))
+        for entry_id, fields in out:
+            log.info("ai worker %s: reclaimed request %s (match %s)", self.name, entry_id,
+                     fields.get("match"))
+        return out
+
+    def _start(self, entry_id: str, fields: dict[str, str]) -> None:
+        task = asyncio.create_task(self._serve(entry_id, fields))
+        self.active[entry_id] = task
+        task.add_done_callback(lambda _t: self.active.pop(entry_id, None))
+
+    async def _heartbeat(self) -> None:
+        """Keep our pending entries fresh; give up matches another worker took over."""
+        while True:
+            await asyncio.sleep(self.config.claim_idle_s / 3)
+            if not self.active:
+                continue
+            try:
+                pending = await self.storage.redis.xpending_range(
+                    AI_REQUESTS_KEY, AI_GROUP, min="-", max="+", count=10_000,
+                    consumername=self.name)
+                mine = {_s(p["message_id"]) for p in pending}
+                for entry_id, task in list(self.active.items()):
+                    if entry_id not in mine:
+                        log.warning("ai worker %s: request %s taken over, leaving it",
+                                    self.name, entry_id)
+                        task.cancel()
+                ids = [i for i in self.active if i in mine]
+                if ids:
+                    await self.storage.redis.xclaim(AI_REQUESTS_KEY, AI_GROUP, self.name, 0,
+                                                    ids, justid=True)
+            except Exception:  # Redis away for a moment: try again next beat
+                log.exception("ai worker %s: heartbeat failed", self.name)
+
+    async def _serve(self, entry_id: str, fields: dict[str, str]) -> None:
+        match_id = fields.get("match", "")
+        try:
+            handle = await self._seat(fields)
+            if handle is not None:
+                await self._play(AsyncSeat(self.client, handle), fields)
+        except _HOPELESS as err:
+            log.warning("ai worker %s: request %s for match %s dropped: %s", self.name,
+                        entry_id, match_id, err)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # Left pending and no longer kept fresh: reclaimed (by anyone) after claim_idle_s.
+            log.exception("ai worker %s: match %s failed; left for reclaim", self.name, match_id)
+            return
+        await self.storage.ack_ai_request(entry_id)
+        await self.vault.drop(match_id)
+        log.info("ai worker %s: match %s done", self.name, match_id)
+
+    async def _seat(self, fields: dict[str, str]) -> SeatHandle | None:
+        """The AI's seat: the sealed token of an earlier holder, else the ticket redeemed."""
+        match_id, seat = fields["match"], _SEATS[int(fields["seat"])]
+        token = await self.vault.get(match_id)
+        if token is not None:
+            return SeatHandle(match_id, token, seat)
+        handle = await self.client.join(match_id=match_id, join_ticket=fields["ticket"])
+        await self.vault.put(match_id, handle.token)
+        return handle
+
+    async def _play(self, seat: AsyncSeat, fields: dict[str, str]) -> None:
+        """Answer every view that asks this seat to act, until the match is over."""
+        spec = level_spec(int(fields.get("level", "5") or 5))
+        acted = -1
+        loop = asyncio.get_running_loop()
+        async for _message in seat.watch(include_views=True):
+            view = seat.last_view
+            while view is not None and is_my_turn(view) and view.version > acted:
+                acted = view.version
+                deadline = move_deadline(view, self.config.move_cap_s)
+                decision = await loop.run_in_executor(
+                    self.pool, decide_by, view.position, spec, deadline, _seed())
+                try:
+                    view = seat.remember((await seat.act(decision.action)).view)
+                except (StaleVersion, NotYourTurn, IllegalAction):
+                    view = await seat.view()  # the match moved on (a timeout, a resign)
+            if view is not None and is_finished(view):
+                return
+        view = await seat.view()
+        if not is_finished(view):
+            raise BattleLineError(f"watch of match {seat.match_id} ended before the match")
+
+
+def _s(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+async def _main(config: WorkerConfig) -> None:
+    worker = AiWorker(config, Sealer(secret_from_env()))
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, worker.stop)
+    await worker.run()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m battleline_ai.worker`: one worker process (what `battleline ai` starts)."""
+    parser = argparse.ArgumentParser(description="a Battle Line hosted-AI worker process")
+    parser.add_argument("--engine", required=True, help="engine HOST:PORT")
+    parser.add_argument("--redis-url", required=True)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--search-processes", type=int, default=1)
+    parser.add_argument("--claim-idle", type=float, default=30.0)
+    parser.add_argument("--move-cap", type=float, default=5.0)
+    parser.add_argument("--name", default="")
+    parser.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = WorkerConfig(args.engine, args.redis_url, args.concurrency, args.search_processes,
+                          args.claim_idle, args.move_cap, args.name)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_main(config))
+
+
+if __name__ == "__main__":
+    main()
