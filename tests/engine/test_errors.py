@@ -4,9 +4,11 @@ Also rate limits, the bound on streams per seat, and clocks that run out."""
 from __future__ import annotations
 
 import random
+import re
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -304,3 +306,26 @@ def test_random_lobby_requests_get_documented_codes(shared: Engine, data: st.Dat
         assert details(err).get("ErrorInfo") is not None
     finally:
         client.channel.close()
+
+
+def _table_codes(path: Path) -> set[str]:
+    """Status codes named in the first column of a markdown table (`| `CODE` | ...`)."""
+    return set(re.findall(r"^\| `([A-Z_]+)` \|", path.read_text(), re.MULTILINE))
+
+
+def test_the_documented_codes_are_the_ones_returned() -> None:
+    """docs/API.md, the client guide and the client library name exactly DOCUMENTED: a
+    code listed but never returned (ALREADY_EXISTS was) misleads client authors."""
+    root = Path(__file__).resolve().parents[2]
+    documented = {c.name for c in DOCUMENTED}
+    assert _table_codes(root / "docs" / "API.md") == documented
+    guide = root / "docs" / "client-guide.md"
+    assert _table_codes(guide) == documented
+    named = set(re.findall(r"`([A-Z][A-Z_]{4,})`", guide.read_text()))
+    grpc_codes = {c.name for c in grpc.StatusCode}
+    transport = {"DEADLINE_EXCEEDED", "INTERNAL", "UNKNOWN", "CANCELLED"}
+    assert (named & grpc_codes) - documented <= transport
+    from battleline_client import errors as client_errors
+
+    mapped = {c.name for c in client_errors._BY_CODE}
+    assert mapped - documented <= {"DEADLINE_EXCEEDED"}

@@ -92,12 +92,6 @@ class RateLimited(BattleLineError):
     code = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
-class AlreadyExists(BattleLineError):
-    """ALREADY_EXISTS: the engine refuses to create something twice."""
-
-    code = grpc.StatusCode.ALREADY_EXISTS
-
-
 class Unavailable(BattleLineError):
     """UNAVAILABLE: the server (or its Redis) cannot be reached; safe to retry."""
 
@@ -112,8 +106,8 @@ class Timeout(BattleLineError):
 
 _BY_CODE: dict[grpc.StatusCode, type[BattleLineError]] = {
     cls.code: cls for cls in (InvalidRequest, IllegalAction, StaleVersion, Unauthenticated,
-                              PermissionDenied, NotFound, RateLimited, AlreadyExists,
-                              Unavailable, Timeout)
+                              PermissionDenied, NotFound, RateLimited, Unavailable,
+                              Timeout)
 }
 _BY_REASON: dict[str, type[BattleLineError]] = {"not-your-turn": NotYourTurn}
 
@@ -147,7 +141,7 @@ def from_rpc_error(error: grpc.RpcError) -> BattleLineError:
 
 
 __all__ = [
-    "AlreadyExists", "BattleLineError", "IllegalAction", "InvalidRequest", "NotFound",
+    "BattleLineError", "IllegalAction", "InvalidRequest", "NotFound",
     "NotYourTurn", "PermissionDenied", "RateLimited", "StaleVersion", "Timeout",
     "Unauthenticated", "Unavailable", "from_rpc_error",
 ]
