@@ -43,6 +43,10 @@ class ServerConfig:
     drain_s: float = 1.0  # NOT_SERVING is announced this long before refusing new calls
     grace_s: float = 5.0  # running calls get this long to finish
     health_interval_s: float = 2.0  # how often Redis is pinged for the health status
+    # A ping may take this long: under load Redis answers slower than the interval while
+    # calls still succeed, and a short timeout made health flap.
+    health_ping_timeout_s: float = 5.0
+    health_failures: int = 3  # consecutive failed pings before NOT_SERVING
 
 
 class Service(Protocol):
@@ -89,20 +93,34 @@ class EngineServer:
         for name in ["", *self.service_names]:
             await self.health.set(name, status)
 
+    async def _ping(self) -> bool:
+        """One health probe; any error or a ping slower than the timeout is a failure."""
+        try:
+            return await asyncio.wait_for(self.storage.ping(), self.config.health_ping_timeout_s)
+        except Exception:
+            return False
+
     async def _watch_redis(self) -> None:
-        """Report NOT_SERVING while Redis is unreachable: without it nothing can be served."""
-        healthy: bool | None = None
+        """Report NOT_SERVING while Redis is unreachable: without it nothing can be served.
+
+        One slow or failed ping is not an outage (a loaded Redis still serves calls), so
+        NOT_SERVING needs `health_failures` failures in a row; one success is SERVING again.
+        """
+        healthy: bool | None = None  # None: not yet known (NOT_SERVING was set at start)
+        failures = 0
         while not self._stop_event.is_set():
-            try:
-                ok = await asyncio.wait_for(self.storage.ping(), self.config.health_interval_s)
-                LIVE_MATCHES.set(await self.storage.live_count())
-            except Exception:  # any failure means "cannot serve"
-                ok = False
-            if ok != healthy and not self._stopping:
-                await self._set_all(SERVING if ok else NOT_SERVING)
-                log.log(logging.INFO if ok else logging.WARNING, "redis %s",
-                        "reachable" if ok else "unreachable")
-                healthy = ok
+            ok = await self._ping()
+            failures = 0 if ok else failures + 1
+            now = True if ok else (False if failures >= self.config.health_failures
+                                   else healthy)
+            if ok:
+                with contextlib.suppress(Exception):  # a metric, not a health signal
+                    LIVE_MATCHES.set(await self.storage.live_count())
+            if now is not None and now != healthy and not self._stopping:
+                await self._set_all(SERVING if now else NOT_SERVING)
+                log.log(logging.INFO if now else logging.WARNING, "redis %s",
+                        "reachable" if now else f"unreachable ({failures} failed pings)")
+                healthy = now
             # Wait on an event rather than being cancelled: on Python 3.11 a cancel can be
             # swallowed by the wait_for above, which would leave this loop running.
             with contextlib.suppress(TimeoutError):
@@ -116,7 +134,7 @@ class EngineServer:
         await self.health.enter_graceful_shutdown()
         self._stop_event.set()
         if self._monitor is not None:
-            await asyncio.wait([self._monitor], timeout=2 * self.config.health_interval_s + 1)
+            await asyncio.wait([self._monitor], timeout=self.config.health_interval_s + 1)
             self._monitor.cancel()
         await asyncio.sleep(self.config.drain_s)
         await self.server.stop(self.config.grace_s if grace_s is None else grace_s)
