@@ -72,9 +72,7 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
                     for i, event in enumerate(batch):
                         item = watch_pb2.WatchResponse(event=views.event_message(event, viewer))
                         if request.include_views and i == len(batch) - 1:
-                            now = await self.rt.matches.read(match_id)
-                            item.view.CopyFrom(views.match_view(now, viewer, occupied(now.meta),
-                                                                now_ms()))
+                            await self._attach_view(item, match_id, event, viewer)
                         last = event.number
                         yield item
                         if event.fields.get("end") == "1":
@@ -87,3 +85,16 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
             if not self.open[key]:
                 del self.open[key]
             SUBSCRIBERS.dec()
+
+    async def _attach_view(self, item: watch_pb2.WatchResponse, match_id: str,
+                           event: StoredEvent, viewer: int) -> None:
+        """Attach the view after `event`, only if the match is still exactly there.
+
+        A stream lagging behind the match would otherwise attach a newer position to an
+        older event, and a client acting on "the view after this event" would act on
+        something else. Left out now, a view comes with a later event once caught up.
+        """
+        now = await self.rt.matches.read(match_id)
+        if now.version != int(event.fields["v"]) or now.record.last_event != event.number:
+            return
+        item.view.CopyFrom(views.match_view(now, viewer, occupied(now.meta), now_ms()))

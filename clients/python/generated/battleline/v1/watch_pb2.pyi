@@ -34,7 +34,9 @@ class WatchRequest(_message.Message):
     events are no longer kept. Unset: start with a snapshot.
     """
     include_views: _builtins.bool
-    """Also send the viewer's full view with every event."""
+    """Also send the viewer's view with the last event of a commit, when the
+    match is still at that commit (see WatchResponse.view).
+    """
     def __init__(
         self,
         *,
@@ -73,7 +75,11 @@ class WatchResponse(_message.Message):
 
     @_builtins.property
     def view(self) -> _types_pb2.MatchView:
-        """With include_views and an event: the viewer's view after the event."""
+        """With include_views and an event: the viewer's view right after this
+        event (view.version == event.version), never a later position. Sent only
+        with the last event of a commit and only while the match is still there:
+        a stream lagging behind the match leaves it out until it catches up.
+        """
 
     def __init__(
         self,
