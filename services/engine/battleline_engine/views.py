@@ -8,6 +8,7 @@ forgotten field. `event_message` projects stored events with `redact_event`.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Final
 
 from google.protobuf import duration_pb2, timestamp_pb2
@@ -16,6 +17,7 @@ from battleline.v1 import types_pb2 as pb
 from battleline_rules import (
     UNKNOWN_TACTIC,
     UNKNOWN_TROOP,
+    Action,
     Event,
     GameState,
     Kind,
@@ -36,8 +38,16 @@ from .storage import StoredEvent
 FULL: Final = -2  # viewer of a finished match's record: nothing hidden
 # card id -> name, placeholders included: views name hundreds of cards per call.
 NAMES: Final = {c: card_name(c) for c in (UNKNOWN_TACTIC, UNKNOWN_TROOP, *range(CARD_COUNT))}
+TACTIC_IDS: Final = frozenset(c for c in NAMES if is_tactic(c))
 
 SEATS: Final = (pb.SEAT_FIRST, pb.SEAT_SECOND)
+
+
+@lru_cache(maxsize=16384)
+def action_text(action: Action) -> str:
+    """`format_action`, memoised: a view lists dozens of legal actions on every call and
+    the set of distinct actions is small (cards x flags), so each is formatted once."""
+    return format_action(action)
 _PHASES: Final = {WAITING: pb.MATCH_PHASE_WAITING, PLAYING: pb.MATCH_PHASE_PLAYING,
                   FINISHED: pb.MATCH_PHASE_FINISHED}
 _STEPS: Final = {
@@ -129,7 +139,7 @@ def end_reason(match: Match) -> pb.EndReason.ValueType:
 
 
 def _deck_counts(cards: list[int], with_tactics: bool) -> list[pb.DeckCount]:
-    tactics = sum(1 for c in cards if is_tactic(c))
+    tactics = sum(1 for c in cards if c in TACTIC_IDS) if with_tactics else 0
     out = [pb.DeckCount(deck="troop", count=len(cards) - tactics)]
     if with_tactics:
         out.append(pb.DeckCount(deck="tactic", count=tactics))
@@ -184,7 +194,9 @@ def match_view(match: Match, viewer: int, occupied: set[int], now_ms: int) -> pb
         turn_step=_STEPS.get(view.phase, pb.TURN_STEP_UNSPECIFIED) if playing else 0,
         hand=[NAMES[c] for c in view.hands[viewer]] if viewer in (0, 1) else [],
         players=_players(match, view, occupied),
-        decks=_deck_counts(view.decks[0] + view.decks[1], bool(view.ruleset.tactics))
+        # The rules core keeps troops in decks[0] and tactics in decks[1]: no scan needed.
+        decks=[pb.DeckCount(deck="troop", count=len(view.decks[0])),
+               pb.DeckCount(deck="tactic", count=len(view.decks[1]))]
         if view.ruleset.tactics else [pb.DeckCount(deck="troop", count=len(view.decks[0]))],
         scout_returned=[NAMES[c] for c in reversed(view.returned[viewer])]
         if viewer in (0, 1) else [],
@@ -201,12 +213,12 @@ def match_view(match: Match, viewer: int, occupied: set[int], now_ms: int) -> pb
             number=number,
             first_cards=[NAMES[c] for c in flag.cards[0]],
             second_cards=[NAMES[c] for c in flag.cards[1]],
-            environment=[card_name(c) for c, _ in flag.env],
+            environment=[NAMES[c] for c, _ in flag.env],
             claimed_by=seat_enum(flag.claimed),
         )
     if viewer == to_act:
         legal = view.legal_actions()
-        out.legal_actions.extend(format_action(a) for a in legal)
+        out.legal_actions.extend([action_text(a) for a in legal])
         for action in legal:
             if action.kind is Kind.CLAIM:
                 verdict = view.claim_verdict(action.flag, viewer)
