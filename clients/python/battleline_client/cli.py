@@ -2,6 +2,7 @@
 
 import typer
 
+from .commands.ai import ai
 from .commands.analyze import analyze
 from .commands.loadtest import loadtest
 from .commands.play import play
@@ -10,6 +11,7 @@ from .commands.tournament import tournament
 from .commands.watch import watch
 
 app = typer.Typer(help="Battle Line Online: serve, play, analyse.", no_args_is_help=True)
+app.command()(ai)
 app.command()(analyze)
 app.command()(loadtest)
 app.command()(play)
@@ -25,3 +27,7 @@ def main() -> None:
     A callback keeps `battleline analyze` a subcommand: with only one command
     registered, typer would otherwise run it as the whole app.
     """
+
+
+if __name__ == "__main__":  # `python -m battleline_client.cli` (how `battleline serve` starts `ai`)
+    app()

@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import logging
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -57,6 +59,12 @@ def serve(
     )] = 4,
     log_level: Annotated[str, typer.Option(envvar="BATTLELINE_LOG_LEVEL")] = "info",
     log_format: Annotated[str, typer.Option(help="json or text.")] = "json",
+    no_ai: Annotated[bool, typer.Option(
+        "--no-ai", envvar="BATTLELINE_NO_AI", help="Do not start hosted-AI workers."
+    )] = False,
+    ai_workers: Annotated[int, typer.Option(
+        envvar="BATTLELINE_AI_WORKERS", min=1, help="Hosted-AI worker processes."
+    )] = 1,
 ) -> None:
     """Start the Battle Line engine (gRPC) until SIGINT/SIGTERM."""
     from battleline_engine import logs
@@ -85,8 +93,12 @@ def serve(
             action_rate=Rate(action_rate, max(30.0, action_rate * 3)),
             streams_per_seat=streams_per_seat,
         )
+        ai_workers = 0 if no_ai else ai_workers
+        if ai_workers and tls_cert:
+            log.warning("no hosted AI with --tls-cert: run `battleline ai` with the engine's CA")
+            ai_workers = 0
         asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention, grace,
-                         config))
+                         config, ai_workers))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -94,7 +106,7 @@ def serve(
 
 async def _run(
     redis_url: str, port: int, host: str, tls_cert: Path | None, tls_key: Path | None,
-    metrics_port: int, retention: int, grace: float, config: EngineConfig,
+    metrics_port: int, retention: int, grace: float, config: EngineConfig, ai_workers: int = 0,
 ) -> None:
     from battleline_engine import metrics
     from battleline_engine.server import ServerConfig, start_server
@@ -110,6 +122,7 @@ async def _run(
         metrics.serve_metrics(metrics_port, host)
     # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
     print(f"battleline engine listening on {engine.address}", flush=True)
+    ai = _start_ai(engine.address, redis_url, ai_workers) if ai_workers else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -118,6 +131,27 @@ async def _run(
         await stop.wait()
         log.info("shutting down")
     finally:
+        if ai is not None:
+            _stop_child(ai)
         await engine.stop()
         with contextlib.suppress(Exception):
             await storage.close()
+
+
+def _start_ai(address: str, redis_url: str, workers: int) -> subprocess.Popen[bytes]:
+    """`battleline ai` as a child process on the same engine and Redis (one process, so
+    its workers share one vault secret and take over each other's matches)."""
+    command = [sys.executable, "-m", "battleline_client.cli", "ai", "--engine", address,
+               "--redis-url", redis_url, "--workers", str(workers)]
+    return subprocess.Popen(command)
+
+
+def _stop_child(child: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 10 s."""
+    if child.poll() is None:
+        child.send_signal(signal.SIGTERM)
+    try:
+        child.wait(10)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()

@@ -1,0 +1,81 @@
+"""`battleline ai`: worker processes (restarted if they die) and, with a port, AiService.
+
+Why processes: each worker's event loop serves many matches, but Python runs
+one search per core, so throughput comes from worker processes (and their
+search pools), and a crash costs one process, whose requests others reclaim.
+All workers started here share one vault secret (`vault.SECRET_ENV`, made up
+when not given), so any of them can take over another's seat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from .suggest import AiServer
+from .vault import secret_from_env
+
+log = logging.getLogger("battleline.ai")
+
+RESTART_DELAY_S = 1.0
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    engine: str
+    redis_url: str
+    workers: int = 1
+    concurrency: int = 16
+    search_processes: int = 1
+    claim_idle_s: float = 30.0
+    move_cap_s: float = 5.0
+    host: str = "127.0.0.1"
+    port: int | None = None  # AiService port; None: no RPC server
+
+
+def worker_command(config: ServiceConfig) -> list[str]:
+    """The command line of one worker process."""
+    return [sys.executable, "-m", "battleline_ai.worker", "--engine", config.engine,
+            "--redis-url", config.redis_url, "--concurrency", str(config.concurrency),
+            "--search-processes", str(config.search_processes),
+            "--claim-idle", str(config.claim_idle_s), "--move-cap", str(config.move_cap_s)]
+
+
+async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
+    """Run until `stop` is set: keep `workers` worker processes alive, serve AiService."""
+    secret_from_env()  # exported, so every child gets the same secret
+    children: list[subprocess.Popen[bytes] | None] = [None] * config.workers
+    server: AiServer | None = None
+    if config.port is not None:
+        server = AiServer(config.host, config.port, config.search_processes)
+        print(f"battleline ai service listening on {await server.start()}", flush=True)
+    print(f"battleline ai: {config.workers} worker(s) for engine {config.engine}", flush=True)
+    try:
+        while not stop.is_set():
+            for i, child in enumerate(children):
+                if child is None or child.poll() is not None:
+                    if child is not None:
+                        log.warning("ai worker %d (pid %d) exited with %s; restarting", i,
+                                    child.pid, child.returncode)
+                    children[i] = subprocess.Popen(worker_command(config), env=os.environ)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), RESTART_DELAY_S)
+    finally:
+        for child in children:
+            if child is not None and child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for child in children:
+            if child is not None:
+                try:
+                    child.wait(10)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+        if server is not None:
+            await server.stop()
