@@ -1,0 +1,67 @@
+"""Real hosted-AI worker processes and a random human through the client library.
+
+Shared by the AI service tests and the `battleline play` test: no mocks, a
+worker is `python -m battleline_ai.worker` on loopback against a real engine
+and a real Redis.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from battleline_client.bots import choose
+from battleline_client.client import Client, Seat
+from battleline_client.common import is_finished, is_my_turn
+
+SECRET = "tests-ai-vault-secret-0123456789"
+
+
+def start_worker(engine: str, redis_url: str, log: Path, *, claim_idle: float = 30.0,
+                 move_cap: float = 0.3, concurrency: int = 8) -> subprocess.Popen[bytes]:
+    """One worker process; its log goes to `log` (appended)."""
+    env = {**os.environ, "BATTLELINE_AI_SECRET": SECRET}
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "battleline_ai.worker", "--engine", engine, "--redis-url",
+             redis_url, "--claim-idle", str(claim_idle), "--move-cap", str(move_cap),
+             "--concurrency", str(concurrency)],
+            stdout=out, stderr=subprocess.STDOUT, env=env)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+def play_random(client: Client, seats: list[Seat], rng: random.Random, *,
+                timeout_s: float = 120, until: int | None = None) -> list[int]:
+    """Random moves for every seat whose turn it is, until all matches are over (or each
+    seat made `until` requests); returns the requests per seat."""
+    made = [0] * len(seats)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        busy = False
+        for i, seat in enumerate(seats):
+            view = seat.view()
+            if is_finished(view) or (until is not None and made[i] >= until):
+                continue
+            busy = True
+            if is_my_turn(view):
+                seat.act(*choose(view, rng))
+                made[i] += 1
+        if not busy:
+            return made
+        if time.monotonic() > deadline:
+            raise AssertionError(f"matches not over within {timeout_s} s")
+        time.sleep(0.03)
