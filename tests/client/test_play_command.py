@@ -1,6 +1,6 @@
 """`battleline play` and `battleline watch` driven in a real terminal (pexpect): a whole
 hot-seat game on a local engine the command starts itself, and a whole game against a
-"hosted AI" seat taken by a stand-in worker through the real join-ticket path."""
+hosted-AI seat taken by a real AI worker process through the join-ticket path."""
 
 from __future__ import annotations
 
@@ -8,16 +8,14 @@ import random
 import re
 import shutil
 import sys
-import threading
 import time
 from pathlib import Path
-
-import redis
 
 from battleline_client.bots import choose
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 from battleline_client.local import LocalService
+from tests.ai.service_harness import start_worker, stop
 from tests.client import terminal
 
 BATTLELINE = shutil.which("battleline") or str(Path(sys.executable).parent / "battleline")
@@ -30,39 +28,14 @@ def test_play_local_hot_seat_game_to_the_end() -> None:
     assert "wins by" in session.result or "no winner" in session.result
 
 
-def _stand_in_ai(address: str, redis_url: str, stop: threading.Event) -> None:
-    """What a hosted-AI worker does: redeem the join ticket, then play random moves."""
-    store = redis.Redis.from_url(redis_url, decode_responses=True)
-    rng = random.Random(1)
-    with Client(address) as client:
-        while not stop.is_set():
-            found = store.xread({"bl:ai:requests": "0"}, count=1, block=200)
-            if not found:
-                continue
-            entry = found[0][1][0][1]
-            seat = client.seat(client.join(match_id=entry["match"], join_ticket=entry["ticket"]))
-            while not stop.is_set():
-                view = seat.view()
-                if is_finished(view):
-                    return
-                if is_my_turn(view):
-                    seat.act(*choose(view, rng))
-                else:
-                    time.sleep(0.02)
-
-
-def test_play_against_a_hosted_ai_seat_to_the_end(redis_url: str) -> None:
-    stop = threading.Event()
+def test_play_against_a_hosted_ai_seat_to_the_end(redis_url: str, tmp_path: Path) -> None:
     with LocalService(redis_url) as engine:
-        worker = threading.Thread(target=_stand_in_ai, args=(engine.address, redis_url, stop),
-                                  daemon=True)
-        worker.start()
+        worker = start_worker(engine.address, redis_url, tmp_path / "worker.log")
         try:
             session = terminal.run([BATTLELINE, "play", "--target", engine.address, "--ai", "4",
                                     "--auto-claim", "--wait", "30"])
         finally:
-            stop.set()
-            worker.join(10)
+            stop(worker)
     assert session.exitstatus == 0, session.output
     assert session.prompts > 5
     assert "wins by" in session.result or "you win by" in session.result \
