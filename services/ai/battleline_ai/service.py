@@ -39,6 +39,15 @@ class ServiceConfig:
     port: int | None = None  # AiService port; None: no RPC server
 
 
+def die_with_parent() -> None:
+    """preexec_fn for children: SIGTERM them when the parent dies, even by SIGKILL, so a
+    killed `battleline serve` or `battleline ai` leaves no orphan playing on (Linux)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def worker_command(config: ServiceConfig) -> list[str]:
     """The command line of one worker process."""
     return [sys.executable, "-m", "battleline_ai.worker", "--engine", config.engine,
@@ -63,7 +72,8 @@ async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
                     if child is not None:
                         log.warning("ai worker %d (pid %d) exited with %s; restarting", i,
                                     child.pid, child.returncode)
-                    children[i] = subprocess.Popen(worker_command(config), env=os.environ)
+                    children[i] = subprocess.Popen(worker_command(config), env=os.environ,
+                                                   preexec_fn=die_with_parent)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), RESTART_DELAY_S)
     finally:

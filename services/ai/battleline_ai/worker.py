@@ -212,6 +212,8 @@ class AiWorker:
             view = seat.last_view
             while view is not None and is_my_turn(view) and view.version > acted:
                 acted = view.version
+                if not view.position:  # an engine that fills positions only on request
+                    view = await seat.view()
                 deadline = move_deadline(view, self.config.move_cap_s)
                 decision = await loop.run_in_executor(
                     self.pool, decide_by, view.position, spec, deadline, _seed())

@@ -141,9 +141,11 @@ async def _run(
 def _start_ai(address: str, redis_url: str, workers: int) -> subprocess.Popen[bytes]:
     """`battleline ai` as a child process on the same engine and Redis (one process, so
     its workers share one vault secret and take over each other's matches)."""
+    from battleline_ai.service import die_with_parent
+
     command = [sys.executable, "-m", "battleline_client.cli", "ai", "--engine", address,
                "--redis-url", redis_url, "--workers", str(workers)]
-    return subprocess.Popen(command)
+    return subprocess.Popen(command, preexec_fn=die_with_parent)
 
 
 def _stop_child(child: subprocess.Popen[bytes]) -> None:
