@@ -11,8 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+import grpc
+
+from battleline.v1 import game_pb2, game_pb2_grpc
 from battleline_client.client import Client
-from battleline_client.common import is_finished
+from battleline_client.common import is_finished, is_my_turn
 from tests.ai.service_harness import play_random
 
 BATTLELINE = shutil.which("battleline") or str(Path(sys.executable).parent / "battleline")
@@ -52,6 +55,14 @@ def test_serve_starts_an_ai_that_plays_and_dies_with_it(tmp_path: Path) -> None:
             created = client.create(opponent="ai", ai_level=3, clock="per-move",
                                     clock_seconds=30)
             seat = client.seat(created.seat)
+            play_random(client, [seat], random.Random(3), until=2, timeout_s=60)
+            while not is_my_turn(view := seat.view()):
+                time.sleep(0.05)
+            with grpc.insecure_channel(address) as channel:  # hints from the AI serve started
+                hint = game_pb2_grpc.GameServiceStub(channel).GetHint(
+                    game_pb2.GetHintRequest(match_id=created.match_id, budget_ms=200),
+                    metadata=(("authorization", f"Bearer {created.seat.token}"),), timeout=30)
+            assert hint.suggestion.action in view.legal_actions
             play_random(client, [seat], random.Random(3), timeout_s=90)
             assert is_finished(seat.view())
         ai = [p for p in _children(process.pid) if "ai" in Path(f"/proc/{p}/cmdline")

@@ -10,6 +10,7 @@ import grpc
 from battleline.v1 import game_pb2, game_pb2_grpc
 from battleline_rules import SPECTATOR
 
+from . import hints
 from .errors import Refusal, invalid
 from .matches import parse_actions
 from .metrics import ACTIONS
@@ -62,3 +63,5 @@ class GameServicer(game_pb2_grpc.GameServiceServicer):
         seat = await self.rt.seats.require(context, match_id)
         self.rt.action_limit.take(f"{match_id}/{seat}")
         return await self.rt.matches.resign(match_id, seat, action_id)
+
+    GetHint = unary(hints.servicer_get_hint)

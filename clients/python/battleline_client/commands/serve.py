@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -65,6 +66,10 @@ def serve(
     ai_workers: Annotated[int, typer.Option(
         envvar="BATTLELINE_AI_WORKERS", min=1, help="Hosted-AI worker processes."
     )] = 1,
+    ai_address: Annotated[str, typer.Option(
+        envvar="BATTLELINE_AI_ADDRESS",
+        help="AI service (battleline ai --port) for hints; default: the AI started here.",
+    )] = "",
 ) -> None:
     """Start the Battle Line engine (gRPC) until SIGINT/SIGTERM."""
     from battleline_engine import logs
@@ -97,8 +102,16 @@ def serve(
         if ai_workers and tls_cert:
             log.warning("no hosted AI with --tls-cert: run `battleline ai` with the engine's CA")
             ai_workers = 0
+        ai_port = 0
+        if ai_address:
+            os.environ["BATTLELINE_AI_ADDRESS"] = ai_address  # read by battleline_engine.hints
+        elif ai_workers:
+            from battleline_engine.redis_server import free_port
+
+            ai_port = free_port()
+            os.environ["BATTLELINE_AI_ADDRESS"] = f"127.0.0.1:{ai_port}"
         asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention, grace,
-                         config, ai_workers))
+                         config, ai_workers, ai_port))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -107,6 +120,7 @@ def serve(
 async def _run(
     redis_url: str, port: int, host: str, tls_cert: Path | None, tls_key: Path | None,
     metrics_port: int, retention: int, grace: float, config: EngineConfig, ai_workers: int = 0,
+    ai_port: int = 0,
 ) -> None:
     from battleline_engine import metrics
     from battleline_engine.server import ServerConfig, start_server
@@ -122,7 +136,7 @@ async def _run(
         metrics.serve_metrics(metrics_port, host)
     # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
     print(f"battleline engine listening on {engine.address}", flush=True)
-    ai = _start_ai(engine.address, redis_url, ai_workers) if ai_workers else None
+    ai = _start_ai(engine.address, redis_url, ai_workers, ai_port) if ai_workers else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -138,13 +152,16 @@ async def _run(
             await storage.close()
 
 
-def _start_ai(address: str, redis_url: str, workers: int) -> subprocess.Popen[bytes]:
+def _start_ai(address: str, redis_url: str, workers: int,
+              rpc_port: int = 0) -> subprocess.Popen[bytes]:
     """`battleline ai` as a child process on the same engine and Redis (one process, so
     its workers share one vault secret and take over each other's matches)."""
     from battleline_ai.service import die_with_parent
 
     command = [sys.executable, "-m", "battleline_client.cli", "ai", "--engine", address,
                "--redis-url", redis_url, "--workers", str(workers)]
+    if rpc_port:
+        command += ["--port", str(rpc_port)]  # AiService for the engine's hints
     return subprocess.Popen(command, preexec_fn=die_with_parent)
 
 

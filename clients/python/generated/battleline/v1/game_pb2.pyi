@@ -3,6 +3,7 @@
 isort:skip_file
 """
 
+from battleline.v1 import ai_pb2 as _ai_pb2
 from battleline.v1 import types_pb2 as _types_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
@@ -191,3 +192,57 @@ class ResignResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ResignResponse: _TypeAlias = ResignResponse  # noqa: Y015
+
+@_typing.final
+class GetHintRequest(_message.Message):
+    """Request for GameService.GetHint (with the seat token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    BUDGET_MS_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    """The match id."""
+    budget_ms: _builtins.int
+    """Search time in milliseconds; 0: 1000. At most 5000."""
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        budget_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["budget_ms", b"budget_ms", "match_id", b"match_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetHintRequest: _TypeAlias = GetHintRequest  # noqa: Y015
+
+@_typing.final
+class GetHintResponse(_message.Message):
+    """Response for GameService.GetHint."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERSION_FIELD_NUMBER: _builtins.int
+    SUGGESTION_FIELD_NUMBER: _builtins.int
+    version: _builtins.int
+    """The match version the hint is for; it is stale once the version moves on."""
+    @_builtins.property
+    def suggestion(self) -> _ai_pb2.SuggestResponse:
+        """The suggested action, its win estimate and the search statistics."""
+
+    def __init__(
+        self,
+        *,
+        version: _builtins.int = ...,
+        suggestion: _ai_pb2.SuggestResponse | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["suggestion", b"suggestion"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["suggestion", b"suggestion", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetHintResponse: _TypeAlias = GetHintResponse  # noqa: Y015

@@ -66,6 +66,11 @@ class GameServiceStub:
                 request_serializer=battleline_dot_v1_dot_game__pb2.ResignRequest.SerializeToString,
                 response_deserializer=battleline_dot_v1_dot_game__pb2.ResignResponse.FromString,
                 _registered_method=True)
+        self.GetHint = channel.unary_unary(
+                '/battleline.v1.GameService/GetHint',
+                request_serializer=battleline_dot_v1_dot_game__pb2.GetHintRequest.SerializeToString,
+                response_deserializer=battleline_dot_v1_dot_game__pb2.GetHintResponse.FromString,
+                _registered_method=True)
 
 
 class GameServiceServicer:
@@ -109,6 +114,16 @@ class GameServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetHint(self, request, context):
+        """The hosted AI's suggestion for the caller's own seat, from that seat's view.
+        Only where the match allows hints: against the hosted AI and in LOCAL
+        matches, never between two people (PERMISSION_DENIED "hints-off"). Needs
+        the engine to know the AI service (UNAVAILABLE "no-ai-service").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GameServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -126,6 +141,11 @@ def add_GameServiceServicer_to_server(servicer, server):
                     servicer.Resign,
                     request_deserializer=battleline_dot_v1_dot_game__pb2.ResignRequest.FromString,
                     response_serializer=battleline_dot_v1_dot_game__pb2.ResignResponse.SerializeToString,
+            ),
+            'GetHint': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetHint,
+                    request_deserializer=battleline_dot_v1_dot_game__pb2.GetHintRequest.FromString,
+                    response_serializer=battleline_dot_v1_dot_game__pb2.GetHintResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -226,6 +246,33 @@ class GameService:
             '/battleline.v1.GameService/Resign',
             battleline_dot_v1_dot_game__pb2.ResignRequest.SerializeToString,
             battleline_dot_v1_dot_game__pb2.ResignResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetHint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/battleline.v1.GameService/GetHint',
+            battleline_dot_v1_dot_game__pb2.GetHintRequest.SerializeToString,
+            battleline_dot_v1_dot_game__pb2.GetHintResponse.FromString,
             options,
             channel_credentials,
             insecure,

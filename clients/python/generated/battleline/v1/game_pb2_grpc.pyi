@@ -56,6 +56,12 @@ class GameServiceStub:
     """Apply one or more actions of the caller's seat, atomically."""
     Resign: _grpc.UnaryUnaryMultiCallable[_game_pb2.ResignRequest, _game_pb2.ResignResponse]
     """Resign the current game (and, for a series, the match)."""
+    GetHint: _grpc.UnaryUnaryMultiCallable[_game_pb2.GetHintRequest, _game_pb2.GetHintResponse]
+    """The hosted AI's suggestion for the caller's own seat, from that seat's view.
+    Only where the match allows hints: against the hosted AI and in LOCAL
+    matches, never between two people (PERMISSION_DENIED "hints-off"). Needs
+    the engine to know the AI service (UNAVAILABLE "no-ai-service").
+    """
 
 @_typing.type_check_only
 class GameServiceAsyncStub(GameServiceStub):
@@ -85,6 +91,12 @@ class GameServiceAsyncStub(GameServiceStub):
     """Apply one or more actions of the caller's seat, atomically."""
     Resign: _aio.UnaryUnaryMultiCallable[_game_pb2.ResignRequest, _game_pb2.ResignResponse]  # type: ignore[assignment]
     """Resign the current game (and, for a series, the match)."""
+    GetHint: _aio.UnaryUnaryMultiCallable[_game_pb2.GetHintRequest, _game_pb2.GetHintResponse]  # type: ignore[assignment]
+    """The hosted AI's suggestion for the caller's own seat, from that seat's view.
+    Only where the match allows hints: against the hosted AI and in LOCAL
+    matches, never between two people (PERMISSION_DENIED "hints-off"). Needs
+    the engine to know the AI service (UNAVAILABLE "no-ai-service").
+    """
 
 class GameServiceServicer(metaclass=_abc_1.ABCMeta):
     """Playing a match. Every call carries the seat token as
@@ -129,5 +141,17 @@ class GameServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_game_pb2.ResignResponse, _abc.Awaitable[_game_pb2.ResignResponse]]:
         """Resign the current game (and, for a series, the match)."""
+
+    @_abc_1.abstractmethod
+    def GetHint(
+        self,
+        request: _game_pb2.GetHintRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_game_pb2.GetHintResponse, _abc.Awaitable[_game_pb2.GetHintResponse]]:
+        """The hosted AI's suggestion for the caller's own seat, from that seat's view.
+        Only where the match allows hints: against the hosted AI and in LOCAL
+        matches, never between two people (PERMISSION_DENIED "hints-off"). Needs
+        the engine to know the AI service (UNAVAILABLE "no-ai-service").
+        """
 
 def add_GameServiceServicer_to_server(servicer: GameServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,94 @@
+"""GameService.GetHint: the hosted AI's suggestion for the caller's own seat.
+
+Why here and not in the client: a hint must come from the seat's view only
+and only where the match allows it, so the engine (which knows the token's
+seat and the match's options) decides whether to ask and builds the view; the
+search itself runs on the AI service (`AiService.Suggest`, `battleline ai
+--port`), never in the engine's event loop.
+
+Who may: the holder of the seat's token, for that seat, while it has
+something to do. Where: matches against the hosted AI and LOCAL (hot-seat)
+matches; never between two people (OPEN), where a hint would be an outside
+engine helping one player.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from battleline.v1 import ai_pb2, ai_pb2_grpc, game_pb2
+
+from .errors import Refusal, precondition
+from .model import AI, LOCAL
+from .runtime import Runtime, match_id_of
+
+AI_ADDRESS_ENV = "BATTLELINE_AI_ADDRESS"
+DEFAULT_BUDGET_MS = 1000
+MAX_BUDGET_MS = 5000
+HINT_BOT = "ismcts:level=5"
+_OPPONENTS_WITH_HINTS = frozenset({AI, LOCAL})
+
+
+class HintClient:
+    """A lazily opened channel to the AI service at `BATTLELINE_AI_ADDRESS`."""
+
+    def __init__(self, address: str | None = None) -> None:
+        self.address = address if address is not None else os.environ.get(AI_ADDRESS_ENV, "")
+        self._stub: ai_pb2_grpc.AiServiceStub | None = None
+
+    async def suggest(self, request: ai_pb2.SuggestRequest,
+                      timeout_s: float) -> ai_pb2.SuggestResponse:
+        if not self.address:
+            raise Refusal(grpc.StatusCode.UNAVAILABLE, "no-ai-service",
+                          "hints need the AI service: start the engine with --ai-address")
+        if self._stub is None:
+            self._stub = ai_pb2_grpc.AiServiceStub(grpc.aio.insecure_channel(self.address))
+        try:
+            return await self._stub.Suggest(request, timeout=timeout_s)
+        except grpc.aio.AioRpcError as err:
+            raise Refusal(grpc.StatusCode.UNAVAILABLE, "ai-service-failed",
+                          f"the AI service did not answer: {err.code().name}") from None
+
+
+_client: HintClient | None = None
+
+
+def client() -> HintClient:
+    """The process's hint client (one channel per engine process)."""
+    global _client
+    if _client is None:
+        _client = HintClient()
+    return _client
+
+
+async def get_hint(runtime: Runtime, request: game_pb2.GetHintRequest,
+                   context: grpc.aio.ServicerContext[Any, Any]) -> game_pb2.GetHintResponse:
+    """Check who asks and where, then ask the AI service about the seat's view."""
+    match_id = match_id_of(request.match_id)
+    seat = await runtime.seats.require(context, match_id)  # the seat's owner, no spectator
+    runtime.action_limit.take(f"{match_id}/{seat}")
+    match = await runtime.matches.read(match_id)
+    if match.meta.opponent not in _OPPONENTS_WITH_HINTS:
+        raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "hints-off",
+                      "hints are off in matches between two people")
+    view = runtime.matches.view(match, seat).view
+    if not view.position:  # an engine that fills positions only on request
+        view = runtime.matches.view(match, seat, True).view  # type: ignore[call-arg]
+    if not view.legal_actions:
+        raise precondition("not-your-turn", "a hint is for a seat that has something to do")
+    budget_ms = min(request.budget_ms or DEFAULT_BUDGET_MS, MAX_BUDGET_MS)
+    suggestion = await client().suggest(
+        ai_pb2.SuggestRequest(view=view, bot=HINT_BOT, budget_ms=budget_ms),
+        timeout_s=budget_ms / 1000 + 5)
+    return game_pb2.GetHintResponse(version=view.version, suggestion=suggestion)
+
+
+async def servicer_get_hint(servicer: Any, request: game_pb2.GetHintRequest,
+                            context: grpc.aio.ServicerContext[Any, Any],
+                            ) -> game_pb2.GetHintResponse:
+    """GameServicer.GetHint (wired in game.py with `unary`)."""
+    return await get_hint(servicer.rt, request, context)

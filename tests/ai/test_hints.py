@@ -1,0 +1,87 @@
+"""GameService.GetHint through a real engine and a real `battleline ai --port` process:
+the seat's owner gets a legal action; spectators, the other seat, other matches' tokens
+and matches between two people get nothing."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import grpc
+import pytest
+
+from battleline.v1 import game_pb2, game_pb2_grpc
+from battleline_client.client import Client
+from battleline_client.common import is_my_turn
+from battleline_client.local import LocalService
+from battleline_engine import hints
+from tests.engine.conftest import redis_server, redis_url
+
+__all__ = ["redis_server", "redis_url"]
+
+
+@pytest.fixture
+def engine(redis_url: str) -> Iterator[LocalService]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "battleline_client.cli", "ai", "--workers", "0", "--port", "0",
+         "--engine", "127.0.0.1:1", "--redis-url", redis_url],
+        stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert "listening on" in line, line
+    hints._client = hints.HintClient(line.split()[-1])  # what --ai-address configures
+    try:
+        with LocalService(redis_url) as running:
+            yield running
+    finally:
+        hints._client = None
+        process.send_signal(signal.SIGTERM)
+        process.wait(15)
+
+
+def _hint(address: str, match_id: str, token: str | None) -> game_pb2.GetHintResponse:
+    with grpc.insecure_channel(address) as channel:
+        metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        return game_pb2_grpc.GameServiceStub(channel).GetHint(
+            game_pb2.GetHintRequest(match_id=match_id, budget_ms=300), metadata=metadata,
+            timeout=30)
+
+
+def _code(call: object) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.RpcError) as err:
+        call()  # type: ignore[operator]
+    return err.value.code(), err.value.details()
+
+
+def test_hints_for_the_seat_to_act_in_a_local_match(engine: LocalService) -> None:
+    with Client(engine.address) as client:
+        created = client.create(opponent="local", clock="none", seed=5)
+        assert created.other is not None
+        handles = [created.seat, created.other]
+        views = [client.view(created.match_id, h.token) for h in handles]
+        mover = 0 if is_my_turn(views[0]) else 1
+        reply = _hint(engine.address, created.match_id, handles[mover].token)
+        assert reply.version == views[mover].version
+        assert reply.suggestion.action in views[mover].legal_actions
+        assert reply.suggestion.bot.startswith("ismcts")
+        waiting = handles[1 - mover].token
+        assert _code(lambda: _hint(engine.address, created.match_id, waiting))[0] \
+            == grpc.StatusCode.FAILED_PRECONDITION
+        assert _code(lambda: _hint(engine.address, created.match_id, None))[0] \
+            == grpc.StatusCode.UNAUTHENTICATED
+        other = client.create(opponent="local", clock="none")
+        assert _code(lambda: _hint(engine.address, created.match_id, other.seat.token))[0] \
+            == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_no_hints_between_two_people(engine: LocalService) -> None:
+    with Client(engine.address) as client:
+        created = client.create(opponent="open", private=True, clock="per-move",
+                                clock_seconds=60)
+        joined = client.join(invite_code=created.invite_code, name="friend")
+        for handle in (created.seat, joined):
+            code, details = _code(lambda h=handle: _hint(engine.address, created.match_id,
+                                                         h.token))
+            assert code == grpc.StatusCode.PERMISSION_DENIED and "two people" in details
