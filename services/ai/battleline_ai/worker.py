@@ -62,6 +62,10 @@ class SeatLost(Exception):
     """The AI seat was joined but its token never reached the vault."""
 
 
+class OtherSecret(Exception):
+    """The seat token was sealed by a worker with another secret: leave it to one that has it."""
+
+
 # The request cannot be served and never will be: acknowledge it and move on.
 _HOPELESS = (NotFound, PermissionDenied, InvalidRequest, SeatLost)
 
@@ -192,6 +196,9 @@ class AiWorker:
                         entry_id, match_id, err)
         except asyncio.CancelledError:
             raise
+        except OtherSecret as err:
+            log.error("ai worker %s: %s; left for reclaim", self.name, err)
+            return
         except Exception:
             # Left pending and no longer kept fresh: reclaimed (by anyone) after claim_idle_s.
             log.exception("ai worker %s: match %s failed; left for reclaim", self.name, match_id)
@@ -203,7 +210,12 @@ class AiWorker:
     async def _seat(self, fields: dict[str, str]) -> SeatHandle | None:
         """The AI's seat: the sealed token of an earlier holder, else the ticket redeemed."""
         match_id, seat = fields["match"], _SEATS[int(fields["seat"])]
-        token = await self.vault.get(match_id)
+        try:
+            token = await self.vault.get(match_id)
+        except ValueError:
+            raise OtherSecret(f"match {match_id}: the seat token was sealed with another "
+                              "secret (set the same BATTLELINE_AI_SECRET on every AI "
+                              "worker)") from None
         if token is not None:
             return SeatHandle(match_id, token, seat)
         for attempt in range(3):
