@@ -57,9 +57,9 @@ def decide(position: str, spec: str, seconds: float | None, seed: int) -> Decisi
     actions = view.legal_actions()
     if not actions:
         raise ValueError("the seat has nothing to do in this position")
-    searchable = (isinstance(bot, IsmctsBot) and len(actions) > 1
-                  and actions[0].kind is not Kind.CLAIM and view.phase is Phase.PLAY)
-    if not searchable:
+    searchable = (len(actions) > 1 and actions[0].kind is not Kind.CLAIM
+                  and view.phase is Phase.PLAY)
+    if not isinstance(bot, IsmctsBot) or not searchable:
         return Decision(format_action(bot.choose(view, rng)))
     result = bot.search(view, rng)
     ranked = sorted(result.stats.items(), key=lambda item: -item[1][0])

@@ -33,6 +33,7 @@ import socket
 import uuid
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from battleline.v1 import types_pb2
 from battleline_client.aio import AsyncClient, AsyncSeat
@@ -55,8 +56,18 @@ from .vault import Sealer, Vault, secret_from_env
 log = logging.getLogger("battleline.ai")
 
 _SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)
+
+
+class SeatLost(Exception):
+    """The AI seat was joined but its token never reached the vault."""
+
+
+class OtherSecret(Exception):
+    """The seat token was sealed by a worker with another secret: leave it to one that has it."""
+
+
 # The request cannot be served and never will be: acknowledge it and move on.
-_HOPELESS = (NotFound, PermissionDenied, InvalidRequest)
+_HOPELESS = (NotFound, PermissionDenied, InvalidRequest, SeatLost)
 
 
 @dataclass(frozen=True)
@@ -167,7 +178,7 @@ class AiWorker:
                         log.warning("ai worker %s: request %s taken over, leaving it",
                                     self.name, entry_id)
                         task.cancel()
-                ids = [i for i in self.active if i in mine]
+                ids: list[Any] = [i for i in self.active if i in mine]
                 if ids:
                     await self.storage.redis.xclaim(AI_REQUESTS_KEY, AI_GROUP, self.name, 0,
                                                     ids, justid=True)
@@ -185,6 +196,9 @@ class AiWorker:
                         entry_id, match_id, err)
         except asyncio.CancelledError:
             raise
+        except OtherSecret as err:
+            log.error("ai worker %s: %s; left for reclaim", self.name, err)
+            return
         except Exception:
             # Left pending and no longer kept fresh: reclaimed (by anyone) after claim_idle_s.
             log.exception("ai worker %s: match %s failed; left for reclaim", self.name, match_id)
@@ -196,10 +210,27 @@ class AiWorker:
     async def _seat(self, fields: dict[str, str]) -> SeatHandle | None:
         """The AI's seat: the sealed token of an earlier holder, else the ticket redeemed."""
         match_id, seat = fields["match"], _SEATS[int(fields["seat"])]
-        token = await self.vault.get(match_id)
+        try:
+            token = await self.vault.get(match_id)
+        except ValueError:
+            raise OtherSecret(f"match {match_id}: the seat token was sealed with another "
+                              "secret (set the same BATTLELINE_AI_SECRET on every AI "
+                              "worker)") from None
         if token is not None:
             return SeatHandle(match_id, token, seat)
-        handle = await self.client.join(match_id=match_id, join_ticket=fields["ticket"])
+        for attempt in range(3):
+            try:
+                handle = await self.client.join(match_id=match_id, join_ticket=fields["ticket"])
+                break
+            except StaleVersion:  # the match changed while joining (a clock, a resign)
+                if attempt == 2:
+                    raise
+            except IllegalAction as err:
+                if err.reason != "match-full":
+                    raise
+                # Joined by a holder that died before sealing the token: nobody can play
+                # the seat now; the match ends on its clock.
+                raise SeatLost(f"match {match_id}: seat joined, token lost") from None
         await self.vault.put(match_id, handle.token)
         return handle
 
@@ -217,6 +248,9 @@ class AiWorker:
                 deadline = move_deadline(view, self.config.move_cap_s)
                 decision = await loop.run_in_executor(
                     self.pool, decide_by, view.position, spec, deadline, _seed())
+                log.debug("match %s v%d: %s (%d iterations, %.2f s, win %.2f)", seat.match_id,
+                          view.version, decision.action, decision.iterations, decision.seconds,
+                          decision.value)
                 try:
                     view = seat.remember((await seat.act(decision.action)).view)
                 except (StaleVersion, NotYourTurn, IllegalAction):

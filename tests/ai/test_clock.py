@@ -1,0 +1,75 @@
+"""The hosted AI answers inside the match clock: think time from the seat's clock, and a
+whole match on a 2-second per-move clock with no AI move late."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from battleline.v1 import types_pb2
+from battleline_ai.budget import MARGIN_S, move_deadline
+from battleline_client.client import Client
+from battleline_client.local import LocalService
+from tests.ai.service_harness import play_random, start_worker, stop
+from tests.engine.conftest import redis_server, redis_url
+
+__all__ = ["redis_server", "redis_url"]
+
+CLOCK_S = 2.0
+
+
+def _view(kind: int, remaining_s: float | None, running: bool = True) -> types_pb2.MatchView:
+    view = types_pb2.MatchView(viewer=types_pb2.SEAT_FIRST)
+    view.options.time_control.kind = kind
+    if remaining_s is not None:
+        clock = view.clocks.add(seat=types_pb2.SEAT_FIRST, running=running)
+        clock.remaining.FromNanoseconds(int(remaining_s * 1e9))
+        view.clocks.add(seat=types_pb2.SEAT_SECOND)
+    return view
+
+
+def test_think_time_comes_from_the_seats_clock() -> None:
+    now = 1000.0
+    per_move = _view(types_pb2.TIME_CONTROL_KIND_PER_MOVE, 2.0)
+    assert move_deadline(per_move, 5.0, now) == pytest.approx(now + 1.0 - MARGIN_S)
+    per_game = _view(types_pb2.TIME_CONTROL_KIND_PER_GAME, 150.0)
+    assert move_deadline(per_game, 20.0, now) == pytest.approx(now + 10.0 - MARGIN_S)
+    assert move_deadline(per_game, 3.0, now) == pytest.approx(now + 3.0)  # the cap
+    nearly_out = _view(types_pb2.TIME_CONTROL_KIND_PER_MOVE, 0.2)
+    assert move_deadline(nearly_out, 5.0, now) == now  # answer at once
+    assert move_deadline(_view(types_pb2.TIME_CONTROL_KIND_NONE, None), 4.0, now) == now + 4.0
+
+
+@pytest.fixture
+def engine(redis_url: str) -> Iterator[LocalService]:
+    with LocalService(redis_url) as running:
+        yield running
+
+
+def test_no_ai_move_is_late_on_a_short_per_move_clock(engine: LocalService, redis_url: str,
+                                                      tmp_path: Path) -> None:
+    worker = start_worker(engine.address, redis_url, tmp_path / "worker.log", move_cap=5.0)
+    try:
+        with Client(engine.address) as client:
+            created = client.create(opponent="ai", ai_level=5, clock="per-move",
+                                    clock_seconds=CLOCK_S, seat="second")
+            seat = client.seat(created.seat)
+            play_random(client, [seat], random.Random(7), timeout_s=150)
+            view = seat.view()
+            record = client.record(created.match_id, created.seat.token)
+    finally:
+        stop(worker)
+    ai = types_pb2.SEAT_FIRST
+    if view.end_reason == types_pb2.END_REASON_TIMEOUT:
+        assert view.winner == ai, "the AI ran out of time"  # a slow test client may, not it
+    gaps, last = [], None
+    for event in record.events:
+        at = event.commit_time.ToNanoseconds() / 1e9
+        if event.seat == ai and last is not None and last[0] != ai:
+            gaps.append(at - last[1])
+        last = (event.seat, at)
+    assert len(gaps) > 5
+    assert max(gaps) < CLOCK_S, f"slowest AI answer {max(gaps):.2f} s"
