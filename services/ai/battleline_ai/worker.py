@@ -45,6 +45,7 @@ from battleline_client.errors import (
     NotFound,
     NotYourTurn,
     PermissionDenied,
+    RateLimited,
     StaleVersion,
 )
 from battleline_engine.storage import AI_GROUP, AI_REQUESTS_KEY, Storage
@@ -56,6 +57,7 @@ from .vault import Sealer, Vault, secret_from_env
 log = logging.getLogger("battleline.ai")
 
 _SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)
+JOIN_ATTEMPTS = 20
 
 
 class SeatLost(Exception):
@@ -218,13 +220,17 @@ class AiWorker:
                               "worker)") from None
         if token is not None:
             return SeatHandle(match_id, token, seat)
-        for attempt in range(3):
+        for attempt in range(JOIN_ATTEMPTS):
             try:
                 handle = await self.client.join(match_id=match_id, join_ticket=fields["ticket"])
                 break
             except StaleVersion:  # the match changed while joining (a clock, a resign)
-                if attempt == 2:
+                if attempt == JOIN_ATTEMPTS - 1:
                     raise
+            except RateLimited as err:  # all AI joins come from one peer: a burst is normal
+                if attempt == JOIN_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(err.retry_after or 0.5)
             except IllegalAction as err:
                 if err.reason != "match-full":
                     raise
