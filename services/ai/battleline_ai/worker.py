@@ -150,7 +150,10 @@ class AiWorker:
             start_id="0-0", count=count)
         out = []
         for item in reply[1]:
-            if not item or item[1] is None:  # trimmed from the stream meanwhile
+            if not item:
+                continue
+            if item[1] is None:  # trimmed from the stream meanwhile: nothing to serve
+                await self.storage.ack_ai_request(_s(item[0]))
                 continue
             entry_id, fields = item
             out.append((_s(entry_id), {_s(k): _s(v) for k, v in fields.items()}))
