@@ -35,6 +35,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
 from battleline.v1 import types_pb2
 from battleline_client.aio import AsyncClient, AsyncSeat
 from battleline_client.common import SeatHandle, is_finished, is_my_turn
@@ -133,12 +136,18 @@ class AiWorker:
                 await asyncio.sleep(0.2)
                 continue
             entries: list[tuple[str, dict[str, str]]] = []
-            if loop.time() >= next_reclaim:
-                entries = await self._reclaim(free)
-                next_reclaim = loop.time() + self.config.claim_idle_s / 3
-            if not entries:
-                entries = await self.storage.read_ai_requests(self.name, count=free,
-                                                              block_ms=500)
+            try:
+                if loop.time() >= next_reclaim:
+                    entries = await self._reclaim(free)
+                    next_reclaim = loop.time() + self.config.claim_idle_s / 3
+                if not entries:
+                    entries = await self.storage.read_ai_requests(self.name, count=free,
+                                                                  block_ms=500)
+            except (RedisConnectionError, RedisTimeoutError) as err:
+                # Redis restarting: the matches in hand play on; ask again shortly.
+                log.warning("ai worker %s: Redis unavailable (%s)", self.name, err)
+                await asyncio.sleep(1.0)
+                continue
             for entry_id, fields in entries:
                 if entry_id not in self.active:
                     self._start(entry_id, fields)
