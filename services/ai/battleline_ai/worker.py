@@ -117,12 +117,27 @@ class AiWorker:
             await self._take_requests()
         finally:
             heartbeat.cancel()
+            await self._hand_back()
             for task in self.active.values():
                 task.cancel()
             await asyncio.gather(heartbeat, *self.active.values(), return_exceptions=True)
             await self.client.close()
             self.pool.shutdown(cancel_futures=True)
             await self.storage.close()
+
+    async def _hand_back(self) -> None:
+        """On a clean stop, mark the matches in hand as idle for `claim_idle_s` already,
+        so the next reclaim pass of any worker takes them over without waiting."""
+        ids: list[Any] = list(self.active)
+        if not ids:
+            return
+        try:
+            await self.storage.redis.xclaim(AI_REQUESTS_KEY, AI_GROUP, self.name, 0, ids,
+                                            idle=int(self.config.claim_idle_s * 1000) + 1,
+                                            justid=True)
+            log.info("ai worker %s: handed back %d match(es)", self.name, len(ids))
+        except Exception:  # they are taken over after claim_idle_s anyway
+            log.exception("ai worker %s: could not hand back matches", self.name)
 
     def stop(self) -> None:
         self.stopping.set()
