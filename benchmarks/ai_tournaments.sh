@@ -14,3 +14,8 @@ t --a ismcts:level=5 --b ismcts:level=4 --games 40 --json $out/level5_vs_level4.
 t --a ismcts:level=5 --b random --games 40 --json $out/level5_vs_random.json
 t --a ismcts:level=2 --b ismcts:level=1 --games 200 --json $out/level2_vs_level1.json
 t --a ismcts:level=3 --b ismcts:level=2 --games 200 --json $out/level3_vs_level2.json
+# Second batches on other deals (seed 1001), to tighten the two closest intervals.
+battleline tournament --a ismcts:level=5 --b heuristic --games 100 --seed 1001 --workers 1 \
+  --json $out/level5_vs_heuristic_seed1001.json
+battleline tournament --a ismcts:level=4 --b ismcts:level=3 --games 60 --seed 1001 --workers 2 \
+  --json $out/level4_vs_level3_seed1001.json

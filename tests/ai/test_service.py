@@ -120,6 +120,32 @@ def test_a_killed_worker_is_replaced_and_the_match_finishes(engine: LocalService
         store.close()
 
 
+def test_a_stopped_worker_hands_its_matches_over_at_once(engine: LocalService, redis_url: str,
+                                                         tmp_path: Path) -> None:
+    log = tmp_path / "workers.log"
+    first = start_worker(engine.address, redis_url, log, claim_idle=60.0)
+    second: subprocess.Popen[bytes] | None = None
+    store = redis.Redis.from_url(redis_url)
+    rng = random.Random(12)
+    try:
+        with Client(engine.address) as client:
+            created = client.create(opponent="ai", ai_level=3, clock="per-move",
+                                    clock_seconds=60, seat="first")
+            seat = client.seat(created.seat)
+            play_random(client, [seat], rng, until=3, timeout_s=60)
+            stop(first)  # SIGTERM: a rolling restart, say
+            second = start_worker(engine.address, redis_url, log, claim_idle=60.0)
+            play_random(client, [seat], rng, timeout_s=40)  # far less than claim_idle
+            assert is_finished(seat.view())
+        _wait_acked(store)
+        assert "handed back 1 match" in log.read_text()
+    finally:
+        stop(first)
+        if second is not None:
+            stop(second)
+        store.close()
+
+
 @pytest.fixture
 def ai_service(redis_url: str, engine: LocalService) -> Iterator[str]:
     """`battleline ai --workers 0 --port 0`: the Suggest RPC alone."""

@@ -35,6 +35,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
 from battleline.v1 import types_pb2
 from battleline_client.aio import AsyncClient, AsyncSeat
 from battleline_client.common import SeatHandle, is_finished, is_my_turn
@@ -45,6 +48,7 @@ from battleline_client.errors import (
     NotFound,
     NotYourTurn,
     PermissionDenied,
+    RateLimited,
     StaleVersion,
 )
 from battleline_engine.storage import AI_GROUP, AI_REQUESTS_KEY, Storage
@@ -56,6 +60,7 @@ from .vault import Sealer, Vault, secret_from_env
 log = logging.getLogger("battleline.ai")
 
 _SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)
+JOIN_ATTEMPTS = 20
 
 
 class SeatLost(Exception):
@@ -112,12 +117,27 @@ class AiWorker:
             await self._take_requests()
         finally:
             heartbeat.cancel()
+            await self._hand_back()
             for task in self.active.values():
                 task.cancel()
             await asyncio.gather(heartbeat, *self.active.values(), return_exceptions=True)
             await self.client.close()
             self.pool.shutdown(cancel_futures=True)
             await self.storage.close()
+
+    async def _hand_back(self) -> None:
+        """On a clean stop, mark the matches in hand as idle for `claim_idle_s` already,
+        so the next reclaim pass of any worker takes them over without waiting."""
+        ids: list[Any] = list(self.active)
+        if not ids:
+            return
+        try:
+            await self.storage.redis.xclaim(AI_REQUESTS_KEY, AI_GROUP, self.name, 0, ids,
+                                            idle=int(self.config.claim_idle_s * 1000) + 1,
+                                            justid=True)
+            log.info("ai worker %s: handed back %d match(es)", self.name, len(ids))
+        except Exception:  # they are taken over after claim_idle_s anyway
+            log.exception("ai worker %s: could not hand back matches", self.name)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -131,12 +151,18 @@ class AiWorker:
                 await asyncio.sleep(0.2)
                 continue
             entries: list[tuple[str, dict[str, str]]] = []
-            if loop.time() >= next_reclaim:
-                entries = await self._reclaim(free)
-                next_reclaim = loop.time() + self.config.claim_idle_s / 3
-            if not entries:
-                entries = await self.storage.read_ai_requests(self.name, count=free,
-                                                              block_ms=500)
+            try:
+                if loop.time() >= next_reclaim:
+                    entries = await self._reclaim(free)
+                    next_reclaim = loop.time() + self.config.claim_idle_s / 3
+                if not entries:
+                    entries = await self.storage.read_ai_requests(self.name, count=free,
+                                                                  block_ms=500)
+            except (RedisConnectionError, RedisTimeoutError) as err:
+                # Redis restarting: the matches in hand play on; ask again shortly.
+                log.warning("ai worker %s: Redis unavailable (%s)", self.name, err)
+                await asyncio.sleep(1.0)
+                continue
             for entry_id, fields in entries:
                 if entry_id not in self.active:
                     self._start(entry_id, fields)
@@ -148,7 +174,10 @@ class AiWorker:
             start_id="0-0", count=count)
         out = []
         for item in reply[1]:
-            if not item or item[1] is None:  # trimmed from the stream meanwhile
+            if not item:
+                continue
+            if item[1] is None:  # trimmed from the stream meanwhile: nothing to serve
+                await self.storage.ack_ai_request(_s(item[0]))
                 continue
             entry_id, fields = item
             out.append((_s(entry_id), {_s(k): _s(v) for k, v in fields.items()}))
@@ -218,13 +247,17 @@ class AiWorker:
                               "worker)") from None
         if token is not None:
             return SeatHandle(match_id, token, seat)
-        for attempt in range(3):
+        for attempt in range(JOIN_ATTEMPTS):
             try:
                 handle = await self.client.join(match_id=match_id, join_ticket=fields["ticket"])
                 break
             except StaleVersion:  # the match changed while joining (a clock, a resign)
-                if attempt == 2:
+                if attempt == JOIN_ATTEMPTS - 1:
                     raise
+            except RateLimited as err:  # all AI joins come from one peer: a burst is normal
+                if attempt == JOIN_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(err.retry_after or 0.5)
             except IllegalAction as err:
                 if err.reason != "match-full":
                     raise
