@@ -89,3 +89,23 @@ def test_serve_with_no_ai_starts_none(tmp_path: Path) -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(20)
+
+
+def test_serve_on_a_redis_cluster_plays_an_ai_match(tmp_path: Path) -> None:
+    """The AI's stream, consumer group and vault on Redis Cluster (REDIS_CLUSTER=1)."""
+    from tests.deploy.procs import EngineProcess, RedisCluster
+
+    cluster = RedisCluster(tmp_path / "cluster")
+    cluster.start()
+    engine = EngineProcess(cluster.url, extra_env={"REDIS_CLUSTER": "1"})
+    try:
+        engine.start()
+        with Client(engine.address) as client:
+            created = client.create(opponent="ai", ai_level=5, clock="per-move",
+                                    clock_seconds=30)
+            seat = client.seat(created.seat)
+            play_random(client, [seat], random.Random(4), timeout_s=90)
+            assert is_finished(seat.view())
+    finally:
+        engine.stop()
+        cluster.stop()
