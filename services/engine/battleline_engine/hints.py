@@ -48,7 +48,9 @@ class HintClient:
         if self._stub is None:
             self._stub = ai_pb2_grpc.AiServiceStub(grpc.aio.insecure_channel(self.address))
         try:
-            return await self._stub.Suggest(request, timeout=timeout_s)
+            response: ai_pb2.SuggestResponse = await self._stub.Suggest(request,
+                                                                        timeout=timeout_s)
+            return response
         except grpc.aio.AioRpcError as err:
             raise Refusal(grpc.StatusCode.UNAVAILABLE, "ai-service-failed",
                           f"the AI service did not answer: {err.code().name}") from None
