@@ -38,10 +38,12 @@ def _alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
-def _serve(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+def _serve(tmp_path: Path, *extra: str,
+           env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [BATTLELINE, "serve", "--port", "0", "--data-dir", str(tmp_path), "--log-format",
-         "text", "--log-level", "warning", *extra], stdout=subprocess.PIPE, text=True)
+         "text", "--log-level", "warning", *extra], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, **(env or {})})
     assert process.stdout is not None
     line = process.stdout.readline()
     assert "listening on" in line, line
@@ -49,7 +51,7 @@ def _serve(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
 
 
 def test_serve_starts_an_ai_that_plays_and_dies_with_it(tmp_path: Path) -> None:
-    process, address = _serve(tmp_path)
+    process, address = _serve(tmp_path, env={"BATTLELINE_AI_CLAIM_IDLE": "3"})
     try:
         with Client(address) as client:
             created = client.create(opponent="ai", ai_level=3, clock="per-move",
@@ -70,6 +72,8 @@ def test_serve_starts_an_ai_that_plays_and_dies_with_it(tmp_path: Path) -> None:
         assert len(ai) == 1
         workers = _children(ai[0])
         assert workers
+        worker_args = Path(f"/proc/{workers[0]}/cmdline").read_text().split("\0")
+        assert worker_args[worker_args.index("--claim-idle") + 1] == "3.0"  # env passed on
     finally:
         process.send_signal(signal.SIGKILL)  # the harshest exit: no cleanup code runs
         process.wait(10)

@@ -17,13 +17,18 @@ def ai(
     redis_url: Annotated[str, typer.Option(
         envvar="REDIS_URL", help="The engine's Redis (seat requests come from there)."
     )] = "redis://127.0.0.1:6379/0",
-    workers: Annotated[int, typer.Option(min=0, help="Worker processes.")] = 1,
-    concurrency: Annotated[int, typer.Option(min=1, help="Matches per worker at once.")] = 16,
+    workers: Annotated[int, typer.Option(
+        envvar="BATTLELINE_AI_WORKERS", min=0, help="Worker processes.")] = 1,
+    concurrency: Annotated[int, typer.Option(
+        envvar="BATTLELINE_AI_CONCURRENCY", min=1, help="Matches per worker at once.")] = 16,
     search_processes: Annotated[int, typer.Option(
-        min=1, help="Search processes per worker (and for the RPC).")] = 1,
+        envvar="BATTLELINE_AI_SEARCH_PROCESSES", min=1,
+        help="Search processes per worker (and for the RPC).")] = 1,
     claim_idle: Annotated[float, typer.Option(
+        envvar="BATTLELINE_AI_CLAIM_IDLE",
         help="Seconds a request may stay silent before another worker takes it over.")] = 30.0,
-    move_cap: Annotated[float, typer.Option(help="Longest think per move, seconds.")] = 5.0,
+    move_cap: Annotated[float, typer.Option(
+        envvar="BATTLELINE_AI_MOVE_CAP", help="Longest think per move, seconds.")] = 5.0,
     port: Annotated[int | None, typer.Option(
         envvar="BATTLELINE_AI_PORT", help="Serve the AiService RPC on this port (0: any).")] = None,
     host: Annotated[str, typer.Option(help="Address for --port.")] = "127.0.0.1",
@@ -32,7 +37,9 @@ def ai(
     """Play hosted-AI seats of an engine until SIGINT/SIGTERM.
 
     Workers sharing the secret in BATTLELINE_AI_SECRET can take over each
-    other's matches; without it one is made up for this run's workers.
+    other's matches; without it one is made up for this run's workers. Every
+    option also reads an environment variable, so `battleline serve` (which
+    starts this command) passes them on.
     """
     from battleline_ai.service import ServiceConfig, run_service
 
