@@ -7,6 +7,7 @@ seat's view, and its request acknowledged when the match is over.
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -198,3 +199,30 @@ def test_sealed_tokens_open_only_with_the_secret_and_for_their_match() -> None:
         sealer.open("m2", sealed)
     with pytest.raises(ValueError):
         Sealer(b"another secret, long enough").open("m1", sealed)
+
+
+def test_battleline_ai_restarts_a_killed_worker_which_takes_the_match_over(
+        engine: LocalService, redis_url: str, tmp_path: Path) -> None:
+    log = tmp_path / "ai.log"
+    with log.open("ab") as out:
+        service = subprocess.Popen(
+            [sys.executable, "-m", "battleline_client.cli", "ai", "--engine", engine.address,
+             "--redis-url", redis_url, "--claim-idle", "2", "--move-cap", "0.3"],
+            stdout=out, stderr=subprocess.STDOUT)
+    rng = random.Random(21)
+    try:
+        with Client(engine.address) as client:
+            created = client.create(opponent="ai", ai_level=4, clock="per-move",
+                                    clock_seconds=60, seat="first")
+            seat = client.seat(created.seat)
+            play_random(client, [seat], rng, until=3, timeout_s=60)
+            children = Path(f"/proc/{service.pid}/task/{service.pid}/children").read_text()
+            worker = int(children.split()[0])
+            os.kill(worker, signal.SIGKILL)
+            play_random(client, [seat], rng, timeout_s=90)
+            view = seat.view()
+            assert is_finished(view) and view.end_reason in FAIR_ENDS, view
+        text = log.read_text()
+        assert "restarting" in text and "reclaimed request" in text, text
+    finally:
+        stop(service)
