@@ -104,8 +104,10 @@ class Client:
             request.seed = seed
         return self.lobby.CreateMatch(request, timeout=10)
 
-    def view(self, match_id: str, token: str | None) -> types_pb2.MatchView:
-        response = self.game.GetView(game_pb2.GetViewRequest(match_id=match_id),
+    def view(self, match_id: str, token: str | None,
+             position: bool = True) -> types_pb2.MatchView:
+        response = self.game.GetView(game_pb2.GetViewRequest(match_id=match_id,
+                                                             include_position=position),
                                      metadata=auth(token), timeout=10)
         self._seen(token, response)
         return response.view
@@ -114,7 +116,7 @@ class Client:
                action_id: str | None = None) -> game_pb2.SubmitActionResponse:
         response = self.game.SubmitAction(game_pb2.SubmitActionRequest(
             match_id=match_id, expected_version=version, action_id=action_id or uuid.uuid4().hex,
-            actions=actions), metadata=auth(token), timeout=10)
+            actions=actions, include_position=True), metadata=auth(token), timeout=10)
         self._seen(token, response)
         return response
 
@@ -126,7 +128,8 @@ class Client:
 
     def watch(self, match_id: str, token: str | None = None, resume_after: int | None = None,
               include_views: bool = False) -> Any:
-        request = watch_pb2.WatchRequest(match_id=match_id, include_views=include_views)
+        request = watch_pb2.WatchRequest(match_id=match_id, include_views=include_views,
+                                         include_position=True)
         if resume_after is not None:
             request.resume_after = resume_after
         return self.watcher.Watch(request, metadata=auth(token), timeout=120)

@@ -15,7 +15,8 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
-from battleline.v1 import lobby_pb2, types_pb2
+from battleline.v1 import game_pb2, lobby_pb2, types_pb2, watch_pb2
+from battleline_rules import load_position, parse_card
 
 from .harness import SEATS, Client, Engine, play_local
 
@@ -244,3 +245,26 @@ def test_lobby_lists_open_matches_page_by_page(client: Client, redis_url: str) -
         time.sleep(0.002)
     assert set(ids) <= set(seen) and hidden.match_id not in seen
     assert len(seen) == len(set(seen))
+
+
+def test_position_text_only_on_request(client: Client) -> None:
+    """Writing the position text is a third of a view's cost and most clients never read
+    it: views carry it only when the request sets include_position."""
+    created = client.create("standard")
+    bare = client.view(created.match_id, created.seat_token, position=False)
+    full = client.view(created.match_id, created.seat_token, position=True)
+    assert bare.position == "" and full.position
+    assert bare.version == full.version and bare.hand == full.hand
+    seat_view = load_position(full.position)
+    assert seat_view.viewer == 0 and sorted(seat_view.hands[0]) == sorted(
+        parse_card(c) for c in full.hand)
+    response = client.game.SubmitAction(game_pb2.SubmitActionRequest(
+        match_id=created.match_id, expected_version=full.version, action_id="a1",
+        actions=[full.legal_actions[0]]),
+        metadata=[("authorization", f"Bearer {created.seat_token}")], timeout=10)
+    assert response.view.version == response.version and response.view.position == ""
+    stream = client.watcher.Watch(watch_pb2.WatchRequest(match_id=created.match_id),
+                                  timeout=10)
+    snapshot = next(iter(stream)).snapshot
+    stream.cancel()
+    assert snapshot.version == response.version and snapshot.position == ""

@@ -126,7 +126,9 @@ class AsyncClient:
     async def view(self, match_id: str, token: str | None = None) -> types_pb2.MatchView:
         """The match as a seat (with its token) or a spectator (without) sees it."""
         response = await self._unary("GetView", self._game.GetView,
-                                     game_pb2.GetViewRequest(match_id=match_id), token)
+                                     game_pb2.GetViewRequest(
+                                         match_id=match_id, include_position=common.POSITIONS),
+                                     token)
         return response.view
 
     async def submit(self, handle: SeatHandle, version: int, actions: list[str],
@@ -140,7 +142,8 @@ class AsyncClient:
                      action_id: str | None = None) -> types_pb2.MatchView:
         """Resign the match for this seat; returns the seat's final view."""
         request = game_pb2.ResignRequest(match_id=handle.match_id,
-                                         action_id=action_id or common.new_action_id())
+                                         action_id=action_id or common.new_action_id(),
+                                         include_position=common.POSITIONS)
         response = await self._unary("Resign", self._game.Resign, request, handle.token)
         return response.view
 

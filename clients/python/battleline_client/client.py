@@ -128,7 +128,9 @@ class Client:
     def view(self, match_id: str, token: str | None = None) -> types_pb2.MatchView:
         """The match as a seat (with its token) or a spectator (without) sees it."""
         response = self._unary("GetView", self._game.GetView,
-                               game_pb2.GetViewRequest(match_id=match_id), token)
+                               game_pb2.GetViewRequest(match_id=match_id,
+                                                       include_position=common.POSITIONS),
+                               token)
         return response.view
 
     def submit(self, handle: SeatHandle, version: int, actions: list[str],
@@ -141,7 +143,8 @@ class Client:
     def resign(self, handle: SeatHandle, action_id: str | None = None) -> types_pb2.MatchView:
         """Resign the match for this seat; returns the seat's final view."""
         request = game_pb2.ResignRequest(match_id=handle.match_id,
-                                         action_id=action_id or common.new_action_id())
+                                         action_id=action_id or common.new_action_id(),
+                                         include_position=common.POSITIONS)
         return self._unary("Resign", self._game.Resign, request, handle.token).view
 
     def record(self, match_id: str, token: str | None = None) -> record_pb2.GetRecordResponse:

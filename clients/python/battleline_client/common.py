@@ -139,13 +139,19 @@ def join_request(*, match_id: str = "", invite_code: str = "", name: str = "",
     return lobby_pb2.JoinMatchRequest(invite_code=invite_code, seat_options=options)
 
 
+# The engine fills MatchView.position only on request; this library always asks, since
+# its bots and the AI worker load views from that text (`load_position`).
+POSITIONS = True
+
+
 def submit_request(match_id: str, version: int, actions: list[str],
                    action_id: str) -> game_pb2.SubmitActionRequest:
     """A SubmitActionRequest; `actions` must not be empty."""
     if not actions:
         raise ValueError("give at least one action")
     return game_pb2.SubmitActionRequest(match_id=match_id, expected_version=version,
-                                        action_id=action_id, actions=actions)
+                                        action_id=action_id, actions=actions,
+                                        include_position=POSITIONS)
 
 
 def can_retry_stale(view: types_pb2.MatchView, actions: list[str]) -> bool:
@@ -195,7 +201,8 @@ class WatchCursor:
     def request(self) -> watch_pb2.WatchRequest:
         """The request for the next (re)connection."""
         request = watch_pb2.WatchRequest(match_id=self.match_id,
-                                         include_views=self.include_views)
+                                         include_views=self.include_views,
+                                         include_position=POSITIONS)
         if self.last is not None:
             request.resume_after = self.last
         return request

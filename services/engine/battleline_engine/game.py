@@ -35,7 +35,8 @@ class GameServicer(game_pb2_grpc.GameServiceServicer):
         match_id = match_id_of(request.match_id)
         seat = await self.rt.seats.optional(context, match_id)
         match = await self.rt.matches.read(match_id)
-        return self.rt.matches.view(match, SPECTATOR if seat is None else seat)
+        return self.rt.matches.view(match, SPECTATOR if seat is None else seat,
+                                    request.include_position)
 
     @unary
     async def SubmitAction(self, request: game_pb2.SubmitActionRequest,
@@ -48,7 +49,8 @@ class GameServicer(game_pb2_grpc.GameServiceServicer):
         self.rt.action_limit.take(f"{match_id}/{seat}")
         try:
             response = await self.rt.matches.submit(
-                match_id, seat, request.expected_version, action_id, actions)
+                match_id, seat, request.expected_version, action_id, actions,
+                request.include_position)
         except Refusal as refusal:
             ACTIONS.labels("conflict" if refusal.reason == "stale-version" else "rejected").inc()
             raise
@@ -62,6 +64,6 @@ class GameServicer(game_pb2_grpc.GameServiceServicer):
         action_id = action_id_of(request.action_id)
         seat = await self.rt.seats.require(context, match_id)
         self.rt.action_limit.take(f"{match_id}/{seat}")
-        return await self.rt.matches.resign(match_id, seat, action_id)
+        return await self.rt.matches.resign(match_id, seat, action_id, request.include_position)
 
     GetHint = unary(hints.servicer_get_hint)

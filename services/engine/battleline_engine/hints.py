@@ -77,9 +77,7 @@ async def get_hint(runtime: Runtime, request: game_pb2.GetHintRequest,
     if match.meta.opponent not in _OPPONENTS_WITH_HINTS:
         raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "hints-off",
                       "hints are off in matches between two people")
-    view = runtime.matches.view(match, seat).view
-    if not view.position:  # an engine that fills positions only on request
-        view = runtime.matches.view(match, seat, True).view  # type: ignore[call-arg]
+    view = runtime.matches.view(match, seat, True).view  # with the position: the AI reads it
     if not view.legal_actions:
         raise precondition("not-your-turn", "a hint is for a seat that has something to do")
     budget_ms = min(request.budget_ms or DEFAULT_BUDGET_MS, MAX_BUDGET_MS)

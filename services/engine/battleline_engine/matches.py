@@ -141,9 +141,10 @@ class Matches:
         deadline = match.record.deadline_ms
         return match.status == PLAYING and deadline > 0 and (at_ms or now_ms()) >= deadline
 
-    def view(self, match: Match, viewer: int) -> game_pb2.GetViewResponse:
+    def view(self, match: Match, viewer: int, position: bool = False,
+             ) -> game_pb2.GetViewResponse:
         return game_pb2.GetViewResponse(
-            view=views.match_view(match, viewer, occupied(match.meta), now_ms())
+            view=views.match_view(match, viewer, occupied(match.meta), now_ms(), position)
         )
 
     # -- creating and joining -------------------------------------------------------
@@ -283,7 +284,8 @@ class Matches:
     # -- playing --------------------------------------------------------------------
 
     async def submit(self, match_id: str, seat: int, expected_version: int, action_id: str,
-                     actions: list[Action]) -> game_pb2.SubmitActionResponse:
+                     actions: list[Action], position: bool = False,
+                     ) -> game_pb2.SubmitActionResponse:
         """Apply the seat's actions all-or-nothing; a repeated action id replays its answer."""
         key = f"a:{seat}:{action_id}"
         record, prior = await self.storage.load_for_action(match_id, key)
@@ -323,10 +325,11 @@ class Matches:
             for i, e in enumerate(outcome.events)
         )
         response.view.CopyFrom(views.match_view(outcome.match, seat, occupied(match.meta),
-                                                now_ms()))
+                                                now_ms(), position))
         return await self._commit(match, outcome, key, response)
 
-    async def resign(self, match_id: str, seat: int, action_id: str) -> game_pb2.ResignResponse:
+    async def resign(self, match_id: str, seat: int, action_id: str,
+                     position: bool = False) -> game_pb2.ResignResponse:
         """End the match: the seat resigning loses the game and the series."""
         key = f"r:{seat}:{action_id}"
         for _ in range(5):
@@ -341,7 +344,8 @@ class Matches:
             state.resign(seat)
             outcome = self._outcome(match, state, [], seat, end="resignation", loser=seat)
             response = game_pb2.ResignResponse(
-                view=views.match_view(outcome.match, seat, occupied(match.meta), now_ms())
+                view=views.match_view(outcome.match, seat, occupied(match.meta), now_ms(),
+                                      position)
             )
             try:
                 return await self._commit(match, outcome, key, response)

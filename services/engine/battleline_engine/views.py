@@ -179,8 +179,13 @@ def _clocks(match: Match, now_ms: int) -> list[pb.Clock]:
     return out
 
 
-def match_view(match: Match, viewer: int, occupied: set[int], now_ms: int) -> pb.MatchView:
-    """The MatchView of `viewer` (0, 1 or SPECTATOR): built from `state.view(viewer)` only."""
+def match_view(match: Match, viewer: int, occupied: set[int], now_ms: int,
+               position: bool = False) -> pb.MatchView:
+    """The MatchView of `viewer` (0, 1 or SPECTATOR): built from `state.view(viewer)` only.
+
+    `position` (the request's include_position) adds the position text: writing it
+    is a third of a view's cost and most clients never read it.
+    """
     view = match.state.view(viewer)
     playing = match.status == PLAYING and not view.is_over
     to_act = view.current_player if playing else -1
@@ -205,7 +210,7 @@ def match_view(match: Match, viewer: int, occupied: set[int], now_ms: int) -> pb
         if view.is_over else pb.SEAT_UNSPECIFIED,
         end_reason=end_reason(match),
         game_number=match.game,
-        position=dump_position(view),
+        position=dump_position(view) if position else "",
         last_event_number=match.record.last_event,
     )
     for number, flag in enumerate(view.flags, 1):

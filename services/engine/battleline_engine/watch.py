@@ -56,7 +56,7 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         try:
             if backlog is None:
                 yield watch_pb2.WatchResponse(snapshot=views.match_view(
-                    match, viewer, occupied(match.meta), now_ms()))
+                    match, viewer, occupied(match.meta), now_ms(), request.include_position))
                 if match.finished:
                     return
             queue = await self.rt.hub.subscribe(match_id, last)
@@ -72,7 +72,8 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
                     for i, event in enumerate(batch):
                         item = watch_pb2.WatchResponse(event=views.event_message(event, viewer))
                         if request.include_views and i == len(batch) - 1:
-                            await self._attach_view(item, match_id, event, viewer)
+                            await self._attach_view(item, match_id, event, viewer,
+                                                    request.include_position)
                         last = event.number
                         yield item
                         if event.fields.get("end") == "1":
@@ -87,7 +88,7 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
             SUBSCRIBERS.dec()
 
     async def _attach_view(self, item: watch_pb2.WatchResponse, match_id: str,
-                           event: StoredEvent, viewer: int) -> None:
+                           event: StoredEvent, viewer: int, position: bool) -> None:
         """Attach the view after `event`, only if the match is still exactly there.
 
         A stream lagging behind the match would otherwise attach a newer position to an
@@ -97,4 +98,5 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         now = await self.rt.matches.read(match_id)
         if now.version != int(event.fields["v"]) or now.record.last_event != event.number:
             return
-        item.view.CopyFrom(views.match_view(now, viewer, occupied(now.meta), now_ms()))
+        item.view.CopyFrom(views.match_view(now, viewer, occupied(now.meta), now_ms(),
+                                            position))

@@ -27,16 +27,22 @@ class GetViewRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
+    INCLUDE_POSITION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """The match id."""
+    include_position: _builtins.bool
+    """Also fill MatchView.position (the rules-core position text, for tools and
+    bots that load it); left empty otherwise, since most clients never read it.
+    """
     def __init__(
         self,
         *,
         match_id: _builtins.str = ...,
+        include_position: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_position", b"include_position", "match_id", b"match_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -76,6 +82,7 @@ class SubmitActionRequest(_message.Message):
     EXPECTED_VERSION_FIELD_NUMBER: _builtins.int
     ACTION_ID_FIELD_NUMBER: _builtins.int
     ACTIONS_FIELD_NUMBER: _builtins.int
+    INCLUDE_POSITION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """The match id."""
     expected_version: _builtins.int
@@ -85,6 +92,10 @@ class SubmitActionRequest(_message.Message):
     action_id: _builtins.str
     """A client-chosen id (1-64 characters) unique per seat and match. Sending the
     same id again returns the original response and applies nothing twice.
+    """
+    include_position: _builtins.bool
+    """Also fill view.position, as in GetViewRequest. A repeated action_id gets
+    the original response, built as the first request asked.
     """
     @_builtins.property
     def actions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -100,10 +111,11 @@ class SubmitActionRequest(_message.Message):
         expected_version: _builtins.int = ...,
         action_id: _builtins.str = ...,
         actions: _abc.Iterable[_builtins.str] | None = ...,
+        include_position: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_id", b"action_id", "actions", b"actions", "expected_version", b"expected_version", "match_id", b"match_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_id", b"action_id", "actions", b"actions", "expected_version", b"expected_version", "include_position", b"include_position", "match_id", b"match_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -151,19 +163,23 @@ class ResignRequest(_message.Message):
 
     MATCH_ID_FIELD_NUMBER: _builtins.int
     ACTION_ID_FIELD_NUMBER: _builtins.int
+    INCLUDE_POSITION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """The match id."""
     action_id: _builtins.str
     """A client-chosen id, as in SubmitActionRequest.action_id."""
+    include_position: _builtins.bool
+    """Also fill view.position, as in GetViewRequest."""
     def __init__(
         self,
         *,
         match_id: _builtins.str = ...,
         action_id: _builtins.str = ...,
+        include_position: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_id", b"action_id", "match_id", b"match_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_id", b"action_id", "include_position", b"include_position", "match_id", b"match_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

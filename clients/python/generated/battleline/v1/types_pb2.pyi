@@ -749,7 +749,8 @@ class MatchView(_message.Message):
     """Game number in the series, from 1."""
     position: _builtins.str
     """The viewer's position in the rules-core text notation (redacted for the
-    viewer exactly like this message), for feeding to tools.
+    viewer exactly like this message), for feeding to tools. Only when the
+    request set include_position; empty otherwise.
     """
     last_event_number: _builtins.int
     """Number of the last event included in this view; resume Watch after it."""

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from battleline.v1 import types_pb2 as battleline_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62\x61ttleline/v1/watch.proto\x12\rbattleline.v1\x1a\x19\x62\x61ttleline/v1/types.proto\"c\n\x0cWatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x19\n\x0cresume_after\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x15\n\rinclude_views\x18\x03 \x01(\x08\x42\x0f\n\r_resume_after\"\x99\x01\n\rWatchResponse\x12,\n\x08snapshot\x18\x01 \x01(\x0b\x32\x18.battleline.v1.MatchViewH\x00\x12*\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x19.battleline.v1.MatchEventH\x00\x12&\n\x04view\x18\x03 \x01(\x0b\x32\x18.battleline.v1.MatchViewB\x06\n\x04item2T\n\x0cWatchService\x12\x44\n\x05Watch\x12\x1b.battleline.v1.WatchRequest\x1a\x1c.battleline.v1.WatchResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62\x61ttleline/v1/watch.proto\x12\rbattleline.v1\x1a\x19\x62\x61ttleline/v1/types.proto\"}\n\x0cWatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x19\n\x0cresume_after\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x15\n\rinclude_views\x18\x03 \x01(\x08\x12\x18\n\x10include_position\x18\x04 \x01(\x08\x42\x0f\n\r_resume_after\"\x99\x01\n\rWatchResponse\x12,\n\x08snapshot\x18\x01 \x01(\x0b\x32\x18.battleline.v1.MatchViewH\x00\x12*\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x19.battleline.v1.MatchEventH\x00\x12&\n\x04view\x18\x03 \x01(\x0b\x32\x18.battleline.v1.MatchViewB\x06\n\x04item2T\n\x0cWatchService\x12\x44\n\x05Watch\x12\x1b.battleline.v1.WatchRequest\x1a\x1c.battleline.v1.WatchResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,9 +33,9 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'battleline.v1.watch_pb2', _
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_WATCHREQUEST']._serialized_start=71
-  _globals['_WATCHREQUEST']._serialized_end=170
-  _globals['_WATCHRESPONSE']._serialized_start=173
-  _globals['_WATCHRESPONSE']._serialized_end=326
-  _globals['_WATCHSERVICE']._serialized_start=328
-  _globals['_WATCHSERVICE']._serialized_end=412
+  _globals['_WATCHREQUEST']._serialized_end=196
+  _globals['_WATCHRESPONSE']._serialized_start=199
+  _globals['_WATCHRESPONSE']._serialized_end=352
+  _globals['_WATCHSERVICE']._serialized_start=354
+  _globals['_WATCHSERVICE']._serialized_end=438
 # @@protoc_insertion_point(module_scope)

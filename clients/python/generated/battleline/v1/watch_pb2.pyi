@@ -26,6 +26,7 @@ class WatchRequest(_message.Message):
     MATCH_ID_FIELD_NUMBER: _builtins.int
     RESUME_AFTER_FIELD_NUMBER: _builtins.int
     INCLUDE_VIEWS_FIELD_NUMBER: _builtins.int
+    INCLUDE_POSITION_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """The match id."""
     resume_after: _builtins.int
@@ -37,16 +38,21 @@ class WatchRequest(_message.Message):
     """Also send the viewer's view with the last event of a commit, when the
     match is still at that commit (see WatchResponse.view).
     """
+    include_position: _builtins.bool
+    """Also fill MatchView.position in the snapshot and the views, as in
+    GetViewRequest.
+    """
     def __init__(
         self,
         *,
         match_id: _builtins.str = ...,
         resume_after: _builtins.int | None = ...,
         include_views: _builtins.bool = ...,
+        include_position: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_resume_after", b"_resume_after", "resume_after", b"resume_after"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_resume_after", b"_resume_after", "include_views", b"include_views", "match_id", b"match_id", "resume_after", b"resume_after"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_resume_after", b"_resume_after", "include_position", b"include_position", "include_views", b"include_views", "match_id", b"match_id", "resume_after", b"resume_after"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__resume_after: _TypeAlias = _typing.Literal["resume_after"]  # noqa: Y015
     _WhichOneofArgType__resume_after: _TypeAlias = _typing.Literal["_resume_after", b"_resume_after"]  # noqa: Y015
