@@ -70,7 +70,8 @@ def test_serve_starts_an_ai_that_plays_and_dies_with_it(tmp_path: Path) -> None:
         ai = [p for p in _children(process.pid) if "ai" in Path(f"/proc/{p}/cmdline")
               .read_text().split("\0")]
         assert len(ai) == 1
-        workers = _children(ai[0])
+        workers = [p for p in _children(ai[0])
+                   if "battleline_ai.worker" in Path(f"/proc/{p}/cmdline").read_text()]
         assert workers
         worker_args = Path(f"/proc/{workers[0]}/cmdline").read_text().split("\0")
         assert worker_args[worker_args.index("--claim-idle") + 1] == "3.0"  # env passed on
