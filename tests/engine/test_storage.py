@@ -297,3 +297,22 @@ def test_live_count_follows_create_and_finish(redis_url: str) -> None:
         assert await s.live_count() == 1
 
     run(redis_url, body)
+
+
+def test_load_for_action_is_one_command(redis_url: str) -> None:
+    """The start of every action: the stored answer of a repeated key, else the match."""
+
+    async def body(s: Storage) -> None:
+        assert await s.load_for_action("nope", "a:0:x") == (None, None)
+        await _new(s)
+        record, prior = await s.load_for_action("m1", "a:0:x")
+        assert prior is None and record is not None and record.version == 1
+        assert record == await s.load("m1")
+        result = await s.commit("m1", expected_version=1, state="s2", action_key="a:0:x",
+                                response=b"\x00answer\xff")
+        assert result.status is CommitStatus.OK
+        assert await s.load_for_action("m1", "a:0:x") == (None, b"\x00answer\xff")
+        record, prior = await s.load_for_action("m1", "a:0:y")
+        assert prior is None and record is not None and record.state == "s2"
+
+    run(redis_url, body)
