@@ -24,6 +24,8 @@ from .vault import secret_from_env
 log = logging.getLogger("battleline.ai")
 
 RESTART_DELAY_S = 1.0
+MAX_RESTART_DELAY_S = 60.0
+QUICK_EXIT_S = 10.0  # a worker exiting sooner than this after its start is crash-looping
 
 
 @dataclass(frozen=True)
@@ -65,15 +67,27 @@ async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
         server = AiServer(config.host, config.port, config.search_processes)
         print(f"battleline ai service listening on {await server.start()}", flush=True)
     print(f"battleline ai: {config.workers} worker(s) for engine {config.engine}", flush=True)
+    loop = asyncio.get_running_loop()
+    started = [0.0] * config.workers  # when each worker was last started
+    next_start = [0.0] * config.workers  # no restart before this (backing off)
+    quick_exits = [0] * config.workers  # exits in a row soon after a start
     try:
         while not stop.is_set():
+            now = loop.time()
             for i, child in enumerate(children):
-                if child is None or child.poll() is not None:
-                    if child is not None:
-                        log.warning("ai worker %d (pid %d) exited with %s; restarting", i,
-                                    child.pid, child.returncode)
+                if child is not None and child.poll() is not None:
+                    quick_exits[i] = quick_exits[i] + 1 if now - started[i] < QUICK_EXIT_S else 0
+                    # One early exit can be a kill; several in a row are a crash loop.
+                    delay = (0.0 if quick_exits[i] < 2 else
+                             min(MAX_RESTART_DELAY_S, RESTART_DELAY_S * 2 ** quick_exits[i]))
+                    log.warning("ai worker %d (pid %d) exited with %s; restarting in %.0f s", i,
+                                child.pid, child.returncode, delay)
+                    next_start[i] = now + delay
+                    children[i] = child = None
+                if child is None and now >= next_start[i]:
                     children[i] = subprocess.Popen(worker_command(config), env=os.environ,
                                                    preexec_fn=die_with_parent)
+                    started[i] = now
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), RESTART_DELAY_S)
     finally:
