@@ -48,6 +48,12 @@ def action_text(action: Action) -> str:
     """`format_action`, memoised: a view lists dozens of legal actions on every call and
     the set of distinct actions is small (cards x flags), so each is formatted once."""
     return format_action(action)
+
+
+@lru_cache(maxsize=16384)
+def _stored_action(text: str) -> Action:
+    """`parse_action` of a stored event's text, memoised (Actions are immutable)."""
+    return parse_action(text)
 _PHASES: Final = {WAITING: pb.MATCH_PHASE_WAITING, PLAYING: pb.MATCH_PHASE_PLAYING,
                   FINISHED: pb.MATCH_PHASE_FINISHED}
 _STEPS: Final = {
@@ -233,16 +239,16 @@ def match_view(match: Match, viewer: int, occupied: set[int], now_ms: int,
 
 def event_text(fields: dict[str, str], viewer: int) -> str:
     """One stored event as `viewer` may read it (FULL: unredacted)."""
-    action_text = fields.get("a")
-    if not action_text:
+    stored = fields.get("a")
+    if not stored:
         return fields.get("x", "")
     seat = int(fields["s"])
     drawn = parse_card(fields["d"]) if fields.get("d") else -1
-    event = Event(0, seat, parse_action(action_text), drawn)
+    event = Event(0, seat, _stored_action(stored), drawn)
     if viewer != FULL:
         event = redact_event(event, viewer)
-    text = format_action(event.action)
-    return f"{text} {card_name(event.drawn)}" if event.drawn != -1 else text
+    text = action_text(event.action)
+    return f"{text} {NAMES[event.drawn]}" if event.drawn != -1 else text
 
 
 def stored_event(kind: str, version: int, now_ms: int, seat: int | None = None,
@@ -251,8 +257,8 @@ def stored_event(kind: str, version: int, now_ms: int, seat: int | None = None,
     out = {"k": kind, "v": str(version), "t": str(now_ms),
            "s": "" if seat is None else str(seat)}
     if event is not None:
-        out["a"] = format_action(event.action)
-        out["d"] = card_name(event.drawn) if event.drawn >= 0 else ""
+        out["a"] = action_text(event.action)
+        out["d"] = NAMES[event.drawn] if event.drawn >= 0 else ""
     else:
         out["x"] = text
     if final:
