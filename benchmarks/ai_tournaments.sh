@@ -19,3 +19,6 @@ battleline tournament --a ismcts:level=5 --b heuristic --games 100 --seed 1001 -
   --json $out/level5_vs_heuristic_seed1001.json
 battleline tournament --a ismcts:level=4 --b ismcts:level=3 --games 60 --seed 1001 --workers 2 \
   --json $out/level4_vs_level3_seed1001.json
+# Beyond level 5: does a bigger budget help?
+battleline tournament --a ismcts:iterations=1000 --b heuristic --games 40 --seed 2001 --workers 2 \
+  --json $out/ismcts1000_vs_heuristic.json
