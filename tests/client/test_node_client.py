@@ -6,13 +6,12 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
 
 from battleline_client.local import LocalService
-from tests.client.test_play_command import _stand_in_ai
+from tests.ai.service_harness import start_worker, stop
 
 NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
 pytestmark = pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None,
@@ -43,17 +42,14 @@ def test_node_client_plays_a_local_match(node_modules: Path, service: LocalServi
     assert int(found.group(3)) > 20
 
 
-def test_node_client_plays_one_seat_against_a_hosted_ai(node_modules: Path,
-                                                        redis_url: str) -> None:
-    stop = threading.Event()
+def test_node_client_plays_one_seat_against_a_hosted_ai(
+    node_modules: Path, redis_url: str, tmp_path: Path
+) -> None:
     with LocalService(redis_url) as engine:
-        worker = threading.Thread(target=_stand_in_ai, args=(engine.address, redis_url, stop),
-                                  daemon=True)
-        worker.start()
+        worker = start_worker(engine.address, redis_url, tmp_path / "worker.log")
         try:
             out = _play("--target", engine.address, "--ai", "3", "--timeout", "30")
         finally:
-            stop.set()
-            worker.join(10)
+            stop(worker)
     assert "against the hosted AI level 3" in out
     assert re.search(r"match over: winner SEAT_\w+ by END_REASON_\w+", out), out
