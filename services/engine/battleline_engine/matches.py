@@ -78,6 +78,15 @@ class Outcome:
     match: Match  # the match as it will read after the commit
 
 
+# Invite codes are read aloud and typed: no look-alike characters, never a leading '-'.
+INVITE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+
+def new_invite_code(length: int = 10) -> str:
+    """A random invite code (50 bits with the default length)."""
+    return "".join(secrets.choice(INVITE_ALPHABET) for _ in range(length))
+
+
 def occupied(meta: Meta) -> set[int]:
     """Seats held by someone (a seat waiting for a player or an AI is not)."""
     return {0, 1} - {meta.open_seat}
@@ -163,7 +172,7 @@ class Matches:
         else:
             meta = replace(meta, open_seat=other)
             if meta.opponent == OPEN:
-                invite = secrets.token_urlsafe(6)
+                invite = new_invite_code()
                 meta = replace(meta, invite=invite)
             else:
                 ai_ticket = secrets.token_urlsafe(24)
@@ -197,7 +206,7 @@ class Matches:
     async def resolve(self, match_id: str, invite: str) -> str:
         """The match id of a JoinMatch target."""
         if invite:
-            found = await self.storage.resolve_invite(invite)
+            found = await self.storage.resolve_invite(invite.strip().upper())
             if found is None:
                 raise Refusal(grpc.StatusCode.NOT_FOUND, "invite-not-found",
                               "no match has this invite code")
