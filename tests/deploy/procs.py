@@ -8,6 +8,7 @@ directory, which is what the fault tests do.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -183,6 +184,8 @@ class EngineProcess:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    # stderr of serve and of the hosted AI it starts (appended across restarts); else none
+    log_path: Path | None = None
 
     @property
     def address(self) -> str:
@@ -190,19 +193,63 @@ class EngineProcess:
 
     def start(self, timeout: float = 30.0) -> None:
         """Start and wait until gRPC health says SERVING (so Redis is reachable too)."""
-        self.process = subprocess.Popen(
-            [BATTLELINE, "serve", "--port", str(self.port), "--grace", "1",
-             "--log-level", "warning"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env={**os.environ, "REDIS_URL": self.redis_url, **self.extra_env},
-        )
+        log = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115
+        try:
+            self.process = subprocess.Popen(
+                [BATTLELINE, "serve", "--port", str(self.port), "--grace", "1",
+                 "--log-level", "warning"],
+                stdout=subprocess.DEVNULL, stderr=log or subprocess.DEVNULL,
+                env={**os.environ, "REDIS_URL": self.redis_url, **self.extra_env},
+            )
+        finally:
+            if log is not None:
+                log.close()  # the child has its own descriptor
         wait_serving(self.address, timeout, self.process)
 
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path else ""
+
     def kill(self) -> None:
-        """SIGKILL: no drain, no goodbye."""
+        """SIGKILL: no drain, no goodbye (its hosted AI dies with it: PR_SET_PDEATHSIG)."""
         assert self.process is not None
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(10)
 
+    def descendants(self) -> list[int]:
+        """The pids of every process below serve (its AI, workers, search processes)."""
+        return descendants(self.process.pid) if self.process is not None else []
+
     def stop(self) -> None:
+        """SIGKILL serve, then whatever it started that outlived it by 5 s."""
+        below = self.descendants()
         _stop(self.process)
+        deadline = time.monotonic() + 5
+        while (alive := [p for p in below if is_alive(p)]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def descendants(pid: int) -> list[int]:
+    """Children, grandchildren, ... of `pid` (from /proc)."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{parent}/task").iterdir():
+                with contextlib.suppress(OSError):
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+        if parent != pid:
+            found.append(parent)
+    return found
+
+
+def is_alive(pid: int) -> bool:
+    """Running (a zombie counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -6,35 +6,61 @@
     SIGKILLed mid-run and restarted on the same data directory.
 
 The load driver (tests/deploy/load.py) keeps a ledger of every acknowledged action
-and compares it with the stored records at the end. No AI worker takes part yet:
-`battleline ai` did not exist when these were written (LOCAL matches only).
+and compares it with the stored records at the end.
+
+In (a) and (b) hosted AI takes part: every engine starts its `battleline ai` child
+(one worker process), all with the same `BATTLELINE_AI_SECRET` and a 3 s
+`BATTLELINE_AI_CLAIM_IDLE`, and 20 of the 100 matches are played against the AI
+(level 3, 30 s per move) by the driver's random bot on the other seat, scheduled
+around the fault so that some are in play when it strikes. In (a) the killed
+engine's AI dies with it (its processes are checked gone) and another AI (the
+survivor's, or the restarted engine's new one) takes its matches over (counted from
+the AI logs; at least one required). At the end every AI match is
+finished without a timeout or resignation, no seat request is left pending in
+`bl:ai:requests` (group `ai-workers`) and no sealed token (`bl:{match}:ai`) is left.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
+
+from battleline_ai.vault import vault_key
+from battleline_engine.storage import AI_GROUP, AI_REQUESTS_KEY
 
 from .load import Driver
-from .procs import EngineProcess, RedisCluster, RedisNode
+from .procs import EngineProcess, RedisCluster, RedisNode, is_alive
 
 MATCHES = 100
 CONCURRENCY = 8
 WATCH_EVERY = 4  # 25 watched matches per run, on the engine that gets killed
-FAST_ENV = {"BATTLELINE_CREATE_RATE": "1000", "BATTLELINE_ACTION_RATE": "1000"}
+AT = MATCHES // 3  # the fault strikes when this many matches have finished
+# 20 AI matches, started around the fault so that several are in play when it strikes.
+AI_MATCHES = range(AT - 8, AT + 12)
+FAST_ENV = {
+    "BATTLELINE_CREATE_RATE": "1000", "BATTLELINE_ACTION_RATE": "1000",
+    # Both engines' AI share the vault secret, so either can take over the other's matches.
+    "BATTLELINE_AI_SECRET": "fault-tests-shared-ai-secret-0123456789",
+    "BATTLELINE_AI_CLAIM_IDLE": "3",  # a dead worker's matches are taken over after 3 s
+    "BATTLELINE_AI_WORKERS": "1",
+}
 
 
 @pytest.fixture
-def engines() -> Iterator[Callable[[str], list[EngineProcess]]]:
-    """Start two engines on a Redis URL; all are SIGKILLed at the end whatever happens."""
+def engines(tmp_path: Path) -> Iterator[Callable[[str], list[EngineProcess]]]:
+    """Start two engines on a Redis URL; all (and what they started) are SIGKILLed at the
+    end whatever happens."""
     started: list[EngineProcess] = []
 
     def start(url: str) -> list[EngineProcess]:
-        for _ in range(2):
-            engine = EngineProcess(url, extra_env=FAST_ENV)
+        for i in range(2):
+            engine = EngineProcess(url, extra_env=FAST_ENV, log_path=tmp_path / f"engine{i}.log")
             started.append(engine)
             engine.start()
         return started
@@ -44,7 +70,8 @@ def engines() -> Iterator[Callable[[str], list[EngineProcess]]]:
         engine.stop()
 
 
-def _run(addresses: list[str], seed: int, at: int, fault: Callable[[], None]) -> Driver:
+def _run(addresses: list[str], seed: int, at: int, fault: Callable[[], None],
+         ai: Container[int] = ()) -> Driver:
     """Play the matches; when `at` have finished, run `fault` (kill, pause, restart) in a
     thread so the other matches keep going meanwhile. The driver keeps the report."""
 
@@ -58,7 +85,7 @@ def _run(addresses: list[str], seed: int, at: int, fault: Callable[[], None]) ->
 
         start = time.monotonic()
         try:
-            await driver.run(MATCHES, CONCURRENCY, WATCH_EVERY, progress)
+            await driver.run(MATCHES, CONCURRENCY, WATCH_EVERY, progress, ai)
             await asyncio.gather(*pending)
             driver.report = await driver.audit()
             driver.report["seconds"] = round(time.monotonic() - start, 1)
@@ -69,23 +96,51 @@ def _run(addresses: list[str], seed: int, at: int, fault: Callable[[], None]) ->
     return asyncio.run(main())
 
 
-def _print(name: str, driver: Driver, kills: int, restarts: int) -> None:
+def _print(name: str, driver: Driver, kills: int, restarts: int, **more: Any) -> None:
     report = driver.report
     s = driver.stats
-    print(f"\n{name}: matches={s.matches} actions={s.actions} acked_events="
-          f"{report['acked_events']} requests={s.requests} retries={s.retries} "
+    extra = "".join(f" {k}={v}" for k, v in more.items())
+    print(f"\n{name}: matches={s.matches} ai_matches={s.ai_matches} actions={s.actions} "
+          f"acked_events={report['acked_events']} requests={s.requests} retries={s.retries} "
           f"retried_codes={s.errors} kills={kills} restarts={restarts} watched={s.watched} "
           f"resumes={s.resumes} losses={report['losses']} unfinished={report['unfinished']} "
-          f"gaps={report['gaps']} seconds={report['seconds']}")
+          f"gaps={report['gaps']} timeouts_or_resigns={report['bad_ends']}{extra} "
+          f"seconds={report['seconds']}")
 
 
-def _check(driver: Driver) -> None:
+def _check(driver: Driver, ai_matches: int = 0) -> None:
     report = driver.report
     assert driver.stats.matches == MATCHES
+    assert driver.stats.ai_matches == ai_matches
     assert report["losses"] == 0
     assert report["unfinished"] == 0
     assert report["gaps"] == 0
+    assert report["bad_ends"] == 0, "a match ended on a clock or a resignation"
     assert driver.stats.watched == MATCHES // WATCH_EVERY
+
+
+def _ai_leftovers(client: Any, ports: list[int], timeout: float = 30.0) -> dict[str, int]:
+    """Seat requests still pending in the AI consumer group and sealed tokens still in the
+    vault (any node). A worker acknowledges and drops them just after its match ends, so
+    wait a little for the last ones."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pending = int(client.xpending(AI_REQUESTS_KEY, AI_GROUP)["pending"])
+        vault = 0
+        for port in ports:
+            node = redis.Redis(port=port)
+            try:
+                vault += sum(1 for _ in node.scan_iter(match=vault_key("*"), count=1000))
+            finally:
+                node.close()
+        if (pending == 0 and vault == 0) or time.monotonic() > deadline:
+            return {"ai_pending": pending, "vault_keys": vault}
+        time.sleep(0.5)
+
+
+def _takeovers(engines: list[EngineProcess]) -> int:
+    """Requests an AI worker reclaimed from a silent (dead) holder, from the AI logs."""
+    return sum(e.log_text().count("reclaimed request") for e in engines)
 
 
 @pytest.mark.timeout(300)
@@ -94,21 +149,35 @@ def test_engine_killed_and_restarted_on_redis_cluster(
 ) -> None:
     pair = engines(cluster.url)
     kills = restarts = 0
+    orphans: list[int] = []
 
     def fault() -> None:
         nonlocal kills, restarts
+        below = pair[0].descendants()  # its AI: `battleline ai`, the worker, its search pool
+        assert below, "the engine started no AI"
         pair[0].kill()
         kills += 1
         time.sleep(2.0)  # the survivor carries the load; clients retry onto it
+        orphans.extend(p for p in below if is_alive(p))
         pair[0].start()
         restarts += 1
 
-    driver = _run([e.address for e in pair], 7, MATCHES // 3, fault)
-    _print("redis-cluster engine-kill", driver, kills, restarts)
-    _check(driver)
+    driver = _run([e.address for e in pair], 7, AT, fault, AI_MATCHES)
+    client = redis.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
+    try:
+        left = _ai_leftovers(client, [n.port for n in cluster.nodes])
+    finally:
+        client.close()
+    takeovers = _takeovers(pair)
+    _print("redis-cluster engine-kill", driver, kills, restarts, takeovers=takeovers,
+           ai_orphans=len(orphans), **left)
+    _check(driver, len(AI_MATCHES))
     assert kills == restarts == 1
+    assert not orphans, f"AI processes outlived the killed engine: {orphans}"
+    assert left == {"ai_pending": 0, "vault_keys": 0}
     assert driver.stats.retries > 0, "the kill was never noticed by a client"
     assert driver.stats.resumes > 0, "no watch stream was broken by the kill"
+    assert takeovers > 0, "no AI match was taken over from the killed engine's AI"
 
 
 @pytest.mark.timeout(300)
@@ -126,9 +195,16 @@ def test_redis_killed_and_restarted_with_fsync_always(
         single_redis.start()
         restarts += 1
 
-    driver = _run([e.address for e in pair], 11, MATCHES // 3, fault)
-    _print("single-redis kill (appendfsync always)", driver, kills, restarts)
-    _check(driver)
+    driver = _run([e.address for e in pair], 11, AT, fault, AI_MATCHES)
+    client = redis.Redis(port=single_redis.port)
+    try:
+        left = _ai_leftovers(client, [single_redis.port])
+    finally:
+        client.close()
+    _print("single-redis kill (appendfsync always)", driver, kills, restarts,
+           takeovers=_takeovers(pair), **left)
+    _check(driver, len(AI_MATCHES))
+    assert left == {"ai_pending": 0, "vault_keys": 0}
     assert kills == restarts == 1
     assert driver.stats.retries > 0, "the kill was never noticed by a client"
 
@@ -150,7 +226,7 @@ def test_cluster_master_killed_and_restarted(
         cluster.nodes[1].start()
         restarts += 1
 
-    driver = _run([e.address for e in pair], 13, MATCHES // 3, fault)
+    driver = _run([e.address for e in pair], 13, AT, fault)
     _print("redis-cluster master-kill", driver, kills, restarts)
     _check(driver)
     assert kills == restarts == 1
