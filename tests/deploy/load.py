@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Container
@@ -39,6 +38,7 @@ from battleline.v1 import (
     watch_pb2,
     watch_pb2_grpc,
 )
+from battleline_client.bots import choose
 
 RETRIED = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED,
                      grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED})
@@ -48,7 +48,6 @@ PLAYING = types_pb2.MATCH_PHASE_PLAYING
 # Endings that mean a seat stopped playing (a clock ran out, someone gave up).
 BAD_ENDS = frozenset({types_pb2.END_REASON_TIMEOUT, types_pb2.END_REASON_RESIGNATION})
 BAD_EVENTS = frozenset({types_pb2.EVENT_KIND_TIMEOUT, types_pb2.EVENT_KIND_RESIGNED})
-_TROOP_PLAY = re.compile(r"^play [A-Z][0-9JQK]+@\d+$")
 
 T = TypeVar("T")
 Event = tuple[int, int, str]  # number, version, text
@@ -81,17 +80,6 @@ class Stubs:
 
 def _auth(token: str | None) -> list[tuple[str, str]]:
     return [("authorization", f"Bearer {token}")] if token else []
-
-
-def choose(view: types_pb2.MatchView, rng: random.Random) -> list[str]:
-    """A random legal action; a troop play goes with its draw in one request (fewer calls)."""
-    action = rng.choice(list(view.legal_actions))
-    if not _TROOP_PLAY.match(action):
-        return [action]
-    if view.options.claim_timing == types_pb2.CLAIM_TIMING_START_OF_TURN:
-        return [action]
-    decks = [d.deck for d in view.decks if d.count > 0]
-    return [action, f"draw {rng.choice(decks)}"] if decks else [action, "end"]
 
 
 class Driver:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 import threading
 import uuid
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from battleline.v1 import (
     watch_pb2,
     watch_pb2_grpc,
 )
+from battleline_client.bots import choose
 from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
 from battleline_engine.server import EngineServer, ServerConfig, start_server
@@ -135,18 +135,6 @@ class Client:
         return self.watcher.Watch(request, metadata=auth(token), timeout=120)
 
 
-_TROOP_PLAY = re.compile(r"^play [A-Z]{1}[0-9JQK]+@\d+$")
-
-
-def choose(view: types_pb2.MatchView, rng: random.Random, batch: bool) -> list[str]:
-    """A random legal action; with `batch`, a troop play goes with a draw in one request."""
-    action = rng.choice(list(view.legal_actions))
-    if not batch or not _TROOP_PLAY.match(action):
-        return [action]
-    if view.options.claim_timing == types_pb2.CLAIM_TIMING_START_OF_TURN:
-        return [action]
-    decks = [d.deck for d in view.decks if d.count > 0]
-    return [action, f"draw {rng.choice(decks)}"] if decks else [action, "end"]
 
 
 @dataclass
