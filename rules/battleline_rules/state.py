@@ -635,9 +635,7 @@ class GameState:
         kind, card = action.kind, action.card
         if kind is Kind.PLAY:
             return self._diagnose_play(seat, action)
-        flag = self.flags[action.flag] if action.flag >= 0 else None
-        if flag is None:
-            return RuleError(ErrorCode.MALFORMED, "name the card and its flag: CARD@FLAG")
+        flag = self.flags[action.flag]  # in range: `malformation` checked the shape
         if flag.claimed != UNCLAIMED:
             return RuleError(ErrorCode.FLAG_CLAIMED, f"flag {action.flag + 1} is claimed")
         expected = {
