@@ -75,13 +75,17 @@ def test_serve_starts_an_ai_that_plays_and_dies_with_it(tmp_path: Path) -> None:
         assert workers
         worker_args = Path(f"/proc/{workers[0]}/cmdline").read_text().split("\0")
         assert worker_args[worker_args.index("--claim-idle") + 1] == "3.0"  # env passed on
+        redis = [p for p in _children(process.pid)
+                 if "redis-server" in Path(f"/proc/{p}/cmdline").read_text()]
+        assert redis  # the embedded Redis must not outlive serve either
     finally:
         process.send_signal(signal.SIGKILL)  # the harshest exit: no cleanup code runs
         process.wait(10)
     deadline = time.monotonic() + 20
-    while any(_alive(p) for p in [*ai, *workers]) and time.monotonic() < deadline:
+    while any(_alive(p) for p in [*ai, *workers, *redis]) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not any(_alive(p) for p in [*ai, *workers]), "AI processes outlived serve"
+    assert not any(_alive(p) for p in redis), "the embedded Redis outlived serve"
 
 
 def test_serve_with_no_ai_starts_none(tmp_path: Path) -> None:

@@ -18,6 +18,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from battleline_engine.children import die_with_parent
+
 from .suggest import AiServer
 from .vault import secret_from_env
 
@@ -39,15 +41,6 @@ class ServiceConfig:
     move_cap_s: float = 5.0
     host: str = "127.0.0.1"
     port: int | None = None  # AiService port; None: no RPC server
-
-
-def die_with_parent() -> None:
-    """preexec_fn for children: SIGTERM them when the parent dies, even by SIGKILL, so a
-    killed `battleline serve` or `battleline ai` leaves no orphan playing on (Linux)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def worker_command(config: ServiceConfig) -> list[str]:

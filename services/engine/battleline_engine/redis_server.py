@@ -23,6 +23,8 @@ from typing import IO, Self
 
 import redis
 
+from .children import die_with_parent
+
 log = logging.getLogger(__name__)
 
 
@@ -95,6 +97,7 @@ class EmbeddedRedis:
         self._process = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C to the service must not kill Redis before we stop it
+            preexec_fn=die_with_parent,  # ... but a SIGKILLed service must not leave it running
         )
         try:
             self._wait_ready(timeout)

@@ -156,7 +156,7 @@ def _start_ai(address: str, redis_url: str, workers: int,
               rpc_port: int = 0) -> subprocess.Popen[bytes]:
     """`battleline ai` as a child process on the same engine and Redis (one process, so
     its workers share one vault secret and take over each other's matches)."""
-    from battleline_ai.service import die_with_parent
+    from battleline_engine.children import die_with_parent
 
     command = [sys.executable, "-m", "battleline_client.cli", "ai", "--engine", address,
                "--redis-url", redis_url, "--workers", str(workers)]
