@@ -51,6 +51,7 @@ from battleline_client.errors import (
     RateLimited,
     StaleVersion,
 )
+from battleline_engine.children import die_with_parent
 from battleline_engine.storage import AI_GROUP, AI_REQUESTS_KEY, Storage
 
 from .budget import move_deadline
@@ -107,8 +108,10 @@ class AiWorker:
         self.storage = Storage.from_url(self.config.redis_url)
         self.vault = Vault(self.storage.redis, self.sealer)
         # spawn, not fork: this process runs gRPC threads, which a fork would copy half-way.
+        # Searchers die with the worker, even when it is SIGKILLed and takes no leave.
         self.pool = ProcessPoolExecutor(self.config.search_processes,
-                                        mp_context=multiprocessing.get_context("spawn"))
+                                        mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=die_with_parent)
         self.client = AsyncClient(self.config.engine)
         await self.storage.ensure_ai_group()
         log.info("ai worker %s: engine %s", self.name, self.config.engine)
