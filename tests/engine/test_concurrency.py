@@ -7,7 +7,6 @@ import random
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -19,13 +18,6 @@ from battleline.v1 import types_pb2
 from .harness import SEATS, Client, Engine
 
 BATTLELINE = str(Path(sys.executable).parent / "battleline")
-
-
-@pytest.fixture
-def engine(redis_url: str) -> Iterator[Engine]:
-    running = Engine(redis_url)
-    yield running
-    running.close()
 
 
 def step(client: Client, match_id: str, tokens: tuple[str, str], rng: random.Random) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterator
 
 import grpc
 import pytest
@@ -19,20 +18,6 @@ from battleline.v1 import game_pb2, lobby_pb2, types_pb2, watch_pb2
 from battleline_rules import load_position, parse_card
 
 from .harness import SEATS, Client, Engine, play_local
-
-
-@pytest.fixture
-def engine(redis_url: str) -> Iterator[Engine]:
-    running = Engine(redis_url)
-    yield running
-    running.close()
-
-
-@pytest.fixture
-def client(engine: Engine) -> Iterator[Client]:
-    c = Client.to(engine.address)
-    yield c
-    c.channel.close()
 
 
 def collect(stream: object, into: list[types_pb2.MatchEvent], snapshots: list[object],

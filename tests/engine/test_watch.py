@@ -6,7 +6,6 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -16,20 +15,6 @@ from battleline.v1 import game_pb2, types_pb2, watch_pb2
 from battleline_engine.hub import Hub
 
 from .harness import SEATS, Client, Engine, choose
-
-
-@pytest.fixture
-def engine(redis_url: str) -> Iterator[Engine]:
-    running = Engine(redis_url)
-    yield running
-    running.close()
-
-
-@pytest.fixture
-def client(engine: Engine) -> Iterator[Client]:
-    c = Client.to(engine.address)
-    yield c
-    c.channel.close()
 
 
 def _resign(client: Client, match_id: str, token: str) -> game_pb2.ResignResponse:
