@@ -34,7 +34,7 @@ from .cards import (
     card_name,
     is_tactic,
 )
-from .claims import ClaimVerdict, decide_claim
+from .claims import ClaimVerdict, Grounds, decide_claim
 from .errors import ErrorCode, RuleError
 from .rulesets import RULESETS, ClaimTiming, Options, Ruleset, validate_options
 
@@ -621,14 +621,11 @@ class GameState:
         return self._diagnose_placement(seat, action)
 
     def _diagnose_claim(self, seat: int, flag: int) -> RuleError:
-        verdict = decide_claim(self.ruleset, self.flags[flag], flag, seat, self.available)
-        f = self.flags[flag]
-        if f.claimed != UNCLAIMED:
-            code = ErrorCode.FLAG_CLAIMED
-        elif len(f.cards[seat]) < f.size:
-            code = ErrorCode.SIDE_INCOMPLETE
-        else:
-            code = ErrorCode.CLAIM_UNPROVEN
+        verdict = self.claim_verdict(flag, seat)
+        code = {
+            Grounds.ALREADY_CLAIMED: ErrorCode.FLAG_CLAIMED,
+            Grounds.INCOMPLETE: ErrorCode.SIDE_INCOMPLETE,
+        }.get(verdict.grounds, ErrorCode.CLAIM_UNPROVEN)
         return RuleError(code, verdict.reason)
 
     def _diagnose_placement(self, seat: int, action: Action) -> RuleError:

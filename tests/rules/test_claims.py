@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from battleline_rules import Action, ErrorCode, Kind, RuleError, dump_position
+from battleline_rules import Action, ErrorCode, Kind, RuleError, dump_position, parse_action
 
 from .positions import position
 
@@ -167,3 +167,12 @@ def test_deck52_wins_with_four_or_the_two_end_flags() -> None:
     spread = position("deck52", flags=four, hands=("", "C5"), player=1, phase="finish")
     spread.apply(Action(Kind.CLAIM, flag=6))
     assert spread.is_over and spread.winner == 1
+
+
+def test_refused_claims_name_their_reason() -> None:
+    state = position(flags={1: "R8 R9 R10 | B2 | - | 0", 2: "R1 | B3"}, hands=("G5", ""),
+                     phase="finish")
+    for text, code in (("claim 1", ErrorCode.FLAG_CLAIMED), ("claim 2", ErrorCode.SIDE_INCOMPLETE)):
+        with pytest.raises(RuleError) as error:
+            state.apply(parse_action(text))
+        assert error.value.code is code
