@@ -9,6 +9,7 @@ from .commands.play import play
 from .commands.serve import serve
 from .commands.tournament import tournament
 from .commands.watch import watch
+from .commands.web import web
 
 app = typer.Typer(help="Battle Line Online: serve, play, analyse.", no_args_is_help=True)
 app.command()(ai)
@@ -18,6 +19,7 @@ app.command()(play)
 app.command()(serve)
 app.command()(tournament)
 app.command()(watch)
+app.command()(web)
 
 
 @app.callback()

@@ -66,12 +66,18 @@ def serve(
     ai_workers: Annotated[int, typer.Option(
         envvar="BATTLELINE_AI_WORKERS", min=1, help="Hosted-AI worker processes."
     )] = 1,
+    web_port: Annotated[int, typer.Option(
+        envvar="BATTLELINE_WEB_PORT", help="Web page and Connect/gRPC-Web port, 0: any."
+    )] = 8080,
+    no_web: Annotated[bool, typer.Option(
+        "--no-web", envvar="BATTLELINE_NO_WEB", help="Do not serve the web page."
+    )] = False,
     ai_address: Annotated[str, typer.Option(
         envvar="BATTLELINE_AI_ADDRESS",
         help="AI service (battleline ai --port) for hints; default: the AI started here.",
     )] = "",
 ) -> None:
-    """Start the Battle Line engine (gRPC) until SIGINT/SIGTERM."""
+    """Start the Battle Line engine (gRPC), its hosted AI and the web page until SIGINT/SIGTERM."""
     from battleline_engine import logs
     from battleline_engine.redis_server import EmbeddedRedis
 
@@ -102,6 +108,9 @@ def serve(
         if ai_workers and tls_cert:
             log.warning("no hosted AI with --tls-cert: run `battleline ai` with the engine's CA")
             ai_workers = 0
+        if not no_web and tls_cert:
+            log.warning("no web page with --tls-cert: run `battleline web` behind your TLS proxy")
+            no_web = True
         ai_port = 0
         if ai_address:
             os.environ["BATTLELINE_AI_ADDRESS"] = ai_address  # read by battleline_engine.hints
@@ -111,7 +120,7 @@ def serve(
             ai_port = free_port()
             os.environ["BATTLELINE_AI_ADDRESS"] = f"127.0.0.1:{ai_port}"
         asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention, grace,
-                         config, ai_workers, ai_port))
+                         config, ai_workers, ai_port, None if no_web else web_port))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -120,7 +129,7 @@ def serve(
 async def _run(
     redis_url: str, port: int, host: str, tls_cert: Path | None, tls_key: Path | None,
     metrics_port: int, retention: int, grace: float, config: EngineConfig, ai_workers: int = 0,
-    ai_port: int = 0,
+    ai_port: int = 0, web_port: int | None = None,
 ) -> None:
     from battleline_engine import metrics
     from battleline_engine.server import ServerConfig, start_server
@@ -137,6 +146,13 @@ async def _run(
     # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
     print(f"battleline engine listening on {engine.address}", flush=True)
     ai = _start_ai(engine.address, redis_url, ai_workers, ai_port) if ai_workers else None
+    web = None
+    if web_port is not None:
+        from battleline_gateway.server import WebGateway
+
+        web = WebGateway(engine.address, host, web_port)
+        await web.start()
+        print(f"battleline web page at {web.url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -145,6 +161,8 @@ async def _run(
         await stop.wait()
         log.info("shutting down")
     finally:
+        if web is not None:
+            await web.stop()
         if ai is not None:
             _stop_child(ai)
         await engine.stop()

@@ -1,0 +1,101 @@
+"""The web gateway: browsers' protocols (Connect, gRPC-Web) reach the same engine,
+with the same answers, secrets and refusals as native gRPC."""
+
+from __future__ import annotations
+
+import random
+import urllib.error
+import urllib.request
+
+import pytest
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
+from connectrpc.protocol import ProtocolType
+from google.rpc import error_details_pb2
+
+from battleline.v1 import types_pb2
+from tests.engine.harness import Client, Engine, play_local
+
+from .bridge_client import BridgeClient
+
+PROTOCOLS = {
+    "connect-json": (ProtocolType.CONNECT, True),
+    "connect-binary": (ProtocolType.CONNECT, False),
+    "grpc-web": (ProtocolType.GRPC_WEB, False),
+}
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+def test_a_whole_match_and_its_record_through_the_bridge(gateway: str, name: str) -> None:
+    protocol, json = PROTOCOLS[name]
+    client = BridgeClient(gateway, protocol, json)
+    played = play_local(client, "standard", random.Random(7))
+    assert played.final is not None
+    assert played.final.phase == types_pb2.MATCH_PHASE_FINISHED
+    record = client.get_record(played.match_id, played.tokens[0])
+    assert record.complete and record.HasField("seed")  # every card revealed after the end
+
+
+def test_watch_streams_through_grpc_web_like_native_grpc(gateway: str, engine: Engine) -> None:
+    web = BridgeClient(gateway, ProtocolType.GRPC_WEB)
+    played = play_local(web, "basic", random.Random(3))
+    native = Client.to(engine.address)
+    for token in (*played.tokens, None):  # both seats and a spectator
+        over_web = list(web.watch(played.match_id, token, include_views=True))
+        over_grpc = list(native.watch(played.match_id, token, include_views=True))
+        assert over_web[0].HasField("snapshot")
+        assert [m.SerializeToString(deterministic=True) for m in over_web] == [
+            m.SerializeToString(deterministic=True) for m in over_grpc]
+    native.channel.close()
+
+
+def test_the_bridge_hides_what_grpc_hides(gateway: str, engine: Engine) -> None:
+    """A seat's view mid-match is byte for byte the engine's projection for that seat."""
+    web = BridgeClient(gateway, ProtocolType.CONNECT, json=True)
+    native = Client.to(engine.address)
+    created = web.create("standard", seat_options=types_pb2.SeatOptions(auto_claim=True))
+    for token in (created.seat_token, created.other_seat_token, None):
+        over_web, over_grpc = (client.view(created.match_id, token) for client in (web, native))
+        for view in (over_web, over_grpc):
+            view.ClearField("clocks")  # time left runs on between the two calls
+        assert over_web == over_grpc
+    first, spectator = (web.view(created.match_id, t) for t in (created.seat_token, None))
+    assert len(first.hand) == 7 and not spectator.hand
+    native.channel.close()
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+def test_refusals_keep_their_code_message_and_reason(gateway: str, engine: Engine,
+                                                     name: str) -> None:
+    protocol, json = PROTOCOLS[name]
+    web = BridgeClient(gateway, protocol, json)
+    created = web.create("standard")
+    with pytest.raises(ConnectError) as no_token:
+        web.view(created.match_id, "not-a-token")
+    assert no_token.value.code == Code.UNAUTHENTICATED
+    legal = web.view(created.match_id, created.seat_token).legal_actions[0]
+    with pytest.raises(ConnectError) as refused:
+        web.submit(created.match_id, created.seat_token, 999, [legal])  # a version from nowhere
+    error = refused.value
+    assert error.code in (Code.ABORTED, Code.FAILED_PRECONDITION)
+    infos = [error_details_pb2.ErrorInfo.FromString(detail.message_bytes)
+             for detail in error.details if detail.type_name == "google.rpc.ErrorInfo"]
+    assert [(info.domain, info.reason) for info in infos] == [("battleline.v1", "stale-version")]
+    # The same request over native gRPC is refused with the same code and message.
+    native = Client.to(engine.address)
+    with pytest.raises(Exception) as direct:
+        native.submit(created.match_id, created.seat_token, 999, [legal])
+    assert direct.value.code().name == error.code.name  # type: ignore[attr-defined]
+    assert direct.value.details() == str(error)  # type: ignore[attr-defined]
+    native.channel.close()
+
+
+def test_the_page_is_served_and_the_ai_rpc_is_not(gateway: str) -> None:
+    with urllib.request.urlopen(gateway, timeout=10) as page:
+        assert page.status == 200
+        assert b"<script" in page.read()
+    hidden = urllib.request.Request(gateway + "battleline.v1.AiService/Suggest", data=b"{}",
+                                    headers={"content-type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(hidden, timeout=10)
+    assert refused.value.code == 404
