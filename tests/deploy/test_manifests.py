@@ -141,3 +141,20 @@ def test_dockerfile_is_slim_non_root_and_runs_battleline() -> None:
     assert "FROM python:3.11-slim" in text
     assert "USER 10001" in text
     assert 'ENTRYPOINT ["battleline"]' in text and 'CMD ["serve"]' in text
+
+
+def test_the_web_front_runs_apart_from_the_engines_everywhere() -> None:
+    """Engines serve no page (`--no-web`); a `battleline web` deployment bridges browsers
+    to the engine service, probed over HTTP on the port its Service targets."""
+    engine = _by_kind("Deployment", "battleline-engine")["spec"]["template"]["spec"]
+    assert "--no-web" in engine["containers"][0]["args"]
+    web = _by_kind("Deployment", "battleline-web")["spec"]["template"]["spec"]["containers"][0]
+    args = web["args"]
+    assert args[0] == "web" and args[args.index("--engine") + 1] == "battleline-engine:50051"
+    port = {p["name"]: p["containerPort"] for p in web["ports"]}["http"]
+    assert str(port) == args[args.index("--port") + 1]
+    assert web["readinessProbe"]["httpGet"]["port"] == "http"
+    assert _by_kind("Service", "battleline-web")["spec"]["ports"][0]["targetPort"] == "http"
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    assert "--no-web" in services["engine"]["command"]
+    assert services["web"]["command"][:3] == ["web", "--engine", "envoy:50051"]
