@@ -41,9 +41,9 @@ def _alive(pid: int) -> bool:
 def _serve(tmp_path: Path, *extra: str,
            env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [BATTLELINE, "serve", "--port", "0", "--data-dir", str(tmp_path), "--log-format",
-         "text", "--log-level", "warning", *extra], stdout=subprocess.PIPE, text=True,
-        env={**os.environ, **(env or {})})
+        [BATTLELINE, "serve", "--port", "0", "--no-web", "--data-dir", str(tmp_path),
+         "--log-format", "text", "--log-level", "warning", *extra],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
     assert process.stdout is not None
     line = process.stdout.readline()
     assert "listening on" in line, line

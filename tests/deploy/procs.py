@@ -196,7 +196,7 @@ class EngineProcess:
         log = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115
         try:
             self.process = subprocess.Popen(
-                [BATTLELINE, "serve", "--port", str(self.port), "--grace", "1",
+                [BATTLELINE, "serve", "--port", str(self.port), "--no-web", "--grace", "1",
                  "--log-level", "warning"],
                 stdout=subprocess.DEVNULL, stderr=log or subprocess.DEVNULL,
                 env={**os.environ, "REDIS_URL": self.redis_url, **self.extra_env},

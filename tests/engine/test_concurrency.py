@@ -119,7 +119,7 @@ def test_two_engine_processes_serve_one_match_alternately(redis_url: str) -> Non
 
 def _serve(redis_url: str) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [BATTLELINE, "serve", "--port", "0", "--grace", "1", "--log-level", "warning",
+        [BATTLELINE, "serve", "--port", "0", "--no-web", "--grace", "1", "--log-level", "warning",
          "--action-rate", "10000"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         env={**os.environ, "REDIS_URL": redis_url},

@@ -23,7 +23,7 @@ BATTLELINE = str(Path(sys.executable).parent / "battleline")
 
 def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [BATTLELINE, "serve", "--port", "0", "--grace", "1", *args],
+        [BATTLELINE, "serve", "--port", "0", "--web-port", "0", "--grace", "1", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "REDIS_URL": ""},
     )
@@ -33,6 +33,17 @@ def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
         process.kill()
         raise AssertionError(f"serve did not start: {line!r} {process.stderr.read()}")  # type: ignore[union-attr]
     return process, line.rsplit(" ", 1)[1].strip()
+
+
+def _web_page(process: subprocess.Popen[str]) -> str:
+    """The page at the web URL that serve prints after the engine's address."""
+    assert process.stdout is not None
+    for _ in range(5):  # the hosted AI's child process prints to the same stdout
+        line = process.stdout.readline()
+        if line.startswith("battleline web page at "):
+            url = line.rsplit(" ", 1)[1].strip()
+            return urllib.request.urlopen(url, timeout=5).read().decode()
+    raise AssertionError("serve printed no web page address")
 
 
 def _serving(address: str) -> int:
@@ -66,6 +77,7 @@ def test_serve_with_embedded_redis(tmp_path: Path) -> None:
             f"http://127.0.0.1:{metrics_port}/metrics", timeout=5
         ).read().decode()
         assert "battleline_rpc_latency_seconds" in text
+        assert "<script" in _web_page(process)
     finally:
         err = _stop(process)
     logs = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
