@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any
+from urllib.parse import unquote
 
 import grpc
 
@@ -24,10 +27,38 @@ def bearer(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
     return None
 
 
-def peer_key(context: grpc.aio.ServicerContext[Any, Any]) -> str:
-    """The caller's address without its port (one client, many connections)."""
-    peer = context.peer() or ""
-    return peer.rsplit(":", 1)[0] if peer.count(":") >= 2 else peer
+FORWARDED_FOR = "x-forwarded-for"
+
+
+class Callers:
+    """The caller's address for per-client limits.
+
+    Normally the connection's peer address (without its port: one client,
+    many connections). Behind the web gateway every browser arrives from the
+    gateway's address, so when the peer is a trusted proxy, the address it
+    forwards in `x-forwarded-for` (the last entry: the one it saw) is used.
+    """
+
+    def __init__(self, trusted_proxies: Iterable[str]) -> None:
+        self.trusted = tuple(ipaddress.ip_network(net) for net in trusted_proxies)
+
+    def key(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
+        peer = unquote(context.peer() or "")  # "ipv4:1.2.3.4:5", "ipv6:[::1]:5", "unix:..."
+        kind, _, rest = peer.partition(":")
+        host = rest.rsplit(":", 1)[0].strip("[]") if kind in ("ipv4", "ipv6") else peer
+        if self._trusted(host):
+            for name, value in context.invocation_metadata() or ():
+                if name == FORWARDED_FOR:
+                    text = value.decode() if isinstance(value, bytes) else value
+                    return text.rsplit(",", 1)[-1].strip() or host
+        return host
+
+    def _trusted(self, host: str) -> bool:
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return any(address in net for net in self.trusted)
 
 
 class Seats:

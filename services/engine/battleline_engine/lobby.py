@@ -15,7 +15,6 @@ from battleline_rules import RULESETS, ClaimTiming, Options
 from battleline_rules.rulesets import validate_options
 
 from . import views
-from .auth import peer_key
 from .errors import invalid
 from .model import AI, LOCAL, NO_CLOCK, OPEN, PER_GAME, PER_MOVE, Meta
 from .runtime import Runtime, match_id_of, unary
@@ -95,7 +94,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                           context: grpc.aio.ServicerContext[Any, Any],
                           ) -> lobby_pb2.CreateMatchResponse:
         meta = meta_of(request, self.rt)
-        self.rt.create_limit.take(peer_key(context))
+        self.rt.create_limit.take(self.rt.callers.key(context))
         if request.seat in (pb.SEAT_CHOICE_FIRST, pb.SEAT_CHOICE_SECOND):
             seat = 0 if request.seat == pb.SEAT_CHOICE_FIRST else 1
         elif request.seat in (pb.SEAT_CHOICE_UNSPECIFIED, pb.SEAT_CHOICE_RANDOM):
@@ -120,7 +119,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         if target is None:
             raise invalid("no-target", "give a match_id or an invite_code")
         name = display_name(request.seat_options)
-        self.rt.create_limit.take(peer_key(context))
+        self.rt.create_limit.take(self.rt.callers.key(context))
         if target == "match_id":
             match_id = match_id_of(request.match_id)
         else:

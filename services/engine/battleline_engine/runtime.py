@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import grpc
 import redis.exceptions
 
-from .auth import Seats
+from .auth import Callers, Seats
 from .errors import Refusal, abort, invalid
 from .matches import Matches
 from .model import PER_MOVE
@@ -31,6 +31,8 @@ class EngineConfig:
     action_rate: Rate = field(default_factory=lambda: Rate(per_s=20.0, burst=60))
     streams_per_seat: int = 4  # open Watch streams per seat (and per spectator address)
     sweep_interval_s: float = 0.5
+    # Peers whose x-forwarded-for is believed (the web gateway); see auth.Callers.
+    trusted_proxies: tuple[str, ...] = ("127.0.0.0/8", "::1/128")
 
 
 class Runtime:
@@ -43,6 +45,7 @@ class Runtime:
         self.config = config
         self.matches = Matches(storage)
         self.seats = Seats(storage)
+        self.callers = Callers(config.trusted_proxies)
         self.create_limit = RateLimiter(config.create_rate, "matches created")
         self.action_limit = RateLimiter(config.action_rate, "actions")
         self.hub = Hub(storage)

@@ -12,7 +12,6 @@ from battleline.v1 import watch_pb2, watch_pb2_grpc
 from battleline_rules import SPECTATOR
 
 from . import views
-from .auth import peer_key
 from .errors import Refusal, invalid
 from .matches import occupied
 from .metrics import SUBSCRIBERS
@@ -36,7 +35,8 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         match_id = match_id_of(request.match_id)
         seat = await self.rt.seats.optional(context, match_id)
         viewer = SPECTATOR if seat is None else seat
-        key = f"{match_id}/{seat}" if seat is not None else f"{match_id}/{peer_key(context)}"
+        holder = seat if seat is not None else self.rt.callers.key(context)
+        key = f"{match_id}/{holder}"
         if self.open[key] >= self.rt.config.streams_per_seat:
             raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "too-many-streams",
                           f"at most {self.rt.config.streams_per_seat} open streams per seat",

@@ -30,6 +30,9 @@ PUBLIC_SERVICES: tuple[ModuleType, ...] = (lobby_pb2, game_pb2, watch_pb2, recor
 
 # Request headers passed on to the engine: the seat token.
 FORWARDED_HEADERS = ("authorization",)
+# The browser's address, so the engine's per-client limits apply per browser, not to the
+# gateway as a whole (the engine believes it from trusted proxies only).
+FORWARDED_FOR = "x-forwarded-for"
 _DETAILS_KEY = "grpc-status-details-bin"
 
 
@@ -105,7 +108,11 @@ def _forwarding_endpoint(channel: grpc.aio.Channel,
 
 def _metadata(ctx: RequestContext[Any, Any]) -> tuple[tuple[str, str], ...]:
     headers = ctx.request_headers
-    return tuple((name, headers[name]) for name in FORWARDED_HEADERS if name in headers)
+    passed = tuple((name, headers[name]) for name in FORWARDED_HEADERS if name in headers)
+    client = ctx.client_address  # "host:port", or None (unknown transport)
+    if client is None:
+        return passed
+    return (*passed, (FORWARDED_FOR, client.rsplit(":", 1)[0].strip("[]")))
 
 
 def _timeout_s(ctx: RequestContext[Any, Any]) -> float | None:

@@ -66,6 +66,10 @@ def serve(
     ai_workers: Annotated[int, typer.Option(
         envvar="BATTLELINE_AI_WORKERS", min=1, help="Hosted-AI worker processes."
     )] = 1,
+    trusted_proxies: Annotated[str, typer.Option(
+        envvar="BATTLELINE_TRUSTED_PROXIES",
+        help="Comma-separated networks whose x-forwarded-for is believed (the web gateway).",
+    )] = "127.0.0.0/8,::1/128",
     web_port: Annotated[int, typer.Option(
         envvar="BATTLELINE_WEB_PORT", help="Web page and Connect/gRPC-Web port, 0: any."
     )] = 8080,
@@ -103,6 +107,7 @@ def serve(
             create_rate=Rate(create_rate, max(10.0, create_rate * 10)),
             action_rate=Rate(action_rate, max(30.0, action_rate * 3)),
             streams_per_seat=streams_per_seat,
+            trusted_proxies=_networks(trusted_proxies),
         )
         ai_workers = 0 if no_ai else ai_workers
         if ai_workers and tls_cert:
@@ -168,6 +173,19 @@ async def _run(
         await engine.stop()
         with contextlib.suppress(Exception):
             await storage.close()
+
+
+def _networks(text: str) -> tuple[str, ...]:
+    """`--trusted-proxies`: comma-separated networks, each checked here."""
+    import ipaddress
+
+    networks = tuple(filter(None, (item.strip() for item in text.split(","))))
+    for network in networks:
+        try:
+            ipaddress.ip_network(network)
+        except ValueError as err:
+            raise typer.BadParameter(f"--trusted-proxies: {err}") from None
+    return networks
 
 
 def _start_ai(address: str, redis_url: str, workers: int,
