@@ -1,0 +1,59 @@
+// What the viewer can do besides picking cards and flags: whose turn it is, the decks
+// to draw from, claims with their proofs, and plain action buttons (pass, end, Scout...).
+
+import { describe } from "./actions";
+import { h } from "./dom";
+import { type MatchView, MatchPhase, TurnStep } from "./gen/battleline/v1/types_pb";
+import { type Options, prompt, type Selection } from "./selection";
+
+const STEPS: Partial<Record<TurnStep, string>> = {
+  [TurnStep.PLAY]: "play a card",
+  [TurnStep.FINISH]: "claim flags, then draw a card",
+  [TurnStep.SCOUT_DRAW]: "Scout: draw a card",
+  [TurnStep.SCOUT_RETURN]: "Scout: put a card from your hand back on its deck",
+  [TurnStep.MUD_DISCARD]: "Mud: discard one of your cards at that flag",
+};
+
+export function statusLine(view: MatchView, names: Map<number, string>, busy: boolean): string {
+  if (view.phase === MatchPhase.WAITING) return "Waiting for the other player to join…";
+  if (view.phase === MatchPhase.FINISHED) return "The match is over.";
+  const step = STEPS[view.turnStep] ?? "act";
+  if (view.legalActions.length > 0) return busy ? "Sending…" : `Your turn: ${step}.`;
+  return `${names.get(view.currentSeat) ?? "The opponent"} to ${step}…`;
+}
+
+export function renderControls(
+  view: MatchView, opts: Options | null, sel: Selection, act: (action: string) => void,
+): HTMLElement {
+  const ruleset = view.options?.ruleset ?? "standard";
+  const decks = h("div", { class: "decks", role: "group", "aria-label": "Decks" });
+  for (const d of view.decks) {
+    const action = opts?.decks.get(d.deck);
+    const what = `${d.deck === "troop" ? "Troop" : "Tactics"} deck`;
+    decks.append(h("button", {
+      type: "button", class: `deck deck-${d.deck}`, disabled: action === undefined,
+      "data-testid": `deck-${d.deck}`, "data-key": `deck-${d.deck}`,
+      "aria-label": `${action !== undefined ? "Draw from the " : ""}${what}, ${d.count} cards`,
+      onclick: () => action !== undefined && act(action),
+    }, h("span", { class: "deck-name" }, what), h("span", { class: "deck-count" }, String(d.count))));
+  }
+  const buttons = (opts?.buttons ?? []).map((c) => h("button", {
+    type: "button", class: "action", "data-testid": "action-button", "data-key": `action-${c.text}`,
+    onclick: () => act(c.text),
+  }, capital(describe(c.text, ruleset))));
+  const claims = view.claimableFlags.map((c) => h("li", { id: `proof-${c.number}` },
+    h("strong", {}, `Flag ${c.number}: `), c.proof));
+  const hint = opts === null ? "" : prompt(sel, opts);
+  return h("section", { class: "controls", "aria-label": "Actions" },
+    hint !== "" && h("p", { class: "hint", "data-testid": "hint" }, hint),
+    decks,
+    buttons.length > 0 && h("div", { class: "buttons" }, ...buttons),
+    claims.length > 0 && h("div", { class: "proofs", "data-testid": "proofs" },
+      h("h2", {}, "You can claim"), h("ul", {}, ...claims)),
+    view.scoutReturned.length > 0 && h("p", { class: "muted" },
+      `Put back with Scout (top first): ${view.scoutReturned.join(" ")}`));
+}
+
+function capital(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}

@@ -1,0 +1,117 @@
+// One match as this tab's seat: the view, the Watch stream, submitting actions, the record.
+
+import { Code } from "@connectrpc/connect";
+import { errorCode, errorText, game, records, setToken } from "./api";
+import { MatchPhase, type MatchView } from "./gen/battleline/v1/types_pb";
+import { clearSession, type Session } from "./session";
+import { NOTHING, type Selection } from "./selection";
+import { initial, type Store } from "./state";
+import { follow } from "./watch";
+
+export class Game {
+  private stream: AbortController | null = null;
+  private refreshTimer = 0;
+  private recordAsked = false;
+
+  constructor(private readonly store: Store) {}
+
+  /** Show the match of `session` and follow it. */
+  open(session: Session): void {
+    this.close();
+    setToken(session.token);
+    this.store.update({
+      ...initial, screen: "game", matchId: session.matchId, inviteCode: session.inviteCode,
+    });
+    this.recordAsked = false;
+    this.stream = new AbortController();
+    void follow(session.matchId, {
+      onView: (view) => this.accept(view),
+      onEvent: (event, withView) => {
+        this.store.addEvents([event]);
+        if (!withView) this.scheduleRefresh();
+      },
+      onError: (message) => this.store.update({ error: message }),
+    }, this.stream.signal);
+  }
+
+  /** Stop following and forget the seat. */
+  leave(): void {
+    this.close();
+    clearSession();
+    setToken("");
+    this.store.update({ ...initial });
+  }
+
+  select(selection: Selection): void {
+    this.store.update({ selection, error: "" });
+  }
+
+  /** Send actions decided on the current view, all or nothing. */
+  async submit(actions: string[]): Promise<void> {
+    const { view, matchId, busy } = this.store.state;
+    if (view === null || busy) return;
+    this.store.update({ busy: true, error: "", selection: NOTHING });
+    try {
+      const response = await game.submitAction({
+        matchId, expectedVersion: view.version, actionId: crypto.randomUUID(), actions,
+      });
+      this.store.addEvents(response.events);
+      if (response.view !== undefined) this.accept(response.view);
+    } catch (err) {
+      // ABORTED: the match moved on (e.g. a clock ran out); show the new view to decide again.
+      this.store.update({ error: errorCode(err) === Code.Aborted ? "" : errorText(err) });
+      await this.refresh();
+    } finally {
+      this.store.update({ busy: false });
+    }
+  }
+
+  async resign(): Promise<void> {
+    const { matchId } = this.store.state;
+    try {
+      const response = await game.resign({ matchId, actionId: crypto.randomUUID() });
+      if (response.view !== undefined) this.accept(response.view);
+    } catch (err) {
+      this.store.update({ error: errorText(err) });
+    }
+  }
+
+  private close(): void {
+    this.stream?.abort();
+    this.stream = null;
+    clearTimeout(this.refreshTimer);
+  }
+
+  /** One GetView for a burst of events that came without a view. */
+  private scheduleRefresh(): void {
+    clearTimeout(this.refreshTimer);
+    this.refreshTimer = window.setTimeout(() => void this.refresh(), 150);
+  }
+
+  private async refresh(): Promise<void> {
+    try {
+      const { view } = await game.getView({ matchId: this.store.state.matchId });
+      if (view !== undefined) this.accept(view);
+    } catch (err) {
+      this.store.update({ error: errorText(err) });
+    }
+  }
+
+  private accept(view: MatchView): void {
+    this.store.setView(view);
+    if (view.phase === MatchPhase.FINISHED && !this.recordAsked) {
+      this.recordAsked = true;
+      void this.loadRecord();
+    }
+  }
+
+  /** The whole record, every card revealed, once the match is over. */
+  private async loadRecord(): Promise<void> {
+    try {
+      const record = await records.getRecord({ matchId: this.store.state.matchId });
+      if (record.complete) this.store.update({ record });
+    } catch (err) {
+      this.store.update({ error: errorText(err) });
+    }
+  }
+}

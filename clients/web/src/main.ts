@@ -1,0 +1,65 @@
+// Start-up: resume this tab's match, join one from an invitation link, or show the lobby.
+
+import { errorText, lobby } from "./api";
+import { render } from "./app";
+import { tickClocks } from "./clocks";
+import { Game } from "./game";
+import { OpponentKind, SeatChoice } from "./gen/battleline/v1/types_pb";
+import { joinCode, type LobbyActions } from "./lobby";
+import { loadSession, type Session, saveSession } from "./session";
+import { Store } from "./state";
+import "./style.css";
+
+const root = document.getElementById("app") as HTMLElement;
+const store = new Store();
+const game = new Game(store);
+
+function start(session: Session): void {
+  saveSession(session);
+  game.open(session);
+}
+
+async function attempt(work: () => Promise<void>): Promise<void> {
+  store.update({ busy: true, error: "" });
+  try {
+    await work();
+  } catch (err) {
+    store.update({ error: errorText(err) });
+  } finally {
+    store.update({ busy: false });
+  }
+}
+
+const lobbyActions: LobbyActions = {
+  playAi: (level, name) => void attempt(async () => {
+    const created = await lobby.createMatch({
+      options: { ruleset: "standard" }, seat: SeatChoice.RANDOM,
+      opponent: { kind: OpponentKind.AI, aiLevel: level }, seatOptions: { displayName: name },
+    });
+    start({ matchId: created.matchId, token: created.seatToken, inviteCode: "" });
+  }),
+  invite: (name) => void attempt(async () => {
+    const created = await lobby.createMatch({
+      options: { ruleset: "standard" }, seat: SeatChoice.RANDOM,
+      opponent: { kind: OpponentKind.OPEN, private: true }, seatOptions: { displayName: name },
+    });
+    start({ matchId: created.matchId, token: created.seatToken, inviteCode: created.inviteCode });
+  }),
+};
+
+async function join(code: string): Promise<void> {
+  history.replaceState(null, "", location.pathname);
+  await attempt(async () => {
+    const joined = await lobby.joinMatch({ target: { case: "inviteCode", value: code } });
+    start({ matchId: joined.matchId, token: joined.seatToken, inviteCode: "" });
+  });
+}
+
+store.subscribe((state) => render(root, state, game, lobbyActions));
+tickClocks(() => store.state);
+
+const code = joinCode();
+const session = loadSession();
+if (code !== null) void join(code);
+else if (session !== null) game.open(session);
+else render(root, store.state, game, lobbyActions);
