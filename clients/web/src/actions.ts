@@ -83,23 +83,23 @@ export function describe(text: string, ruleset: string): string {
     case "play":
       return c.flag === null ? `play ${name(c.card)}` : `play ${name(c.card)} at flag ${c.flag}`;
     case "redeploy":
-      return `redeploy ${name(c.target)} from flag ${c.flag} ${c.to === null ? "to the discards" : `to flag ${c.to}`}`;
+      return `Redeploy: move ${name(c.target)} from flag ${c.flag} ${c.to === null ? "to the discards" : `to flag ${c.to}`}`;
     case "deserter":
-      return `desert ${name(c.target)} at flag ${c.flag}`;
+      return `Deserter: discard ${name(c.target)} at flag ${c.flag}`;
     case "traitor":
-      return `turn ${name(c.target)} at flag ${c.flag} traitor, to flag ${c.to}`;
+      return `Traitor: take ${name(c.target)} from flag ${c.flag} to flag ${c.to}`;
     case "claim":
       return `claim flag ${c.flag}`;
     case "draw":
     case "scout-draw": {
       const [deck = "", card] = text.split(" ").slice(1);
       const drawn = card ? `: ${name(card)}` : "";
-      return `${c.kind === "draw" ? "draw" : "scout: draw"} from the ${deck} deck${drawn}`;
+      return `${c.kind === "draw" ? "draw" : "Scout: draw"} from the ${deck} deck${drawn}`;
     }
     case "scout-return":
-      return `scout: put ${name(c.card)} back`;
+      return `Scout: put ${name(c.card)} back on its deck`;
     case "mud-discard":
-      return `discard ${name(c.card)} at flag ${c.flag} (Mud)`;
+      return `Mud: discard ${name(c.card)} at flag ${c.flag}`;
     case "pass":
       return "pass";
     case "end":

@@ -36,7 +36,7 @@ function renderGame(state: State, game: Game): HTMLElement {
     },
   });
   const over = view.phase === MatchPhase.FINISHED;
-  return h("main", { class: `game${mine ? " my-turn" : ""}`, "data-testid": "game" },
+  return h("main", { class: `game${mine ? " my-turn" : ""}${over ? " over" : ""}`, "data-testid": "game" },
     h("p", {
       class: "status", role: "status", "data-testid": "status", "data-my-turn": mine ? "yes" : "no",
       "data-phase": MatchPhase[view.phase].toLowerCase(),
@@ -60,7 +60,7 @@ function renderGame(state: State, game: Game): HTMLElement {
         type: "button", class: "quiet", "data-testid": "resign", "data-key": "resign",
         onclick: () => { if (confirm("Resign this match?")) void game.resign(); },
       }, "Resign")),
-    renderLog(state.events.values(), names, ruleset, "Moves", "log"));
+    !(over && state.record !== null) && renderLog(state.events.values(), names, ruleset, "Moves", "log"));
 }
 
 export function render(root: HTMLElement, state: State, game: Game, lobby: LobbyActions): void {

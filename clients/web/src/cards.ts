@@ -27,7 +27,7 @@ export interface CardFace {
   cls: string;
   /** Big text on the card (value, rank or short tactic name). */
   value: string;
-  /** Letter printed in the corner (colour or suit letter; "T" for tactics). */
+  /** Letter printed in the corner (colour or suit letter; none for tactics, named in full). */
   mark: string;
   /** What a screen reader says. */
   label: string;
@@ -50,13 +50,9 @@ export function face(card: string, ruleset: string): CardFace {
     return { cls: `troop-${letter}`, value: rest, mark: letter, label: `${TROOP_COLOURS[letter]} ${rest}` };
   }
   const tactic = TACTICS[card];
-  return { cls: "tactic", value: tactic?.short ?? card, mark: "T", label: tactic?.name ?? card };
+  return { cls: "tactic", value: tactic?.short ?? card, mark: "", label: tactic?.name ?? card };
 }
 
 export function cardLabel(card: string, ruleset: string): string {
   return face(card, ruleset).label;
-}
-
-export function isTactic(card: string, ruleset: string): boolean {
-  return face(card, ruleset).cls === "tactic";
 }
