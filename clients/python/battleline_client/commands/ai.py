@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 from typing import Annotated
 
 import typer
+
+from .signals import stop_on_signals
 
 
 def ai(
@@ -49,10 +50,6 @@ def ai(
                            claim_idle, move_cap, host, port)
 
     async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await run_service(config, stop)
+        await run_service(config, stop_on_signals())
 
     asyncio.run(main())

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from .signals import stop_on_signals
+
 if TYPE_CHECKING:
     from battleline_engine.runtime import EngineConfig
 
@@ -158,10 +160,7 @@ async def _run(
         web = WebGateway(engine.address, host, web_port)
         await web.start()
         print(f"battleline web page at {web.url}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     try:
         await stop.wait()
         log.info("shutting down")

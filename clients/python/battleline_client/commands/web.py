@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 from typing import Annotated
 
 import typer
+
+from .signals import stop_on_signals
 
 
 def web(
@@ -34,10 +35,7 @@ async def _run(engine: str, host: str, port: int) -> None:
     gateway = WebGateway(engine, host, port)
     await gateway.start()
     print(f"battleline web page at {gateway.url} (engine {engine})", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     try:
         await stop.wait()
     finally:
