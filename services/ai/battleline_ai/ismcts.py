@@ -48,6 +48,7 @@ class SearchParams:
     inner_width: int = 0  # inner PLAY nodes branch on the best-fitting troop plays; 0: all
     bias: float = 0.0  # progressive bias toward the heuristic's ranking at the root
     final: str = "visits"  # final-move rule: most "visits", or best mean "value"
+    root: str = "ucb"  # root policy: "ucb" (UCB1), or "halving" (sequential halving, shared worlds)
     workers: int = 1  # root parallelism across processes
 
     def __post_init__(self) -> None:
@@ -57,6 +58,8 @@ class SearchParams:
             raise ValueError(f"rollout must be one of {', '.join(POLICIES)}")
         if self.final not in ("visits", "value"):
             raise ValueError("final must be visits or value")
+        if self.root not in ("ucb", "halving"):
+            raise ValueError("root must be ucb or halving")
 
 
 class Node:
@@ -92,6 +95,55 @@ def _candidates(world: GameState, width: int) -> list[Action]:
     return actions
 
 
+def _descend(
+    world: GameState,
+    node: Node,
+    legal: list[Action],
+    c: float,
+    inner: int,
+    rng: random.Random,
+    root: Node | None = None,
+    roots: dict[Action, float] | None = None,
+    bias: float = 0.0,
+) -> list[Node]:
+    """One tree walk from ``node`` in ``world`` (changed in place): UCB1 down, expand one.
+
+    Returns the path below ``node`` (``node`` first) for the backup.
+    """
+    path = [node]
+    while not world.is_over:
+        untried = [a for a in legal if a not in node.children]
+        if untried:
+            action = untried[0] if node is root else rng.choice(untried)
+            child = Node(node, world.current_player)
+            node.children[action] = child
+            world.apply_unchecked(action)
+            path.append(child)
+            break
+        best, best_ucb = None, -math.inf
+        for action in legal:
+            child = node.children[action]
+            n = child.visits
+            ucb = child.reward / n + c * math.sqrt(math.log(child.avail) / n)
+            if node is root and roots is not None:
+                ucb += bias * roots[action] / (n + 1)
+            child.avail += 1
+            if ucb > best_ucb:
+                best, best_ucb = action, ucb
+        assert best is not None
+        node = node.children[best]
+        world.apply_unchecked(best)
+        path.append(node)
+        legal = _candidates(world, inner)
+    return path
+
+
+def _backup(path: list[Node], seat: int, value: float) -> None:
+    for step in path:
+        step.visits += 1
+        step.reward += value if step.player == seat else 1.0 - value
+
+
 def _run(
     view: GameState,
     roots: dict[Action, float],
@@ -100,45 +152,72 @@ def _run(
     deadline: float,
 ) -> tuple[dict[Action, tuple[int, float]], int]:
     """The search loop on one core: stats of the root's children, and iterations done."""
+    if params.root == "halving" and params.iterations is not None:
+        return _run_halving(view, roots, params, rng, deadline)
     seat = view.current_player
     policy = POLICIES[params.rollout]
     root = Node(None, 1 - seat)
     c, bias, limit, inner = params.c, params.bias, params.iterations, params.inner_width
     done = 0
+    legal = list(roots)
     while (limit is None or done < limit) and time.perf_counter() < deadline:
         world = view.sample_world(rng)
-        node = root
-        path = [root]
-        legal = list(roots)
-        while not world.is_over:
-            untried = [a for a in legal if a not in node.children]
-            if untried:
-                action = untried[0] if node is root else rng.choice(untried)
-                child = Node(node, world.current_player)
-                node.children[action] = child
-                world.apply_unchecked(action)
-                path.append(child)
-                break
-            best, best_ucb = None, -math.inf
-            for action in legal:
-                child = node.children[action]
-                n = child.visits
-                ucb = child.reward / n + c * math.sqrt(math.log(child.avail) / n)
-                if node is root:
-                    ucb += bias * roots[action] / (n + 1)
-                child.avail += 1
-                if ucb > best_ucb:
-                    best, best_ucb = action, ucb
-            assert best is not None
-            node = node.children[best]
-            world.apply_unchecked(best)
-            path.append(node)
-            legal = _candidates(world, inner)
-        value = rollout_value(world, seat, policy, rng, params.depth)
-        for step in path:
-            step.visits += 1
-            step.reward += value if step.player == seat else 1.0 - value
+        path = _descend(world, root, legal, c, inner, rng, root, roots, bias)
+        _backup(path, seat, rollout_value(world, seat, policy, rng, params.depth))
         done += 1
+    return {a: (n.visits, n.reward) for a, n in root.children.items()}, done
+
+
+def _run_halving(
+    view: GameState,
+    roots: dict[Action, float],
+    params: SearchParams,
+    rng: random.Random,
+    deadline: float,
+) -> tuple[dict[Action, tuple[int, float]], int]:
+    """Sequential halving at the root (Karnin et al. 2013), every candidate on the same worlds.
+
+    The budget is split over ceil(log2(candidates)) rounds; in a round each
+    surviving candidate gets the same number of iterations, and the better
+    half (by mean reward) survives. The candidates of one batch are searched
+    on the same sampled world with the same rollout seed (common random
+    numbers), so the luck of the deal cancels out of their comparison. Below
+    the root the tree is SO-ISMCTS as in `_run`.
+    """
+    seat = view.current_player
+    policy = POLICIES[params.rollout]
+    c, inner, depth = params.c, params.inner_width, params.depth
+    assert params.iterations is not None
+    root = Node(None, 1 - seat)
+    order = list(roots)
+    for action in order:
+        root.children[action] = Node(root, seat)
+    alive = order[:]
+    rounds = max(1, math.ceil(math.log2(len(alive))))
+    budget = params.iterations
+    done = 0
+    for r in range(rounds):
+        share = max(1, (budget - done) // ((rounds - r) * len(alive)))
+        for _ in range(share):
+            if time.perf_counter() >= deadline:
+                break
+            world = view.sample_world(rng)
+            seed = rng.getrandbits(32)
+            for action in alive:
+                w = world.clone()
+                child = root.children[action]
+                w.apply_unchecked(action)
+                walk = random.Random(seed)
+                path = _descend(w, child, _candidates(w, inner), c, inner, walk)
+                _backup(path, seat, rollout_value(w, seat, policy, walk, depth))
+                done += 1
+        if len(alive) > 1:
+            # Keep the better half; ties keep the heuristic's order.
+            ranked = sorted(
+                alive,
+                key=lambda a: -root.children[a].reward / max(1, root.children[a].visits),
+            )
+            alive = ranked[: max(1, math.ceil(len(alive) / 2))]
     return {a: (n.visits, n.reward) for a, n in root.children.items()}, done
 
 
@@ -188,6 +267,7 @@ class IsmctsBot:
             "inner_width": int,
             "final": str,
             "workers": int,
+            "root": str,
         }
         for key, value in knobs.items():
             if key not in types:
@@ -226,10 +306,17 @@ class IsmctsBot:
         order = {a: i for i, a in enumerate(roots)}
         first = ranked[0][1]
 
-        def key(item: tuple[Action, tuple[int, float]]) -> tuple[float, int]:
+        # Sequential halving leaves its finalists with the most visits (at least twice
+        # those of any candidate dropped before): the best mean among them is its pick.
+        top = max((v for v, _ in stats.values()), default=0)
+        halving = params.root == "halving" and params.iterations is not None
+
+        def key(item: tuple[Action, tuple[int, float]]) -> tuple[float, float, int]:
             action, (visits, reward) = item
+            if halving:
+                return float(2 * visits >= top), reward / max(visits, 1), -order[action]
             main = visits if params.final == "visits" else reward / max(visits, 1)
-            return main, -order[action]
+            return main, 0.0, -order[action]
 
         action, (visits, reward) = max(stats.items(), key=key) if stats else (first, (0, 0.0))
         value = reward / visits if visits else 0.5

@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable
 
 from battleline_rules import Action, GameState, Kind, Phase
-from battleline_rules.cards import COLOUR, VALUE, is_tactic
+from battleline_rules.cards import COLOUR, TACTIC_CARDS, VALUE, is_tactic
 from battleline_rules.state import PLAYS
 
 Policy = Callable[[GameState, random.Random], Action]
@@ -36,25 +36,41 @@ def _flag_shapes(world: GameState, seat: int) -> list[Shape]:
     A base score >= 0 marks a flag without troops there (any card fits equally).
     """
     shapes = []
+    memo = _SHAPES
     for i, flag in enumerate(world.flags):
-        cards = flag.cards[seat]
-        if flag.claimed >= 0 or len(cards) >= flag.size:
+        if flag.claimed >= 0:
             continue
-        troops = [c for c in cards if not is_tactic(c)]
-        if not troops:
-            shapes.append((i, flag.size, 2.5 if cards else 1.0, -1, -1, 0, 0, 0))
-            continue
-        values = [VALUE[c] for c in troops]
-        colour = COLOUR[troops[0]]
-        if any(COLOUR[c] != colour for c in troops):
-            colour = -1
-        kind = values[0] if all(v == values[0] for v in values) else -1
-        # A run needs distinct values: a side with a pair can never be one (low > high).
-        distinct = len(set(values)) == len(values)
-        low, high = (min(values), max(values)) if distinct else (99, 0)
-        held = sum(1 << v for v in values)
-        shapes.append((i, flag.size, -1.0, colour, kind, low, high, held))
+        key = (*flag.cards[seat], -flag.size)
+        shape = memo.get(key)
+        if shape is None:
+            if len(memo) > 200_000:
+                memo.clear()
+            shape = memo[key] = _shape(flag.cards[seat], flag.size)
+        if shape:
+            shapes.append((i, *shape))
     return shapes
+
+
+# A side's shape depends only on its cards and the flag's size: memoised across searches.
+_SHAPES: dict[tuple[int, ...], tuple[int, float, int, int, int, int, int] | tuple[()]] = {}
+
+
+def _shape(cards: list[int], size: int) -> tuple[int, float, int, int, int, int, int] | tuple[()]:
+    if len(cards) >= size:
+        return ()
+    troops = [c for c in cards if not is_tactic(c)]
+    if not troops:
+        return (size, 2.5 if cards else 1.0, -1, -1, 0, 0, 0)
+    values = [VALUE[c] for c in troops]
+    colour = COLOUR[troops[0]]
+    if any(COLOUR[c] != colour for c in troops):
+        colour = -1
+    kind = values[0] if all(v == values[0] for v in values) else -1
+    # A run needs distinct values: a side with a pair can never be one (low > high).
+    distinct = len(set(values)) == len(values)
+    low, high = (min(values), max(values)) if distinct else (99, 0)
+    held = sum(1 << v for v in values)
+    return (size, -1.0, colour, kind, low, high, held)
 
 
 def _fit(shape: Shape, card: int) -> float:
@@ -87,16 +103,38 @@ def greedy_policy(world: GameState, rng: random.Random) -> Action:
     if phase is not Phase.PLAY or rng.random() < TACTIC_RATE:
         return rng.choice(actions)
     seat = world.player
-    troops = [c for c in world.hands[seat] if not is_tactic(c)]
+    troops = [c for c in world.hands[seat] if c not in TACTIC_CARDS]
     shapes = _flag_shapes(world, seat)
     if not troops or not shapes:
         return rng.choice(actions)
+    # `_fit` inlined (same scores, same order of random draws): this loop is the
+    # hottest code of a search.
+    cards = [(c, VALUE[c], COLOUR[c], VALUE[c] * 0.05) for c in troops]
     best, best_score, rand = (troops[0], shapes[0][0]), -1.0, rng.random
-    for shape in shapes:
-        for card in troops:
-            score = _fit(shape, card) + rand()
+    for i, size, base, colour, kind, low, high, held in shapes:
+        if base >= 0:
+            for card, _, _, bonus in cards:
+                score = base + bonus + rand()
+                if score > best_score:
+                    best, best_score = (card, i), score
+            continue
+        span = low <= high
+        for card, value, col, bonus in cards:
+            flush = colour == col
+            run = (
+                span
+                and (high if high > value else value) - (low if low < value else value) < size
+                and not held >> value & 1
+            )
+            if flush and run:
+                score = 4.0
+            elif kind == value:
+                score = 3.0
+            else:
+                score = 2.0 if flush else 1.0 if run else 0.0
+            score += bonus + rand()
             if score > best_score:
-                best, best_score = (card, shape[0]), score
+                best, best_score = (card, i), score
     return PLAYS[best[0]][best[1]]
 
 

@@ -9,8 +9,10 @@ seat 0, so the bots also alternate who starts. Each bot sees only
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing
+import os
 import random
 import time
 from collections.abc import Callable
@@ -22,6 +24,8 @@ from battleline_rules import new_game
 from .bots import Bot, make_bot
 
 Z95 = 1.959963984540054
+# If set, every finished game appends a JSON line (a, b, seed, game, winner 0/1/null) here.
+LOG_ENV = "BATTLELINE_TOURNAMENT_LOG"
 _BOTS: dict[str, Bot] = {}
 
 
@@ -49,7 +53,14 @@ def play_game(a: Bot, b: Bot, ruleset: str, seed: int, a_seat: int) -> tuple[int
 
 def _job(args: tuple[str, str, str, int, int]) -> tuple[int | None, int]:
     a, b, ruleset, seed, game = args
-    return play_game(_bot(a), _bot(b), ruleset, seed + game // 2, game % 2)
+    outcome = play_game(_bot(a), _bot(b), ruleset, seed + game // 2, game % 2)
+    log = os.environ.get(LOG_ENV)
+    if log:
+        # One line per finished game, so a run cut short still leaves its figures.
+        line = json.dumps({"a": a, "b": b, "seed": seed, "game": game, "winner": outcome[0]})
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(line + "\n")
+    return outcome
 
 
 def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
