@@ -6,16 +6,27 @@ import { renderBoard, sides } from "./board";
 import { renderControls, statusLine } from "./controls";
 import { h } from "./dom";
 import type { Game } from "./game";
-import { MatchPhase } from "./gen/battleline/v1/types_pb";
+import { EventKind, MatchPhase, Seat } from "./gen/battleline/v1/types_pb";
 import { renderHand } from "./hand";
 import { type LobbyActions, renderInvite, renderLobby } from "./lobby";
-import { renderLog } from "./log";
+import { eventLine, renderLog } from "./log";
 import { renderPlayer } from "./players";
 import { renderResult, renderReview } from "./review";
 import { options, NOTHING } from "./selection";
 import type { State } from "./state";
 
 let dragging: string | null = null;
+
+/** The opponent's plays since the viewer's last action, in words, for the status line. */
+function lastMove(state: State, names: Map<Seat, string>, ruleset: string): string {
+  const viewer = state.view?.viewer;
+  const events = [...state.events.values()];
+  let mine = -1;
+  events.forEach((e, i) => { if (e.seat === viewer) mine = i; });
+  return events.slice(mine + 1)
+    .filter((e) => e.kind === EventKind.ACTION && e.seat !== viewer && /^(play|redeploy|deserter|traitor|claim)\b/.test(e.text))
+    .map((e) => eventLine(e, names, ruleset)).join("; ");
+}
 
 function renderGame(state: State, game: Game): HTMLElement {
   const view = state.view;
@@ -40,7 +51,7 @@ function renderGame(state: State, game: Game): HTMLElement {
     h("p", {
       class: "status", role: "status", "data-testid": "status", "data-my-turn": mine ? "yes" : "no",
       "data-phase": MatchPhase[view.phase].toLowerCase(),
-    }, statusLine(view, names, state.busy)),
+    }, statusLine(view, names, state.busy, lastMove(state, names, ruleset))),
     state.error !== "" && h("p", { class: "error", role: "alert", "data-testid": "error" }, state.error),
     view.phase === MatchPhase.WAITING && state.inviteCode !== "" && renderInvite(state.inviteCode),
     over && renderResult(view, names, () => game.leave()),

@@ -30,7 +30,8 @@ export function sides(view: MatchView): Sides {
   const them = me === Seat.FIRST ? Seat.SECOND : Seat.FIRST;
   const names = new Map<Seat, string>();
   for (const p of view.players) {
-    const name = p.displayName !== "" ? p.displayName : p.seat === Seat.FIRST ? "First seat" : "Second seat";
+    const seatName = p.seat === Seat.FIRST ? "First seat" : "Second seat";
+    const name = !p.occupied ? "Open seat" : p.displayName !== "" ? p.displayName : seatName;
     names.set(p.seat, p.seat === view.viewer ? "You" : name);
   }
   return { me, them, names };
@@ -74,7 +75,7 @@ export function renderBoard(
     if (owner !== Seat.UNSPECIFIED) words.push(`won by ${owner === view.viewer ? "you" : names.get(owner) ?? ""}`);
     if (claim !== undefined) words.push("claimable");
     for (const env of flag.environment) words.push(cardLabel(env, ruleset));
-    if (play !== undefined) words.push("play here");
+    if (play !== undefined) words.push(sel.target === null ? "play here" : "move here");
     const label = words.join(", ");
     const where = owner === Seat.UNSPECIFIED ? "open" : owner === me ? "won-mine" : "won-theirs";
     const body = [

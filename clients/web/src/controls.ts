@@ -8,17 +8,19 @@ import { type Options, prompt, type Selection } from "./selection";
 
 const STEPS: Partial<Record<TurnStep, string>> = {
   [TurnStep.PLAY]: "play a card",
-  [TurnStep.FINISH]: "claim flags, then draw a card",
+  [TurnStep.FINISH]: "claim flags, then end the turn by drawing a card",
   [TurnStep.SCOUT_DRAW]: "Scout: draw a card",
   [TurnStep.SCOUT_RETURN]: "Scout: put a card from your hand back on its deck",
   [TurnStep.MUD_DISCARD]: "Mud: discard one of your cards at that flag",
 };
 
-export function statusLine(view: MatchView, names: Map<number, string>, busy: boolean): string {
+/** Whose turn it is and what to do, after the opponent's last move (`lastMove`, in words). */
+export function statusLine(view: MatchView, names: Map<number, string>, busy: boolean, lastMove: string): string {
   if (view.phase === MatchPhase.WAITING) return "Waiting for the other player to join…";
   if (view.phase === MatchPhase.FINISHED) return "The match is over.";
+  if (busy) return "Sending…";
   const step = STEPS[view.turnStep] ?? "act";
-  if (view.legalActions.length > 0) return busy ? "Sending…" : `Your turn: ${step}.`;
+  if (view.legalActions.length > 0) return `${lastMove !== "" ? `${lastMove}. ` : ""}Your turn: ${step}.`;
   return `${names.get(view.currentSeat) ?? "The opponent"} to ${step}…`;
 }
 

@@ -24,6 +24,7 @@ export class Game {
     });
     this.recordAsked = false;
     this.stream = new AbortController();
+    void this.loadHistory();
     void follow(session.matchId, {
       onView: (view) => this.accept(view),
       onEvent: (event, withView) => {
@@ -102,6 +103,16 @@ export class Game {
     if (view.phase === MatchPhase.FINISHED && !this.recordAsked) {
       this.recordAsked = true;
       void this.loadRecord();
+    }
+  }
+
+  /** The moves made before this page opened (the stream starts from a snapshot). */
+  private async loadHistory(): Promise<void> {
+    try {
+      const record = await records.getRecord({ matchId: this.store.state.matchId });
+      this.store.addEvents(record.events);
+    } catch {
+      // the log then starts with the stream; nothing else depends on it
     }
   }
 

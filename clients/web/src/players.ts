@@ -17,7 +17,7 @@ export function renderPlayer(view: MatchView, seat: Seat, name: string, viewAt: 
     class: `player ${who}${toAct ? " to-act" : ""}`, "aria-label": name, "data-testid": `player-${who}`,
   },
   h("h2", {}, name, toAct && h("span", { class: "turn-dot", "aria-label": "to act" }, " ●"),
-    player !== undefined && !player.occupied && h("span", { class: "muted" }, " (seat open)")),
+    player !== undefined && !player.occupied && h("span", { class: "muted" }, " (waiting)")),
   h("dl", { class: "facts" },
     h("dt", {}, "Hand"),
     h("dd", { "data-testid": `hand-count-${who}` },
