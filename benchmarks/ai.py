@@ -1,6 +1,7 @@
 """Search speed of the AI, on one core: `python benchmarks/ai.py [--quick]`.
 
-Prints one `name: value` line per figure. A pure-Python loop measured in the
+Prints one `name: value` line per figure. ISMCTS is measured with the top
+level's knobs (`LEVELS[5]`) and a fixed iteration count. A pure-Python loop measured in the
 same process gives a machine yardstick: `ismcts_iteration_in_loop_steps` is
 what one ISMCTS iteration costs in loop steps, comparable across machines.
 `rules_core_share` is the share of search time spent inside the rules core
@@ -15,6 +16,7 @@ import pstats
 import random
 import time
 
+from battleline_ai.bots import LEVELS, parse_spec
 from battleline_ai.heuristic import HeuristicBot
 from battleline_ai.ismcts import IsmctsBot, SearchParams, rollout_value
 from battleline_ai.rollout import POLICIES
@@ -62,7 +64,9 @@ def main() -> None:
     rng = random.Random(0)
 
     loop = loop_steps_per_s(span)
-    bot = IsmctsBot(SearchParams(iterations=iterations, seconds=None))
+    # The top level's search (its knobs, without its budget): what an iteration costs there.
+    knobs = parse_spec(LEVELS[max(LEVELS)])[1]
+    bot = IsmctsBot.from_knobs({**knobs, "iterations": str(iterations), "seconds": "none"})
     start = time.perf_counter()
     result = bot.search(view, rng)
     its = result.iterations / (time.perf_counter() - start)

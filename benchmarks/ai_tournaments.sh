@@ -1,24 +1,35 @@
 #!/bin/sh
-# The tournaments behind the figures in services/ai/README.md, in the order they were run.
+# The tournaments behind the figures in services/ai/README.md.
 # Usage: sh benchmarks/ai_tournaments.sh   (writes benchmarks/results/*.json)
-# Game counts are what fitted in the time on 2 shared cores; raise them for tighter intervals.
+# Every run is 200 games (100 deals, each played in both seats); the seeds of the
+# level figures differ from those of the pilots that chose the levels.
+# Set BATTLELINE_TOURNAMENT_LOG=FILE to also get one JSON line per finished game.
 set -e
 out=benchmarks/results
-t() { battleline tournament --workers 2 --seed 1 "$@"; }
+t() { battleline tournament --games 200 --workers 1 "$@"; }
+
+# The rule-based floor, in every ruleset.
 for r in standard basic deck52; do
-  t --a heuristic --b random --games 200 --ruleset $r --json $out/heuristic_vs_random_$r.json
+  battleline tournament --a heuristic --b random --games 200 --ruleset $r --workers 2 --seed 1 \
+    --json $out/heuristic_vs_random_$r.json
 done
-t --a ismcts:level=5 --b heuristic --games 100 --json $out/level5_vs_heuristic.json
-t --a ismcts:level=4 --b ismcts:level=3 --games 60 --json $out/level4_vs_level3.json
-t --a ismcts:level=5 --b ismcts:level=4 --games 40 --json $out/level5_vs_level4.json
-t --a ismcts:level=5 --b random --games 40 --json $out/level5_vs_random.json
-t --a ismcts:level=2 --b ismcts:level=1 --games 200 --json $out/level2_vs_level1.json
-t --a ismcts:level=3 --b ismcts:level=2 --games 200 --json $out/level3_vs_level2.json
-# Second batches on other deals (seed 1001), to tighten the two closest intervals.
-battleline tournament --a ismcts:level=5 --b heuristic --games 100 --seed 1001 --workers 1 \
-  --json $out/level5_vs_heuristic_seed1001.json
-battleline tournament --a ismcts:level=4 --b ismcts:level=3 --games 60 --seed 1001 --workers 2 \
-  --json $out/level4_vs_level3_seed1001.json
-# Beyond level 5: does a bigger budget help?
-battleline tournament --a ismcts:iterations=1000 --b heuristic --games 40 --seed 2001 --workers 2 \
-  --json $out/ismcts1000_vs_heuristic.json
+
+# Levels 1-3 (the heuristic with noise 0.6 / 0.2 / 0).
+battleline tournament --a ismcts:level=2 --b ismcts:level=1 --games 200 --workers 2 --seed 1 \
+  --json $out/level2_vs_level1.json
+battleline tournament --a ismcts:level=3 --b ismcts:level=2 --games 200 --workers 2 --seed 1 \
+  --json $out/level3_vs_level2.json
+
+# Levels 4 and 5 (search), run as two streams side by side on 2 cores.
+t --a ismcts:level=5 --b heuristic --seed 20001 --json $out/level5_vs_heuristic.json
+t --a ismcts:level=5 --b random --seed 50001 --json $out/level5_vs_random.json
+t --a ismcts:level=4 --b ismcts:level=3 --seed 30001 --json $out/level4_vs_level3.json
+t --a ismcts:level=5 --b ismcts:level=4 --seed 40001 --json $out/level5_vs_level4.json
+
+# Pilots that chose levels 4 and 5 (60 games, seed 500), kept in results/ai_history/:
+#   battleline tournament --a ismcts:iterations=400,inner_width=5 --b heuristic --games 60 \
+#     --seed 500 --json $out/ai_history/pilot_ismcts400_inner5_vs_heuristic.json
+#   battleline tournament --a ismcts:iterations=400,inner_width=5,root=halving --b heuristic \
+#     --games 60 --seed 500 --json $out/ai_history/pilot_ismcts400_inner5_halving_vs_heuristic.json
+# results/ai_history/old_*.json are figures of the earlier levels 4 and 5
+# (ismcts:iterations=150 / 400 with inner_width=0), kept as history only.

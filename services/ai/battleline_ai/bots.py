@@ -52,8 +52,8 @@ LEVELS: dict[int, str] = {
     1: "heuristic:noise=0.6",
     2: "heuristic:noise=0.2",
     3: "heuristic",
-    4: "ismcts:iterations=150",
-    5: "ismcts:iterations=400",
+    4: "ismcts:iterations=200,inner_width=5",
+    5: "ismcts:iterations=500,inner_width=5",
 }
 
 

@@ -45,7 +45,7 @@ class SearchParams:
     rollout: str = "greedy"
     depth: int | None = 6  # rollout turns before the position is scored; None: to the end
     width: int = 8  # root candidates taken from the heuristic's ranking; 0: all
-    inner_width: int = 0  # inner PLAY nodes branch on the best-fitting troop plays; 0: all
+    inner_width: int = 5  # inner PLAY nodes branch on the best-fitting troop plays; 0: all
     bias: float = 0.0  # progressive bias toward the heuristic's ranking at the root
     final: str = "visits"  # final-move rule: most "visits", or best mean "value"
     root: str = "ucb"  # root policy: "ucb" (UCB1), or "halving" (sequential halving, shared worlds)
