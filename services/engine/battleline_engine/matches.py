@@ -295,8 +295,27 @@ class Matches:
     async def submit(self, match_id: str, seat: int, expected_version: int, action_id: str,
                      actions: list[Action], position: bool = False,
                      ) -> game_pb2.SubmitActionResponse:
-        """Apply the seat's actions all-or-nothing; a repeated action id replays its answer."""
+        """Apply the seat's actions all-or-nothing; a repeated action id replays its answer.
+
+        When this process knows the match at `expected_version` (it wrote or read it
+        lately), the actions are applied to that and committed without reading the
+        match first: the commit checks the version (and the action id) in Redis, so
+        this is exactly the read-then-commit below minus one round trip. Anything but
+        a clean commit or a stored answer (a stale version, a rejected action, a
+        running clock that has run out...) takes the path below, which reads the
+        match and answers precisely.
+        """
         key = f"a:{seat}:{action_id}"
+        known = self.cache.match(match_id, expected_version)
+        if known is not None and known.status == PLAYING and not self.clock_expired(known):
+            try:
+                outcome, response = self._play(known, seat, actions, position)
+            except Refusal:
+                pass
+            else:
+                done = await self._commit(known, outcome, key, response, fallback=True)
+                if done is not None:
+                    return done  # type: ignore[return-value]
         record, prior = await self.storage.load_for_action(match_id, key)
         if prior is not None:
             return game_pb2.SubmitActionResponse.FromString(prior)
@@ -308,6 +327,12 @@ class Matches:
             raise Refusal(grpc.StatusCode.ABORTED, "stale-version",
                           f"the match is at version {match.version}, not {expected_version}: "
                           "refetch the view")
+        outcome, response = self._play(match, seat, actions, position)
+        return await self._commit(match, outcome, key, response)  # type: ignore[return-value]
+
+    def _play(self, match: Match, seat: int, actions: list[Action], position: bool,
+              ) -> tuple[Outcome, game_pb2.SubmitActionResponse]:
+        """The seat's actions applied to a clone of the match's state, and the answer."""
         state = match.state.clone()
         events: list[Event] = []
         auto = match.meta.auto_claim
@@ -335,7 +360,7 @@ class Matches:
         )
         response.view.CopyFrom(views.match_view(outcome.match, seat, occupied(match.meta),
                                                 now_ms(), position))
-        return await self._commit(match, outcome, key, response)
+        return outcome, response
 
     async def resign(self, match_id: str, seat: int, action_id: str,
                      position: bool = False) -> game_pb2.ResignResponse:
@@ -422,11 +447,15 @@ class Matches:
 
     async def _commit(self, match: Match, outcome: Outcome, key: str | None,
                       response: game_pb2.SubmitActionResponse | game_pb2.ResignResponse | None,
-                      ) -> game_pb2.SubmitActionResponse | game_pb2.ResignResponse:
+                      fallback: bool = False,
+                      ) -> game_pb2.SubmitActionResponse | game_pb2.ResignResponse | None:
+        """Write the outcome with a version check; `fallback`: return None instead of
+        refusing when the match is not at `match`'s version (or gone)."""
         new = outcome.match
         changed = {k: v for k, v in new.fields.items() if match.fields.get(k) != v}
+        state = dump_position(outcome.state)
         result = await self.storage.commit(
-            match.match_id, expected_version=match.version, state=dump_position(outcome.state),
+            match.match_id, expected_version=match.version, state=state,
             events=outcome.events, action_key=key,
             response=response.SerializeToString() if response is not None else b"",
             status=new.status if new.status != match.status else None,
@@ -435,13 +464,16 @@ class Matches:
         )
         if result.status is CommitStatus.DUPLICATE and response is not None:
             return type(response).FromString(result.response or b"")
+        if result.status is not CommitStatus.OK and fallback:
+            return None
         if result.status is CommitStatus.CONFLICT:
             raise Refusal(grpc.StatusCode.ABORTED, "stale-version",
                           f"the match changed (now version {result.version}): refetch the view")
         if result.status is CommitStatus.NOT_FOUND:
             raise not_found(match.match_id)
-        self.cache.put(match.match_id, new.version, outcome.state)
-        return response  # type: ignore[return-value]
+        # The match as a read would now find it (the record's state text included).
+        self.cache.remember(replace(new, record=replace(new.record, state=state)))
+        return response
 
 
 def _auto_claims(state: GameState, auto: tuple[bool, bool]) -> list[Event]:

@@ -144,15 +144,19 @@ def progress_fields(
 
 
 class StateCache:
-    """Parsed states by (match id, version): a version names one state forever.
+    """Parsed states, and whole matches, by (match id, version): a version names one
+    state (and one match hash) forever, since every write of a match bumps it.
 
     Parsing the position text is the costliest part of a read; callers must
-    clone before changing a cached state.
+    clone before changing a cached state. The matches let a submit that names
+    the version this process last saw skip the read: its commit checks that
+    version in Redis anyway (see Matches.submit).
     """
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
         self._items: OrderedDict[tuple[str, int], GameState] = OrderedDict()
+        self._matches: OrderedDict[tuple[str, int], Match] = OrderedDict()
 
     def get(self, record: MatchRecord) -> GameState:
         key = (record.match_id, record.version)
@@ -169,12 +173,25 @@ class StateCache:
         if len(self._items) > self.size:
             self._items.popitem(last=False)
 
+    def remember(self, match: Match) -> None:
+        """Keep `match` as the match at its version (and its state)."""
+        key = (match.record.match_id, match.record.version)
+        self._matches[key] = match
+        self._matches.move_to_end(key)
+        if len(self._matches) > self.size:
+            self._matches.popitem(last=False)
+        self.put(key[0], key[1], match.state)
+
+    def match(self, match_id: str, version: int) -> Match | None:
+        """The match at `version`, if this process has read or written it lately."""
+        return self._matches.get((match_id, version))
+
 
 def parse_match(record: MatchRecord, cache: StateCache) -> Match:
     """A Match from one read of its hash."""
     f = record.fields
     score = tuple(int(x) for x in f.get("score", "0,0").split(","))
-    return Match(
+    match = Match(
         record=record,
         meta=Meta.from_json(f["meta"]),
         state=cache.get(record),
@@ -184,3 +201,5 @@ def parse_match(record: MatchRecord, cache: StateCache) -> Match:
         end=f.get("end", ""),
         fields=f,
     )
+    cache.remember(match)
+    return match

@@ -44,6 +44,8 @@ import redis.asyncio as aioredis
 import redis.exceptions
 from redis.crc import key_slot
 
+from .fastredis import FastRedis
+
 PREFIX: Final = "bl"
 LOBBY_KEY: Final = f"{PREFIX}:lobby"
 CLOCKS_KEY: Final = f"{PREFIX}:clocks"
@@ -296,6 +298,8 @@ class Storage:
     `cluster`: on Redis Cluster the global clock index cannot be written from the
     match's script (another slot), so it is updated right after the commit instead;
     the match hash's deadline stays authoritative either way.
+    `fast`: a lean connection to the same Redis for the commands of every action
+    (load, load_for_action, commit); without it they go through `client` too.
     """
 
     def __init__(
@@ -306,8 +310,10 @@ class Storage:
         idle_ttl_s: int = 30 * 24 * 3600,
         stream_maxlen: int = 0,
         cluster: bool = False,
+        fast: FastRedis | None = None,
     ) -> None:
         self.redis = client
+        self.fast = fast
         self.retention_s = retention_s
         self.idle_ttl_s = idle_ttl_s
         self.stream_maxlen = stream_maxlen
@@ -337,10 +343,13 @@ class Storage:
             health_check_interval=30,
         )
         client = aioredis.Redis(connection_pool=pool)
-        return cls(client, **options)  # type: ignore[arg-type]
+        fast = FastRedis(url) if FastRedis.supports(url) else None
+        return cls(client, **options, fast=fast)  # type: ignore[arg-type]
 
     async def close(self) -> None:
         """Close the connection pool."""
+        if self.fast is not None:
+            await self.fast.close()
         await self.redis.aclose()
 
     async def ping(self) -> bool:
@@ -383,7 +392,12 @@ class Storage:
 
     async def load(self, match_id: str) -> MatchRecord | None:
         """The match hash in one read, or None if it does not exist (or expired)."""
-        raw = await self.redis.hgetall(match_key(match_id, "m"))
+        key = match_key(match_id, "m")
+        if self.fast is not None:
+            flat = await self.fast.execute("HGETALL", key)
+            return _record(match_id, dict(zip(flat[::2], flat[1::2], strict=True))) if flat \
+                else None
+        raw = await self.redis.hgetall(key)
         return _record(match_id, raw) if raw else None
 
     async def load_for_action(
@@ -394,8 +408,12 @@ class Storage:
         One script call (one command, one round trip): cheaper on the client than a
         pipeline, and a repeat never needs the state it would not use.
         """
-        reply = await self._load_for_action(
-            keys=[match_key(match_id, "m"), match_key(match_id, "idem")], args=[action_key])
+        keys = [match_key(match_id, "m"), match_key(match_id, "idem")]
+        if self.fast is not None:
+            reply = await self.fast.evalsha(self._load_for_action.sha, _LOAD_FOR_ACTION_LUA,
+                                            keys, [action_key])
+        else:
+            reply = await self._load_for_action(keys=keys, args=[action_key])
         if int(reply[0]):
             return None, bytes(reply[1])
         flat = reply[1]
@@ -460,7 +478,10 @@ class Storage:
         in_script_clock = not self.cluster and deadline_ms is not None
         if in_script_clock:
             keys.append(CLOCKS_KEY)
-        reply = await self._commit(keys=keys, args=args)
+        if self.fast is not None:
+            reply = await self.fast.evalsha(self._commit.sha, _COMMIT_LUA, keys, args)
+        else:
+            reply = await self._commit(keys=keys, args=args)
         status_ = CommitStatus(_s(reply[0]))
         if status_ is CommitStatus.DUPLICATE:
             return CommitResult(status_, response=bytes(reply[1]))

@@ -1,0 +1,177 @@
+"""A lean Redis connection for the commands on every action's path.
+
+redis-py's asyncio client spends most of an engine call's Redis time in
+Python around the command: a pooled connection checked out and back under a
+lock, a timeout context, a retry wrapper, a stream reader. The few commands
+that every GetView and SubmitAction sends (one HGETALL or one EVALSHA) go
+here instead: one connection, commands written as they come (pipelined
+across concurrent calls) and replies handed back in order, parsed by
+hiredis. Everything else (blocking reads, pipelines, Redis Cluster, TLS)
+stays on redis-py.
+
+A lost connection fails the commands waiting on it with redis-py's
+ConnectionError (the servicers answer UNAVAILABLE) after the same command
+has been tried again on a new connection: every command sent here is a read
+or a version-checked, idempotent script, so a repeat is safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from typing import Any
+
+import hiredis
+import redis.exceptions
+from redis.asyncio.connection import parse_url
+
+CONNECT_TIMEOUT_S = 5.0
+RETRY_DELAYS_S = (0.05, 0.25)  # a command is sent at most 1 + len(...) times
+
+
+class _Protocol(asyncio.Protocol):
+    """Replies are matched to commands in order: Redis answers one connection in order."""
+
+    def __init__(self) -> None:
+        self.reader = hiredis.Reader()
+        self.waiters: deque[asyncio.Future[Any]] = deque()
+        self.transport: asyncio.Transport | None = None
+        self.lost = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        reader, waiters = self.reader, self.waiters
+        reader.feed(data)
+        while True:
+            reply = reader.gets()
+            if reply is False:
+                return
+            if not waiters:  # a reply nobody asked for: the stream is out of step
+                self._fail(redis.exceptions.ConnectionError("unexpected reply from Redis"))
+                return
+            waiter = waiters.popleft()
+            if not waiter.done():  # a cancelled caller's reply is dropped
+                waiter.set_result(reply)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(redis.exceptions.ConnectionError(f"connection to Redis lost: {exc}"))
+
+    def _fail(self, error: Exception) -> None:
+        self.lost = True
+        if self.transport is not None:
+            self.transport.close()
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_exception(error)
+
+    def send(self, packed: bytes) -> asyncio.Future[Any]:
+        waiter = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        assert self.transport is not None
+        self.transport.write(packed)
+        return waiter
+
+
+def _error(reply: hiredis.ReplyError) -> redis.exceptions.ResponseError:
+    text = str(reply)
+    if text.startswith("NOSCRIPT"):
+        return redis.exceptions.NoScriptError(text)
+    return redis.exceptions.ResponseError(text)
+
+
+class FastRedis:
+    """One pipelined connection to a (non-cluster, non-TLS) Redis, made on first use."""
+
+    def __init__(self, url: str) -> None:
+        options = parse_url(url)
+        self.host: str = options.get("host", "localhost")
+        self.port: int = int(options.get("port", 6379))
+        self.path: str | None = options.get("path")
+        self.db = int(options.get("db", 0) or 0)
+        self.username: str | None = options.get("username")
+        self.password: str | None = options.get("password")
+        self._protocol: _Protocol | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._connecting: asyncio.Lock | None = None
+
+    @staticmethod
+    def supports(url: str) -> bool:
+        """Whether `url` is a plain redis:// or unix:// URL (no TLS, no cluster)."""
+        return url.startswith(("redis://", "unix://"))
+
+    async def _connect(self) -> _Protocol:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # first use, or a new event loop (tests)
+            self._protocol, self._loop, self._connecting = None, loop, asyncio.Lock()
+        assert self._connecting is not None
+        async with self._connecting:
+            protocol = self._protocol
+            if protocol is not None and not protocol.lost:
+                return protocol
+            try:
+                if self.path:
+                    opening = loop.create_unix_connection(_Protocol, self.path)
+                else:
+                    opening = loop.create_connection(_Protocol, self.host, self.port)
+                _, protocol = await asyncio.wait_for(opening, CONNECT_TIMEOUT_S)
+            except (OSError, TimeoutError) as err:
+                raise redis.exceptions.ConnectionError(f"cannot reach Redis: {err}") from err
+            setup: list[tuple[Any, ...]] = []
+            if self.password is not None:
+                setup.append(("AUTH", self.username, self.password) if self.username
+                             else ("AUTH", self.password))
+            if self.db:
+                setup.append(("SELECT", self.db))
+            for command in setup:
+                reply = await protocol.send(hiredis.pack_command(command))
+                if isinstance(reply, hiredis.ReplyError):
+                    protocol._fail(redis.exceptions.ConnectionError(str(reply)))
+                    raise redis.exceptions.AuthenticationError(str(reply))
+            self._protocol = protocol
+            return protocol
+
+    async def execute(self, *args: Any) -> Any:
+        """Send one command; its reply (bytes, int, list or None) or ResponseError."""
+        packed = hiredis.pack_command(args)
+        for delay in (*RETRY_DELAYS_S, None):
+            protocol = self._protocol
+            if (protocol is None or protocol.lost
+                    or self._loop is not asyncio.get_running_loop()):
+                try:
+                    protocol = await self._connect()
+                except redis.exceptions.ConnectionError:
+                    if delay is None:
+                        raise
+                    await asyncio.sleep(delay)
+                    continue
+            try:
+                reply = await protocol.send(packed)
+            except redis.exceptions.ConnectionError:
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+                continue
+            if isinstance(reply, hiredis.ReplyError):
+                raise _error(reply)
+            return reply
+        raise AssertionError("unreachable")
+
+    async def evalsha(self, sha: str, script: str, keys: list[str], args: list[Any]) -> Any:
+        """EVALSHA, loading the script first if Redis does not have it (a restart)."""
+        try:
+            return await self.execute("EVALSHA", sha, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:
+            await self.execute("SCRIPT", "LOAD", script)
+            return await self.execute("EVALSHA", sha, len(keys), *keys, *args)
+
+    async def close(self) -> None:
+        """Close the connection (commands waiting on it fail)."""
+        protocol, self._protocol = self._protocol, None
+        if protocol is not None and protocol.transport is not None:
+            with contextlib.suppress(Exception):
+                protocol.transport.close()
