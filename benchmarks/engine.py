@@ -265,8 +265,8 @@ def main() -> None:
         engine = echo = None
         try:
             engine, engine_address = _start(
-                [BATTLELINE, "serve", "--port", "0", "--log-level", "warning",
-                 "--create-rate", "1000000", "--action-rate", "1000000"],
+                [BATTLELINE, "serve", "--port", "0", "--log-level", "warning", "--no-ai",
+                 "--no-web", "--create-rate", "1000000", "--action-rate", "1000000"],
                 {"REDIS_URL": url})
             echo, echo_address = _start([sys.executable, __file__, "--echo-server", url], {})
             echo_cpu = cpu_seconds(echo.pid)
