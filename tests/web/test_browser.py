@@ -3,32 +3,22 @@
 `battleline serve` runs as a subprocess (engine, embedded Redis, hosted AI, and the web
 gateway serving the built page from services/gateway/battleline_gateway/site/); Debian's
 Chromium (/usr/bin/chromium, never a downloaded browser) is driven with Playwright's sync
-API. The test plays like a person would: picks a card and a highlighted flag, claims what
-the page offers, draws; the first move by keyboard only. It ends on the result screen and
-the review with every card revealed. With BATTLELINE_SCREENSHOTS=DIR it saves start.png,
-mid.png and end.png there (the ones in docs/screenshots/ were made this way).
+API (conftest.py). The test plays like a person would: picks a card and a highlighted
+flag, claims what the page offers, draws; the first move by keyboard only. It ends on the
+result screen and the review with every card revealed. With BATTLELINE_SCREENSHOTS=DIR it
+saves start.png, mid.png and end.png there (the ones in docs/screenshots/ were made so).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import BrowserContext, Locator, Page, expect, sync_playwright
+from playwright.sync_api import BrowserContext, Page, expect
 
-BATTLELINE = str(Path(sys.executable).parent / "battleline")
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
+from .pages import Service, first_step, settle, shoot, wait_for_turn_or_end
+
 CARD_NAME = re.compile(
     r"^((Red|Orange|Yellow|Green|Blue|Purple) \d+|Alexander, Leader|Darius, Leader|"
     r"Companion Cavalry|Shield Bearers|Fog|Mud|Scout|Redeploy|Deserter|Traitor)(, selected)?$")
@@ -38,88 +28,6 @@ RESULTS = {  # headline -> the line under it
     "No winner: a draw": re.compile(r"Winner: nobody, by a draw\.$"),
 }
 CARD_OR_NONE = re.compile(r"hand at the end\s*(none|\S)")
-# What the player does when it is its turn, in this order: claim, draw, play at a highlighted
-# flag, press an offered button (pass, end, Scout, Redeploy to the discards, put back), pick
-# a highlighted card on the board (Deserter, Traitor, Redeploy, Mud), pick a card in hand.
-STEPS = [
-    "button[data-testid^='claim-']",
-    "button[data-testid^='deck-']:enabled",
-    "button.flag-token.target",
-    "button[data-testid='action-button']",
-    ".board button.card[aria-pressed='false']",
-    "button[data-testid='hand-card'][aria-pressed='false']",
-]
-
-
-@pytest.fixture
-def web_url(tmp_path: Path) -> Iterator[str]:
-    log = tmp_path / "serve.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [BATTLELINE, "serve", "--port", "0", "--web-port", "0", "--grace", "1",
-             "--data-dir", str(tmp_path / "data")],
-            stdout=out, stderr=subprocess.STDOUT, text=True, env={**os.environ, "REDIS_URL": ""},
-        )
-    try:
-        deadline = time.monotonic() + 60
-        url = None
-        while url is None:
-            found = re.search(r"web page at (http://\S+)", log.read_text())
-            if found:
-                url = found.group(1)
-            elif process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"serve gave no web address:\n{log.read_text()}")
-            else:
-                time.sleep(0.1)
-        yield url
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[BrowserContext]:
-    """Chromium with a fresh profile of its own."""
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 900},
-        )
-        try:
-            yield context
-        finally:
-            context.close()
-
-
-def shoot(page: Page, name: str) -> None:
-    folder = os.environ.get("BATTLELINE_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / name), full_page=True)
-
-
-def wait_for_turn_or_end(page: Page) -> bool:
-    """True when it is our turn, False when the match is over."""
-    page.wait_for_selector(
-        "[data-testid='status'][data-my-turn='yes'], [data-testid='result']", timeout=90_000)
-    return page.get_by_test_id("result").count() == 0
-
-
-def settle(page: Page) -> None:
-    """Wait for a sent action's answer (the page shows "Sending…" meanwhile)."""
-    expect(page.get_by_test_id("status")).not_to_have_text("Sending…", timeout=30_000)
-
-
-def first_visible(page: Page) -> Locator | None:
-    for selector in STEPS:
-        found = page.locator(selector)
-        if found.count() > 0:
-            return found.first
-    return None
 
 
 def keyboard_move(page: Page) -> None:
@@ -145,12 +53,12 @@ def keyboard_move(page: Page) -> None:
 
 
 @pytest.mark.timeout(300)
-def test_full_game_against_the_ai(web_url: str, browser: BrowserContext) -> None:
+def test_full_game_against_the_ai(service: Service, browser: BrowserContext) -> None:
     started = time.monotonic()
     page = browser.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
-    page.goto(web_url)
+    page.goto(service.web_url)
     page.get_by_test_id("level-1").check()
     page.get_by_test_id("start-ai").click()
 
@@ -161,7 +69,7 @@ def test_full_game_against_the_ai(web_url: str, browser: BrowserContext) -> None
 
     moves, mid_shot = 0, False
     while wait_for_turn_or_end(page):
-        step = first_visible(page)
+        step = first_step(page)
         status = page.get_by_test_id("status").inner_text()
         assert step is not None, f"our turn but nothing to do: {status}"
         step.click()

@@ -2,6 +2,7 @@
 // to draw from, claims with their proofs, and plain action buttons (pass, end, Scout...).
 
 import { describe } from "./actions";
+import { cardFace } from "./cardview";
 import { h } from "./dom";
 import { type MatchView, MatchPhase, TurnStep } from "./gen/battleline/v1/types_pb";
 import { type Options, prompt, type Selection } from "./selection";
@@ -52,8 +53,9 @@ export function renderControls(
     buttons.length > 0 && h("div", { class: "buttons" }, ...buttons),
     claims.length > 0 && h("div", { class: "proofs", "data-testid": "proofs" },
       h("h2", {}, "You can claim"), h("ul", {}, ...claims)),
-    view.scoutReturned.length > 0 && h("p", { class: "muted" },
-      `Put back with Scout (top first): ${view.scoutReturned.join(" ")}`));
+    view.scoutReturned.length > 0 && h("p", { class: "discards", "data-testid": "scout-returned" },
+      h("span", { class: "muted" }, "Put back with Scout, top first: "),
+      ...view.scoutReturned.map((card) => cardFace(card, ruleset, "small"))));
 }
 
 function capital(text: string): string {

@@ -1,0 +1,64 @@
+"""Playing a friend: the invitation link joins the match, each side sees the other's moves
+from its Watch stream, a reload resumes the seat, and the page fits a phone's width."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import BrowserContext, Page, expect
+
+from .pages import Service, settle
+
+
+def play_one_card(page: Page) -> str:
+    """Play the first card of the hand at the first highlighted flag, then draw; its name."""
+    card = page.get_by_test_id("hand-card").first
+    name = card.get_attribute("aria-label") or ""
+    card.click()
+    page.locator("button.flag-token.target").first.click()
+    settle(page)
+    page.get_by_test_id("deck-troop").click()
+    settle(page)
+    return name
+
+
+def hand_names(page: Page) -> list[str | None]:
+    return [card.get_attribute("aria-label")
+            for card in page.locator("[data-testid='hand'] .card").all()]
+
+
+@pytest.mark.timeout(120)
+def test_invite_link_watch_and_reload(service: Service, browser: BrowserContext) -> None:
+    host = browser.new_page()
+    host.goto(service.web_url)
+    host.get_by_test_id("name").fill("Ann")
+    host.get_by_test_id("invite").click()
+    link = host.get_by_test_id("invite-link").input_value()
+    assert re.fullmatch(re.escape(service.web_url) + r"#join=[A-Za-z0-9]{10}", link), link
+    expect(host.get_by_test_id("status")).to_contain_text("Waiting for the other player")
+
+    friend = browser.new_page()  # its own tab: its own sessionStorage, its own seat
+    friend.set_viewport_size({"width": 375, "height": 800})
+    friend.goto(link)
+    for page in (host, friend):
+        expect(page.get_by_test_id("status")).to_have_attribute("data-phase", "playing")
+    expect(friend.get_by_test_id("player-them")).to_contain_text("Ann")
+    assert "#join" not in friend.url  # the code is used once, not left in the address
+
+    mover, other = (host, friend) if host.get_by_test_id("hand-card").count() else (friend, host)
+    expect(mover.get_by_test_id("status")).to_have_attribute("data-my-turn", "yes")
+    played = play_one_card(mover)
+    # The other side learns of it from its Watch stream only.
+    expect(other.get_by_test_id("log")).to_contain_text(f"play {played} at flag")
+    expect(other.get_by_test_id("status")).to_have_attribute("data-my-turn", "yes")
+
+    hand = hand_names(other)
+    other.reload()  # the seat token is in sessionStorage: the same seat, the same hand
+    expect(other.get_by_test_id("status")).to_have_attribute("data-my-turn", "yes")
+    assert hand_names(other) == hand
+    expect(other.get_by_test_id("log")).to_contain_text(f"play {played} at flag")
+
+    # At 375 px the board scrolls sideways inside itself; the page does not.
+    assert friend.evaluate("document.documentElement.scrollWidth") <= 375
+    assert friend.get_by_test_id("board").evaluate("b => b.scrollWidth > b.clientWidth")

@@ -1,0 +1,119 @@
+"""Tactics through the page: Scout's two steps, Redeploy, Traitor, Deserter, Fog, Mud and a
+Leader, each from a real position.
+
+The position comes from a LOCAL match set up with the Python client (seeded deals, both
+seats driven until the first seat holds the tactic with a legal use); the page then opens
+that seat as a reloaded tab would, and the tactic is played with clicks only.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from playwright.sync_api import BrowserContext, Page, expect
+
+from battleline_client.client import Client
+from battleline_client.common import SeatHandle
+
+from .pages import Service, first_step, open_seat, settle
+
+TROOP_PLAY = re.compile(r"^play [ROYGBP]\d+@\d$")
+# After picking the tactic: a highlighted flag, or a highlighted card on the board.
+TACTIC_STEPS = ["button.flag-token.target", ".board button.card[aria-pressed='false']"]
+
+
+def seat_holding(engine: str, wanted: str) -> SeatHandle:
+    """The first seat of a LOCAL match at a turn where an action starting with `wanted` is
+    legal: the first seat plays troops and draws tactics, the second plays troops."""
+    with Client(engine) as client:
+        for seed in range(1, 20):
+            rng = random.Random(seed)
+            created = client.create(opponent="local", clock="none", seed=seed, seat="first")
+            assert created.other is not None
+            first, second = client.seat(created.seat), client.seat(created.other)
+            for _ in range(300):
+                view = first.view()
+                seat = first if view.legal_actions else second
+                legal = list(view.legal_actions if seat is first else second.view().legal_actions)
+                if not legal:
+                    break  # the game is over
+                if seat is first and any(action.startswith(wanted) for action in legal):
+                    return created.seat
+                troops = [action for action in legal if TROOP_PLAY.match(action)]
+                prefer = "draw tactic" if seat is first else "draw troop"
+                if troops:
+                    seat.act(rng.choice(troops))
+                elif prefer in legal:
+                    seat.act(prefer)
+                else:
+                    seat.act(next((a for a in legal if not a.startswith("claim")), legal[0]))
+    raise AssertionError(f"no position with {wanted!r} in 19 seeded games")
+
+
+def pick(page: Page, card: str) -> None:
+    page.locator(f"button[data-testid='hand-card'][aria-label='{card}']").click()
+    expect(page.get_by_test_id("hint")).to_be_visible()
+
+
+def moves(page: Page) -> str:
+    return page.get_by_test_id("log").inner_text()
+
+
+@pytest.mark.timeout(120)
+def test_scout_draws_three_then_puts_two_back(service: Service, browser: BrowserContext) -> None:
+    page = browser.new_page()
+    open_seat(page, service.web_url, seat_holding(service.engine, "play SCOUT"))
+    status = page.get_by_test_id("status")
+    hand = page.locator("[data-testid='hand'] .card")
+    held = hand.count()
+    pick(page, "Scout")
+    page.get_by_role("button", name="Play Scout").click()
+    settle(page)
+    for _ in range(3):
+        expect(status).to_contain_text("Scout: draw a card")
+        page.get_by_test_id("deck-troop").click()
+        settle(page)
+    expect(status).to_contain_text("Scout: put a card from your hand back")
+    expect(hand).to_have_count(held - 1 + 3)
+    for _ in range(2):
+        returned = page.get_by_test_id("hand-card").first
+        name = returned.get_attribute("aria-label")
+        returned.click()
+        page.get_by_role("button", name=f"Scout: put {name} back on its deck").click()
+        settle(page)
+    expect(status).to_contain_text("claim flags, then end the turn")
+    expect(hand).to_have_count(held - 1 + 3 - 2)
+    expect(page.get_by_test_id("scout-returned")).to_contain_text("Put back with Scout")
+    assert moves(page).count("You: Scout: put") == 2
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("wanted", "card", "logged"), [
+    ("redeploy ", "Redeploy", "You: Redeploy: move"),
+    ("traitor ", "Traitor", "You: Traitor: take"),
+    ("deserter ", "Deserter", "You: Deserter: discard"),
+    ("play FOG@", "Fog", "You: play Fog at flag"),
+    ("play MUD@", "Mud", "You: play Mud at flag"),
+    ("play ALEXANDER@", "Alexander, Leader", "You: play Alexander, Leader at flag"),
+])
+def test_tactic_through_the_page(service: Service, browser: BrowserContext,
+                                 wanted: str, card: str, logged: str) -> None:
+    page = browser.new_page()
+    open_seat(page, service.web_url, seat_holding(service.engine, wanted))
+    pick(page, card)
+    for _ in range(2):  # the tactic, then its target (Redeploy, Traitor) or done
+        if logged in moves(page):
+            break
+        step = first_step(page, TACTIC_STEPS)
+        assert step is not None, page.get_by_test_id("hint").inner_text()
+        step.click()
+        settle(page)
+    expect(page.get_by_test_id("log")).to_contain_text(logged)
+    expect(page.get_by_test_id("status")).to_contain_text("Your turn: claim flags")
+    if card in ("Fog", "Mud"):  # shown at its flag
+        flag = re.search(rf"{logged} (\d)", moves(page))
+        assert flag is not None
+        expect(page.get_by_test_id(f"flag-{flag.group(1)}")).to_have_attribute(
+            "aria-label", re.compile(f"{card}"))
