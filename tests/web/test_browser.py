@@ -31,12 +31,18 @@ CARD_OR_NONE = re.compile(r"hand at the end\s*(none|\S)")
 
 
 def keyboard_move(page: Page) -> None:
-    """Select the first playable card with Enter, Shift+Tab back to a highlighted flag, Enter."""
+    """Pick the first card with Enter (Escape drops it, Space picks it again), Shift+Tab back
+    to a highlighted flag, Enter."""
     card = page.get_by_test_id("hand-card").first
     assert CARD_NAME.match(card.get_attribute("aria-label") or ""), card.get_attribute("aria-label")
     card.focus()
+    picked = page.locator("button[data-testid='hand-card'][aria-pressed='true']")
     page.keyboard.press("Enter")
-    expect(page.locator("button[data-testid='hand-card'][aria-pressed='true']")).to_have_count(1)
+    expect(picked).to_have_count(1)
+    page.keyboard.press("Escape")  # changed my mind; the focus stays on the card
+    expect(picked).to_have_count(0)
+    page.keyboard.press("Space")
+    expect(picked).to_have_count(1)
     if page.locator("button.flag-token.target").count() == 0:
         return  # a tactic that is not played at a flag: the loop goes on with the mouse
     for _ in range(80):

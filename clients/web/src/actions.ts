@@ -93,7 +93,7 @@ export function describe(text: string, ruleset: string): string {
     case "draw":
     case "scout-draw": {
       const [deck = "", card] = text.split(" ").slice(1);
-      const drawn = card ? `: ${name(card)}` : "";
+      const drawn = card !== undefined && !card.startsWith("?") ? `: ${name(card)}` : "";
       return `${c.kind === "draw" ? "draw" : "Scout: draw"} from the ${deck} deck${drawn}`;
     }
     case "scout-return":

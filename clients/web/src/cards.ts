@@ -36,7 +36,7 @@ export interface CardFace {
 export function face(card: string, ruleset: string): CardFace {
   if (card.startsWith("?")) {
     const deck = card.slice(1);
-    return { cls: "hidden", value: "?", mark: "", label: `hidden ${deck} card` };
+    return { cls: "hidden", value: "?", mark: "", label: `a hidden ${deck} card` };
   }
   const letter = card.slice(0, 1);
   const rest = card.slice(1);

@@ -7,6 +7,7 @@ import { Game } from "./game";
 import { OpponentKind, SeatChoice } from "./gen/battleline/v1/types_pb";
 import { joinCode, type LobbyActions } from "./lobby";
 import { loadSession, type Session, saveSession } from "./session";
+import { NOTHING } from "./selection";
 import { Store } from "./state";
 import "./style.css";
 
@@ -56,6 +57,12 @@ async function join(code: string): Promise<void> {
 }
 
 store.subscribe((state) => render(root, state, game, lobbyActions));
+// Escape drops a picked card (or its picked target).
+document.addEventListener("keydown", (event) => {
+  const { selection } = store.state;
+  if (event.key !== "Escape" || selection.card === null) return;
+  game.select(selection.target !== null ? { ...selection, target: null } : NOTHING);
+});
 tickClocks(() => store.state);
 
 const code = joinCode();
