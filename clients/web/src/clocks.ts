@@ -8,7 +8,7 @@ function millis(d: Duration | undefined): number {
   return d === undefined ? 0 : Number(d.seconds) * 1000 + d.nanos / 1e6;
 }
 
-export function clockText(clock: Clock, since: number): string {
+function clockText(clock: Clock, since: number): string {
   const left = Math.max(0, millis(clock.remaining) - (clock.running ? performance.now() - since : 0));
   const seconds = Math.ceil(left / 1000);
   return `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`;

@@ -8,7 +8,7 @@ export interface LobbyActions {
   invite(name: string): void;
 }
 
-export const AI_LEVELS = [1, 2, 3, 4, 5];
+const AI_LEVELS = [1, 2, 3, 4, 5];
 
 // What was typed and chosen survives the screen being redrawn.
 let typedName = "";
@@ -42,7 +42,7 @@ export function renderLobby(actions: LobbyActions, busy: boolean): HTMLElement {
 }
 
 /** The link that joins the match with this invite code. */
-export function inviteLink(code: string): string {
+function inviteLink(code: string): string {
   return `${location.origin}${location.pathname}#join=${encodeURIComponent(code)}`;
 }
 
