@@ -66,11 +66,14 @@ function renderGame(state: State, game: Game): HTMLElement {
       drag: (card) => { dragging = card; },
     }),
     !over && renderControls(view, opts, state.selection, act),
-    !over && h("div", { class: "buttons" },
+    view.phase === MatchPhase.PLAYING && h("div", { class: "buttons" },
       h("button", {
         type: "button", class: "quiet", "data-testid": "resign", "data-key": "resign",
         onclick: () => { if (confirm("Resign this match?")) void game.resign(); },
       }, "Resign")),
+    view.phase === MatchPhase.WAITING && h("div", { class: "buttons" },
+      h("button", { type: "button", class: "quiet", "data-testid": "leave", onclick: () => game.leave() },
+        "Back to the start")),
     !(over && state.record !== null) && renderLog(state.events.values(), names, ruleset, "Moves", "log"));
 }
 

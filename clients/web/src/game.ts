@@ -31,7 +31,15 @@ export class Game {
         this.store.addEvents([event]);
         if (!withView) this.scheduleRefresh();
       },
-      onError: (message) => this.store.update({ error: message }),
+      onError: (message) => {
+        // A match that cannot be shown at all (expired, unknown token): back to the lobby.
+        if (this.store.state.view !== null) {
+          this.store.update({ error: `The live updates stopped: ${message}` });
+          return;
+        }
+        this.leave();
+        this.store.update({ error: `The match could not be opened: ${message}` });
+      },
     }, this.stream.signal);
   }
 

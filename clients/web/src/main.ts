@@ -65,6 +65,12 @@ document.addEventListener("keydown", (event) => {
 });
 tickClocks(() => store.state);
 
+// An invitation link pasted into a tab that is already open changes only the hash.
+window.addEventListener("hashchange", () => {
+  const code = joinCode();
+  if (code !== null) void join(code);
+});
+
 const code = joinCode();
 const session = loadSession();
 if (code !== null) void join(code);

@@ -48,7 +48,7 @@ export async function follow(matchId: string, follower: Follower, signal: AbortS
     } catch (err) {
       if (signal.aborted) return;
       if (!RETRY.has(errorCode(err))) {
-        follower.onError(`The live updates stopped: ${errorText(err)}`);
+        follower.onError(errorText(err));
         return;
       }
     }
