@@ -49,7 +49,7 @@ function renderGame(state: State, game: Game): HTMLElement {
   const over = view.phase === MatchPhase.FINISHED;
   return h("main", { class: `game${mine ? " my-turn" : ""}${over ? " over" : ""}`, "data-testid": "game" },
     h("p", {
-      class: "status", role: "status", "data-testid": "status", "data-my-turn": mine ? "yes" : "no",
+      class: "status", "data-testid": "status", "data-my-turn": mine ? "yes" : "no",
       "data-phase": MatchPhase[view.phase].toLowerCase(),
     }, statusLine(view, names, state.busy, lastMove(state, names, ruleset))),
     state.error !== "" && h("p", { class: "error", role: "alert", "data-testid": "error" }, state.error),
@@ -88,6 +88,11 @@ export function render(root: HTMLElement, state: State, game: Game, lobby: Lobby
       renderLobby(lobby, state.busy)]
     : [renderGame(state, game)];
   root.replaceChildren(h("header", { class: "top" }, h("h1", {}, "Battle Line")), ...page.filter((x) => x !== false));
+
+  // The page is redrawn whole, so screen readers hear the status from a region that stays.
+  const said = root.querySelector("[data-testid='status']")?.textContent ?? "";
+  const announce = document.getElementById("announce");
+  if (announce !== null && said !== "" && announce.textContent !== said) announce.textContent = said;
 
   const log = root.querySelector(".log .events");
   if (log !== null && atBottom) log.scrollTop = log.scrollHeight;
