@@ -1,12 +1,13 @@
 """Playing a friend: the invitation link joins the match, each side sees the other's moves
-from its Watch stream, a reload resumes the seat, and the page fits a phone's width."""
+from its Watch stream (reopened after a failure), a reload resumes the seat, and the page
+fits a phone's width."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import BrowserContext, Page, Route, expect
 
 from .pages import Service, settle
 
@@ -40,6 +41,17 @@ def test_invite_link_watch_and_reload(service: Service, browser: BrowserContext)
 
     friend = browser.new_page()  # its own tab: its own sessionStorage, its own seat
     friend.set_viewport_size({"width": 375, "height": 800})
+    watches: list[Route] = []
+
+    def drop_first_watch(route: Route) -> None:
+        """The friend's first Watch stream fails; the page must open it again by itself."""
+        watches.append(route)
+        if len(watches) == 1:
+            route.abort("connectionreset")
+        else:
+            route.continue_()
+
+    friend.route("**/battleline.v1.WatchService/Watch", drop_first_watch)
     friend.goto(link)
     for page in (host, friend):
         expect(page.get_by_test_id("status")).to_have_attribute("data-phase", "playing")
@@ -58,6 +70,8 @@ def test_invite_link_watch_and_reload(service: Service, browser: BrowserContext)
     expect(other.get_by_test_id("status")).to_have_attribute("data-my-turn", "yes")
     assert hand_names(other) == hand
     expect(other.get_by_test_id("log")).to_contain_text(f"play {played} at flag")
+
+    assert len(watches) >= 2
 
     # At 375 px the board scrolls sideways inside itself; the page does not.
     assert friend.evaluate("document.documentElement.scrollWidth") <= 375
