@@ -4,6 +4,7 @@ and matches between two people get nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import grpc
 import pytest
 
 from battleline.v1 import game_pb2, game_pb2_grpc
+from battleline_client.aio import AsyncClient
 from battleline_client.client import Client
 from battleline_client.common import is_my_turn
 from battleline_client.local import LocalService
@@ -62,10 +64,16 @@ def test_hints_for_the_seat_to_act_in_a_local_match(engine: LocalService) -> Non
         handles = [created.seat, created.other]
         views = [client.view(created.match_id, h.token) for h in handles]
         mover = 0 if is_my_turn(views[0]) else 1
-        reply = _hint(engine.address, created.match_id, handles[mover].token)
+        reply = client.seat(handles[mover]).hint(budget_ms=300)  # the library's helper
         assert reply.version == views[mover].version
         assert reply.suggestion.action in views[mover].legal_actions
         assert reply.suggestion.bot.startswith("ismcts")
+
+        async def async_hint() -> game_pb2.GetHintResponse:
+            async with AsyncClient(engine.address) as aio:
+                return await aio.seat(handles[mover]).hint(budget_ms=300)
+
+        assert asyncio.run(async_hint()).suggestion.action in views[mover].legal_actions
         waiting = handles[1 - mover].token
         assert _code(lambda: _hint(engine.address, created.match_id, waiting))[0] \
             == grpc.StatusCode.FAILED_PRECONDITION

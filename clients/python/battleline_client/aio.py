@@ -147,6 +147,12 @@ class AsyncClient:
         response = await self._unary("Resign", self._game.Resign, request, handle.token)
         return response.view
 
+    async def hint(self, handle: SeatHandle, budget_ms: int = 0) -> game_pb2.GetHintResponse:
+        """The hosted AI's suggestion for this seat's move (where the match allows hints);
+        `budget_ms` of search, 0 for the server's default."""
+        request = game_pb2.GetHintRequest(match_id=handle.match_id, budget_ms=budget_ms)
+        return await self._unary("GetHint", self._game.GetHint, request, handle.token)
+
     async def record(self, match_id: str,
                      token: str | None = None) -> record_pb2.GetRecordResponse:
         """The move list, as the caller may see it."""
@@ -234,6 +240,10 @@ class AsyncSeat:
     async def resign(self) -> types_pb2.MatchView:
         """Resign the match."""
         return self.remember(await self.client.resign(self.handle))
+
+    async def hint(self, budget_ms: int = 0) -> game_pb2.GetHintResponse:
+        """The hosted AI's suggestion for this seat's move (see `AsyncClient.hint`)."""
+        return await self.client.hint(self.handle, budget_ms)
 
     async def watch(self, **kwargs: Any) -> AsyncIterator[watch_pb2.WatchResponse]:
         """This seat's Watch stream (see `AsyncClient.watch`); newer views update

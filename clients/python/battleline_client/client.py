@@ -147,6 +147,12 @@ class Client:
                                          include_position=common.POSITIONS)
         return self._unary("Resign", self._game.Resign, request, handle.token).view
 
+    def hint(self, handle: SeatHandle, budget_ms: int = 0) -> game_pb2.GetHintResponse:
+        """The hosted AI's suggestion for this seat's move (where the match allows hints);
+        `budget_ms` of search, 0 for the server's default."""
+        request = game_pb2.GetHintRequest(match_id=handle.match_id, budget_ms=budget_ms)
+        return self._unary("GetHint", self._game.GetHint, request, handle.token)
+
     def record(self, match_id: str, token: str | None = None) -> record_pb2.GetRecordResponse:
         """The move list, as the caller may see it (every card once the match is over)."""
         return self._unary("GetRecord", self._record.GetRecord,
@@ -242,6 +248,10 @@ class Seat:
     def resign(self) -> types_pb2.MatchView:
         """Resign the match."""
         return self.remember(self.client.resign(self.handle))
+
+    def hint(self, budget_ms: int = 0) -> game_pb2.GetHintResponse:
+        """The hosted AI's suggestion for this seat's move (see `Client.hint`)."""
+        return self.client.hint(self.handle, budget_ms)
 
     def watch(self, **kwargs: Any) -> Iterator[watch_pb2.WatchResponse]:
         """This seat's Watch stream (see `Client.watch`); views on it update `last_view`
