@@ -71,6 +71,9 @@ def test_full_game_against_the_ai(service: Service, browser: BrowserContext) -> 
     assert wait_for_turn_or_end(page), "the match ended before our first turn"
     expect(page.get_by_test_id("board").locator("[data-testid^='flag-']")).to_have_count(9)
     expect(page.get_by_test_id("player-them")).to_contain_text("AI level 1")
+    page.get_by_test_id("ask-hint").click()  # the hosted AI's suggestion, its card picked
+    expect(page.get_by_test_id("advice")).to_contain_text(re.compile(r"The AI would play \w"))
+    page.keyboard.press("Escape")
     keyboard_move(page)
 
     moves, mid_shot = 0, False

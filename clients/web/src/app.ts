@@ -65,7 +65,9 @@ function renderGame(state: State, game: Game): HTMLElement {
       pick: (card) => game.select(card === null ? NOTHING : { card, target: null }),
       drag: (card) => { dragging = card; },
     }),
-    !over && renderControls(view, opts, state.selection, act),
+    !over && renderControls(view, opts, state.selection, state.hint, {
+      act, hint: state.hintsOff ? null : () => void game.hint(),
+    }),
     view.phase === MatchPhase.PLAYING && h("div", { class: "buttons" },
       h("button", {
         type: "button", class: "quiet", "data-testid": "resign", "data-key": "resign",

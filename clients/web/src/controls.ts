@@ -6,6 +6,7 @@ import { cardFace } from "./cardview";
 import { h } from "./dom";
 import { type MatchView, MatchPhase, TurnStep } from "./gen/battleline/v1/types_pb";
 import { type Options, prompt, type Selection } from "./selection";
+import type { Hint } from "./state";
 
 const STEPS: Partial<Record<TurnStep, string>> = {
   [TurnStep.PLAY]: "play a card",
@@ -25,9 +26,16 @@ export function statusLine(view: MatchView, names: Map<number, string>, busy: bo
   return `${names.get(view.currentSeat) ?? "The opponent"} to ${step}…`;
 }
 
+export interface ControlActions {
+  act(action: string): void;
+  /** Ask for a hint; null when the match gives none. */
+  hint: (() => void) | null;
+}
+
 export function renderControls(
-  view: MatchView, opts: Options | null, sel: Selection, act: (action: string) => void,
+  view: MatchView, opts: Options | null, sel: Selection, hint: Hint | null, actions: ControlActions,
 ): HTMLElement {
+  const act = actions.act;
   const ruleset = view.options?.ruleset ?? "standard";
   const decks = h("div", { class: "decks", role: "group", "aria-label": "Decks" });
   for (const d of view.decks) {
@@ -46,11 +54,19 @@ export function renderControls(
   }, capital(describe(c.text, ruleset))));
   const claims = view.claimableFlags.map((c) => h("li", { id: `proof-${c.number}` },
     h("strong", {}, `Flag ${c.number}: `), c.proof));
-  const hint = opts === null ? "" : prompt(sel, opts);
+  const next = opts === null ? "" : prompt(sel, opts);
+  const ask = actions.hint;
+  const chance = hint?.estimate == null ? "" : ` (its chance to win then: ${Math.round(hint.estimate * 100)}%)`;
+  const advice = hint !== null && hint.version === view.version
+    ? `The AI would ${describe(hint.action, ruleset)}${chance}.` : "";
   return h("section", { class: "controls", "aria-label": "Actions" },
-    hint !== "" && h("p", { class: "hint", "data-testid": "hint" }, hint),
+    next !== "" && h("p", { class: "hint", "data-testid": "hint" }, next),
+    advice !== "" && h("p", { class: "advice", "data-testid": "advice" }, advice),
     decks,
-    buttons.length > 0 && h("div", { class: "buttons" }, ...buttons),
+    (buttons.length > 0 || (opts !== null && ask !== null)) && h("div", { class: "buttons" }, ...buttons,
+      opts !== null && ask !== null && advice === "" && h("button", {
+        type: "button", class: "quiet", "data-testid": "ask-hint", "data-key": "ask-hint", onclick: ask,
+      }, "Hint")),
     claims.length > 0 && h("div", { class: "proofs", "data-testid": "proofs" },
       h("h2", {}, "You can claim"), h("ul", {}, ...claims)),
     view.scoutReturned.length > 0 && h("p", { class: "discards", "data-testid": "scout-returned" },

@@ -2,6 +2,7 @@
 
 import { Code } from "@connectrpc/connect";
 import { errorCode, errorText, game, records, setToken } from "./api";
+import { handCard, parseAction } from "./actions";
 import { MatchPhase, type MatchView } from "./gen/battleline/v1/types_pb";
 import { clearSession, type Session } from "./session";
 import { NOTHING, type Selection } from "./selection";
@@ -72,6 +73,30 @@ export class Game {
       await this.refresh();
     } finally {
       this.store.update({ busy: false });
+    }
+  }
+
+  /** Ask the hosted AI what it would do here; its card is picked, so its flags light up. */
+  async hint(): Promise<void> {
+    const { matchId, view } = this.store.state;
+    if (view === null) return;
+    try {
+      const { version, suggestion } = await game.getHint({ matchId, budgetMs: 1000 });
+      if (suggestion === undefined) return;
+      const choice = parseAction(suggestion.action);
+      const card = handCard(choice);
+      this.store.update({
+        hint: {
+          version, action: suggestion.action,
+          estimate: suggestion.iterations > 0 ? suggestion.winEstimate : null,
+        },
+        selection: version === this.store.state.view?.version && card !== null
+          ? { card, target: "target" in choice ? `${choice.target}@${choice.flag}` : null }
+          : this.store.state.selection,
+      });
+    } catch (err) {
+      const off = [Code.PermissionDenied, Code.FailedPrecondition, Code.Unavailable].includes(errorCode(err));
+      this.store.update({ error: `No hint: ${errorText(err)}`, hintsOff: off });
     }
   }
 

@@ -20,11 +20,23 @@ export interface State {
   error: string;
   /** The complete record, fetched once the match is over. */
   record: GetRecordResponse | null;
+  /** The hosted AI's suggestion for the view of that version. */
+  hint: Hint | null;
+  /** The server gives no hints for this match (between two people, or no AI service). */
+  hintsOff: boolean;
+}
+
+export interface Hint {
+  version: bigint;
+  action: string;
+  /** Estimated chance to win after the action, 0..1; null when nothing was searched. */
+  estimate: number | null;
 }
 
 export const initial: State = {
   screen: "lobby", matchId: "", inviteCode: "", view: null, viewAt: 0,
   events: new Map(), selection: NOTHING, busy: false, error: "", record: null,
+  hint: null, hintsOff: false,
 };
 
 type Listener = (state: State) => void;
