@@ -24,7 +24,15 @@ cards are public) are derived on load rather than written.
 from __future__ import annotations
 
 from .board import UNCLAIMED, Flag
-from .cards import LEADERS, UNKNOWN_TACTIC, UNKNOWN_TROOP, card_name, is_tactic, parse_card
+from .cards import (
+    CARD_COUNT,
+    LEADERS,
+    UNKNOWN_TACTIC,
+    UNKNOWN_TROOP,
+    card_name,
+    is_tactic,
+    parse_card,
+)
 from .rulesets import RULESETS, Options
 from .state import SPECTATOR, GameState, Phase
 
@@ -32,7 +40,16 @@ VERSION = "1"
 _PLACEHOLDERS = (UNKNOWN_TROOP, UNKNOWN_TACTIC)
 
 
+# Card id -> name, placeholders included (dump_position names every card of a state).
+_NAMES: dict[int, str] = {c: card_name(c) for c in (*_PLACEHOLDERS, *range(CARD_COUNT))}
+
+
 def _cards(cards: list[int]) -> str:
+    if not cards:
+        return "-"
+    names = _NAMES
+    if UNKNOWN_TROOP not in cards and UNKNOWN_TACTIC not in cards:
+        return " ".join([names[c] for c in cards])
     words: list[str] = []
     i = 0
     while i < len(cards):
@@ -40,9 +57,9 @@ def _cards(cards: list[int]) -> str:
         if card in _PLACEHOLDERS:
             while i + run < len(cards) and cards[i + run] == card:
                 run += 1
-        words.append(card_name(card) + (f"*{run}" if run > 1 else ""))
+        words.append(names[card] + (f"*{run}" if run > 1 else ""))
         i += run
-    return " ".join(words) or "-"
+    return " ".join(words)
 
 
 def _parse_cards(text: str) -> list[int]:
@@ -79,17 +96,16 @@ def dump_position(state: GameState) -> str:
         f"may-draw={int(state.may_draw)} scout={state.scout_draws}/{state.scout_returns}",
         "mud-pending: " + (" ".join(f"{s}@{f + 1}" for s, f in state.mud_pending) or "-"),
     ]
-    for i, flag in enumerate(state.flags):
-        sides = [
-            " ".join(
-                f"{card_name(c)}#{n}" for c, n in zip(flag.cards[s], flag.seqs[s], strict=True)
-            )
-            or "-"
+    names = _NAMES
+    for i, flag in enumerate(state.flags, 1):
+        cards, seqs = flag.cards, flag.seqs
+        first, second = (
+            " ".join([f"{names[c]}#{n}" for c, n in zip(cards[s], seqs[s], strict=True)]) or "-"
             for s in (0, 1)
-        ]
-        env = " ".join(f"{card_name(c)}/{owner}" for c, owner in flag.env) or "-"
+        )
+        env = " ".join([f"{names[c]}/{owner}" for c, owner in flag.env]) or "-"
         claimed = "-" if flag.claimed == UNCLAIMED else str(flag.claimed)
-        lines.append(f"flag {i + 1}: {sides[0]} | {sides[1]} | {env} | {claimed}")
+        lines.append(f"flag {i}: {first} | {second} | {env} | {claimed}")
     for seat in (0, 1):
         lines.append(f"hand {seat}: {_cards(state.hands[seat])}")
     lines.append(f"deck troop: {_cards(state.decks[0])}")

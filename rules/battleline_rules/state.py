@@ -692,26 +692,45 @@ class GameState:
         The single place where hidden information is removed: hands, deck
         order and removed cards become placeholders, except the viewer's own
         hand and the cards it put back with Scout (wherever they are now).
+        Built field by field rather than cloned and then overwritten: engines
+        build a view for every answer.
         """
-        view = self.clone()
+        view = GameState.__new__(GameState)
+        view.ruleset, view.options = self.ruleset, self.options
+        view.flags = [f.copy() for f in self.flags]
+        view.discards = [self.discards[0][:], self.discards[1][:]]
+        view.player, view.phase, view.ply, view.seq = self.player, self.phase, self.ply, self.seq
+        view.scout_draws, view.scout_returns = self.scout_draws, self.scout_returns
+        view.may_draw, view.mud_pending = self.may_draw, self.mud_pending[:]
+        view.idle_turns, view.progress, view.winner = self.idle_turns, self.progress, self.winner
         view.viewer = viewer
+        view.tactics_played, view.leader_used = self.tactics_played[:], self.leader_used[:]
+        view.public = self.public
         view._claim_cache = {}
+        # The full state's legal actions are the viewer's only if the viewer is to act.
+        view._legal = self._legal if viewer == self.current_player else None
+        hands, decks, returned = self.hands, self.decks, self.returned
         if self.is_over:
+            view.seed = self.seed
+            view.hands = [hands[0][:], hands[1][:]]
+            view.decks = [decks[0][:], decks[1][:]]
+            view.removed = self.removed[:]
+            view.returned = [returned[0][:], returned[1][:]]
             return view
         view.seed = None
-        known = set(self.returned[viewer]) if viewer != SPECTATOR else set()
-        for seat in (0, 1):
-            if seat != viewer:
-                view.hands[seat] = [_hide(c, known) for c in self.hands[seat]]
-        view.decks = [[_hide(c, known) for c in deck] for deck in self.decks]
+        known = set(returned[viewer]) if viewer != SPECTATOR else set()
+        view.hands = [
+            hands[seat][:] if seat == viewer else _hidden(hands[seat], known) for seat in (0, 1)
+        ]
+        view.decks = [_hidden(decks[0], known), _hidden(decks[1], known)]
         view.removed = [UNKNOWN_TROOP for _ in self.removed]
         view.returned = [
             [
                 c
-                for c in self.returned[s]
+                for c in returned[s]
                 if s == viewer
                 and c in known
-                and (c in self.decks[0] or c in self.decks[1] or c in self.hands[1 - s])
+                and (c in decks[0] or c in decks[1] or c in hands[1 - s])
             ]
             for s in (0, 1)
         ]
@@ -747,6 +766,13 @@ def _hide(card: int, known: set[int]) -> int:
     if card in known:
         return card
     return UNKNOWN_TACTIC if is_tactic(card) else UNKNOWN_TROOP
+
+
+def _hidden(cards: list[int], known: set[int]) -> list[int]:
+    """``[_hide(c, known) for c in cards]``, without a call per card."""
+    if known:
+        return [_hide(c, known) for c in cards]
+    return [UNKNOWN_TACTIC if c in TACTIC_CARDS else UNKNOWN_TROOP for c in cards]
 
 
 def _name(card: int) -> str:

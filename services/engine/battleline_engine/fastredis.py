@@ -38,10 +38,10 @@ class _Protocol(asyncio.Protocol):
         self.waiters: deque[asyncio.Future[Any]] = deque()
         self.transport: asyncio.Transport | None = None
         self.lost = False
+        self._outgoing: list[bytes] = []  # commands of this loop iteration, sent together
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is no subclass
 
     def data_received(self, data: bytes) -> None:
         reader, waiters = self.reader, self.waiters
@@ -70,11 +70,20 @@ class _Protocol(asyncio.Protocol):
                 waiter.set_exception(error)
 
     def send(self, packed: bytes) -> asyncio.Future[Any]:
-        waiter = asyncio.get_running_loop().create_future()
+        """Queue a command; the commands queued in one turn of the event loop leave in
+        one write (one system call for many concurrent calls)."""
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
         self.waiters.append(waiter)
-        assert self.transport is not None
-        self.transport.write(packed)
+        if not self._outgoing:
+            loop.call_soon(self._flush)
+        self._outgoing.append(packed)
         return waiter
+
+    def _flush(self) -> None:
+        data, self._outgoing = b"".join(self._outgoing), []
+        if self.transport is not None and not self.lost:
+            self.transport.write(data)
 
 
 def _error(reply: hiredis.ReplyError) -> redis.exceptions.ResponseError:

@@ -155,14 +155,17 @@ class EngineServer:
 # server with a thousand calls in flight keeps thousands of young objects alive, so the
 # default ran a collection every few calls and promoted them all to older generations.
 GC_GEN0_THRESHOLD = 20_000
+_gc_tuned = False
 
 
 def tune_gc() -> None:
     """Collect less often, and never re-scan what was loaded at start-up (gc.freeze):
     both servers of the engine benchmark (engine and echo) call this from start_server.
     BATTLELINE_GC_DEFAULTS=1 leaves the collector as CPython sets it."""
-    if os.environ.get("BATTLELINE_GC_DEFAULTS") == "1":
+    global _gc_tuned
+    if _gc_tuned or os.environ.get("BATTLELINE_GC_DEFAULTS") == "1":
         return
+    _gc_tuned = True  # once per process (tests start many servers)
     gc.collect()
     gc.freeze()
     _, gen1, gen2 = gc.get_threshold()

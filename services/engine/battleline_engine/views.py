@@ -29,6 +29,7 @@ from battleline_rules import (
     parse_card,
     redact_event,
 )
+from battleline_rules.board import Flag
 from battleline_rules.cards import CARD_COUNT, is_tactic
 
 from .clocks import ClockState, left_ms
@@ -106,6 +107,42 @@ def options_message(meta: Meta) -> pb.MatchOptions:
     )
 
 
+@lru_cache(maxsize=1024)
+def _options_of(meta: Meta) -> pb.MatchOptions:
+    """`options_message`, once per distinct settings (copied into each view)."""
+    return options_message(meta)
+
+
+# A flag as its encoded MatchView.flags entry, by what it shows: a view lists nine
+# flags and a turn changes one, so most are encoded once and merged as bytes.
+_FLAG_BYTES: dict[tuple[int, ...], bytes] = {}
+_FLAG_BYTES_MAX: Final = 100_000
+_SEP: Final = -9  # between the parts of a flag's key (no card id)
+
+
+def _flags_bytes(flags: list[Flag]) -> bytes:
+    """The encoded `flags` field of a MatchView (every entry, in order)."""
+    parts = []
+    for number, flag in enumerate(flags, 1):
+        cards = flag.cards
+        key = (number, flag.claimed, *cards[0], _SEP, *cards[1], _SEP,
+               *[c for c, _ in flag.env])
+        encoded = _FLAG_BYTES.get(key)
+        if encoded is None:
+            if len(_FLAG_BYTES) >= _FLAG_BYTES_MAX:
+                _FLAG_BYTES.clear()
+            encoded = pb.MatchView(flags=[pb.Flag(
+                number=number,
+                first_cards=[NAMES[c] for c in cards[0]],
+                second_cards=[NAMES[c] for c in cards[1]],
+                environment=[NAMES[c] for c, _ in flag.env],
+                claimed_by=seat_enum(flag.claimed),
+            )]).SerializeToString()
+            _FLAG_BYTES[key] = encoded
+        parts.append(encoded)
+    return b"".join(parts)
+
+
 def summary(match: Match) -> pb.MatchSummary:
     """A match as the lobby lists it."""
     return pb.MatchSummary(
@@ -144,29 +181,27 @@ def end_reason(match: Match) -> pb.EndReason.ValueType:
     return pb.END_REASON_STALEMATE
 
 
-def _deck_counts(cards: list[int], with_tactics: bool) -> list[pb.DeckCount]:
-    tactics = sum(1 for c in cards if c in TACTIC_IDS) if with_tactics else 0
-    out = [pb.DeckCount(deck="troop", count=len(cards) - tactics)]
-    if with_tactics:
-        out.append(pb.DeckCount(deck="tactic", count=tactics))
-    return out
-
-
-def _players(match: Match, view: GameState, occupied: set[int]) -> list[pb.PlayerInfo]:
+def _add_players(out: pb.MatchView, match: Match, view: GameState,
+                 occupied: set[int]) -> None:
     with_tactics = bool(view.ruleset.tactics)
-    return [
-        pb.PlayerInfo(
+    names, score = match.meta.names, match.score
+    for seat in (0, 1):
+        hand = view.hands[seat]
+        player = out.players.add(
             seat=SEATS[seat],
-            display_name=match.meta.names[seat],
-            hand_counts=_deck_counts(view.hands[seat], with_tactics),
+            display_name=names[seat],
             discards=[NAMES[c] for c in view.discards[seat]],
             tactics_played=view.tactics_played[seat],
-            flags_claimed=len(view.claimed_by(seat)),
-            series_score=match.score[seat],
+            flags_claimed=sum(1 for f in view.flags if f.claimed == seat),
+            series_score=score[seat],
             occupied=seat in occupied,
         )
-        for seat in (0, 1)
-    ]
+        if with_tactics:
+            tactics = sum(1 for c in hand if c in TACTIC_IDS)
+            player.hand_counts.add(deck="troop", count=len(hand) - tactics)
+            player.hand_counts.add(deck="tactic", count=tactics)
+        else:
+            player.hand_counts.add(deck="troop", count=len(hand))
 
 
 def _clocks(match: Match, now_ms: int) -> list[pb.Clock]:
@@ -195,23 +230,16 @@ def match_view(match: Match, viewer: int, occupied: set[int], now_ms: int,
     view = match.state.view(viewer)
     playing = match.status == PLAYING and not view.is_over
     to_act = view.current_player if playing else -1
+    seated = viewer in (0, 1)
     out = pb.MatchView(
         match_id=match.match_id,
         version=match.version,
         viewer=seat_enum(viewer),
-        options=options_message(match.meta),
         phase=_PHASES[match.status],
         current_seat=seat_enum(to_act),
         turn_step=_STEPS.get(view.phase, pb.TURN_STEP_UNSPECIFIED) if playing else 0,
-        hand=[NAMES[c] for c in view.hands[viewer]] if viewer in (0, 1) else [],
-        players=_players(match, view, occupied),
-        # The rules core keeps troops in decks[0] and tactics in decks[1]: no scan needed.
-        decks=[pb.DeckCount(deck="troop", count=len(view.decks[0])),
-               pb.DeckCount(deck="tactic", count=len(view.decks[1]))]
-        if view.ruleset.tactics else [pb.DeckCount(deck="troop", count=len(view.decks[0]))],
-        scout_returned=[NAMES[c] for c in reversed(view.returned[viewer])]
-        if viewer in (0, 1) else [],
-        clocks=_clocks(match, now_ms),
+        hand=[NAMES[c] for c in view.hands[viewer]] if seated else (),
+        scout_returned=[NAMES[c] for c in reversed(view.returned[viewer])] if seated else (),
         winner=seat_enum(match.winner if match.finished else view.winner)
         if view.is_over else pb.SEAT_UNSPECIFIED,
         end_reason=end_reason(match),
@@ -219,14 +247,15 @@ def match_view(match: Match, viewer: int, occupied: set[int], now_ms: int,
         position=dump_position(view) if position else "",
         last_event_number=match.record.last_event,
     )
-    for number, flag in enumerate(view.flags, 1):
-        out.flags.add(
-            number=number,
-            first_cards=[NAMES[c] for c in flag.cards[0]],
-            second_cards=[NAMES[c] for c in flag.cards[1]],
-            environment=[NAMES[c] for c, _ in flag.env],
-            claimed_by=seat_enum(flag.claimed),
-        )
+    out.options.CopyFrom(_options_of(match.meta))
+    out.MergeFromString(_flags_bytes(view.flags))
+    _add_players(out, match, view, occupied)
+    # The rules core keeps troops in decks[0] and tactics in decks[1]: no scan needed.
+    out.decks.add(deck="troop", count=len(view.decks[0]))
+    if view.ruleset.tactics:
+        out.decks.add(deck="tactic", count=len(view.decks[1]))
+    if match.meta.clock != NO_CLOCK:
+        out.clocks.extend(_clocks(match, now_ms))
     if viewer == to_act:
         legal = view.legal_actions()
         out.legal_actions.extend([action_text(a) for a in legal])

@@ -1,0 +1,161 @@
+"""The shortcuts on every action's path: the pipelined Redis connection, and a submit at a
+version the engine already knows (no read before the commit), with several replicas."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import grpc
+import pytest
+import redis
+import redis.exceptions
+
+from battleline.v1 import types_pb2
+from battleline_engine import storage as st
+from battleline_engine.storage import CommitStatus, Storage
+
+from .harness import SEATS, Client, Engine
+
+
+def test_per_action_commands_use_the_pipelined_connection(redis_url: str) -> None:
+    async def body() -> None:
+        storage = Storage.from_url(redis_url)
+        try:
+            assert storage.fast is not None
+            await storage.create_match("m1", "S0", status="playing", events=[{"k": "x"}])
+            # Many concurrent commands on one connection: each gets its own reply.
+            records = await asyncio.gather(*(storage.load("m1") for _ in range(200)))
+            assert all(r is not None and r.state == "S0" for r in records)
+            assert await storage.load("missing") is None
+            result = await storage.commit("m1", expected_version=1, state="S1",
+                                          action_key="a:0:k", response=b"\x00ok\xff")
+            assert result.status is CommitStatus.OK
+            assert (await storage.commit("m1", expected_version=1, state="S9",
+                                         action_key="a:0:k")).response == b"\x00ok\xff"
+            assert (await storage.commit("m1", expected_version=1, state="S9")).status \
+                is CommitStatus.CONFLICT
+            assert await storage.load_for_action("m1", "a:0:k") == (None, b"\x00ok\xff")
+        finally:
+            await storage.close()
+
+    asyncio.run(body())
+
+
+def test_pipelined_connection_survives_a_killed_connection_and_a_script_flush(
+        redis_url: str) -> None:
+    admin = redis.Redis.from_url(redis_url)
+
+    async def body() -> None:
+        storage = Storage.from_url(redis_url)
+        try:
+            await storage.create_match("m1", "S0", status="playing")
+            assert (await storage.commit("m1", expected_version=1, state="S1")).status \
+                is CommitStatus.OK
+            admin.script_flush()  # as after a Redis restart: EVALSHA answers NOSCRIPT
+            admin.client_kill_filter(_type="normal", skipme=True)  # every client connection
+            assert (await storage.commit("m1", expected_version=2, state="S2")).status \
+                is CommitStatus.OK
+            record = await storage.load("m1")
+            assert record is not None and (record.state, record.version) == ("S2", 3)
+        finally:
+            await storage.close()
+
+    try:
+        asyncio.run(body())
+    finally:
+        admin.close()
+
+
+def test_unreachable_redis_is_a_connection_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+
+    async def body() -> None:
+        storage = Storage.from_url(f"redis://127.0.0.1:{port}/0")
+        try:
+            with pytest.raises(redis.exceptions.ConnectionError):
+                await storage.load("m1")
+        finally:
+            await storage.close()
+
+    asyncio.run(body())
+
+
+def test_pipelined_connection_authenticates_and_selects_the_database(redis_url: str) -> None:
+    admin = redis.Redis.from_url(redis_url)
+    admin.config_set("requirepass", "s3cret")
+    host_port = redis_url.split("//", 1)[1].split("/", 1)[0]
+
+    async def body() -> None:
+        storage = Storage.from_url(f"redis://:s3cret@{host_port}/3")
+        try:
+            await storage.create_match("m1", "S0", status="playing")
+            record = await storage.load("m1")
+            assert record is not None and record.state == "S0"
+        finally:
+            await storage.close()
+        wrong = Storage.from_url(f"redis://:nope@{host_port}/3")
+        try:
+            with pytest.raises(redis.exceptions.AuthenticationError):
+                await wrong.load("m1")
+        finally:
+            await wrong.close()
+
+    authed = redis.Redis.from_url(f"redis://:s3cret@{host_port}/3")
+    try:
+        asyncio.run(body())
+        assert authed.exists(st.match_key("m1", "m")) == 1
+    finally:
+        authed.config_set("requirepass", "")  # the session's server is shared by every test
+        authed.close()
+        admin.close()
+
+
+def test_submit_on_a_replica_with_a_stale_copy_is_refused_then_replayed(
+        engine: Engine, redis_url: str) -> None:
+    other = Engine(redis_url)
+    try:
+        a, b = Client.to(engine.address), Client.to(other.address)
+        created = a.create("standard", seed=5)
+        tokens = (created.seat_token, created.other_seat_token)
+        view = b.view(created.match_id, tokens[0])  # replica B now knows this version
+        assert SEATS.index(view.current_seat) == 0
+        plays = [x for x in view.legal_actions if x.startswith("play")]
+        done = a.submit(created.match_id, tokens[0], view.version, [plays[0], "draw troop"],
+                        action_id="first")
+        assert done.version == view.version + 1
+        # B still holds the old version: its shortcut commit must lose, and say so exactly.
+        with pytest.raises(grpc.RpcError) as refused:
+            b.submit(created.match_id, tokens[0], view.version, [plays[1], "draw troop"])
+        assert refused.value.code() == grpc.StatusCode.ABORTED
+        assert f"at version {done.version}, not {view.version}" in (refused.value.details()
+                                                                    or "")
+        # A retry of A's action through B is the stored answer, not a second action.
+        again = b.submit(created.match_id, tokens[0], view.version, [plays[0], "draw troop"],
+                         action_id="first")
+        assert again == done
+        now = b.view(created.match_id, tokens[1])
+        assert now.version == done.version and now.current_seat == SEATS[1]
+        # And B, now current, commits through its shortcut.
+        nxt = b.submit(created.match_id, tokens[1], now.version,
+                       [next(x for x in now.legal_actions if x.startswith("play")), "draw troop"])
+        assert nxt.version == now.version + 1
+        assert a.view(created.match_id, tokens[0]).version == nxt.version
+    finally:
+        other.close()
+
+
+def test_rejected_action_on_the_shortcut_keeps_its_precise_reason(engine: Engine) -> None:
+    client = Client.to(engine.address)
+    created = client.create("standard", seed=9)
+    view = client.view(created.match_id, created.seat_token)
+    with pytest.raises(grpc.RpcError) as refused:
+        client.submit(created.match_id, created.other_seat_token, view.version, ["draw troop"])
+    assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED  # not-your-turn
+    with pytest.raises(grpc.RpcError) as refused:
+        client.submit(created.match_id, created.seat_token, view.version, ["draw troop"])
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    finished = client.view(created.match_id, created.seat_token)
+    assert finished.version == view.version and finished.phase == types_pb2.MATCH_PHASE_PLAYING

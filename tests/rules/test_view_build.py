@@ -1,0 +1,37 @@
+"""Views are built field by field (not cloned): what each viewer gets, and what it may not."""
+
+from __future__ import annotations
+
+import random
+
+from battleline_rules import SPECTATOR, dump_position, load_position, new_game
+
+
+def test_views_hide_the_same_and_only_the_viewer_to_act_sees_legal_actions() -> None:
+    rng = random.Random(11)
+    for ruleset in ("standard", "basic", "deck52"):
+        for seed in range(15):
+            state = new_game(ruleset, seed=seed)
+            while not state.is_over:
+                legal = state.legal_actions()  # computed (and cached) on the full state
+                for viewer in (0, 1, SPECTATOR):
+                    view = state.view(viewer)
+                    text = dump_position(view)
+                    assert dump_position(load_position(text)) == text
+                    assert view.seed is None and view.viewer == viewer
+                    known = state.returned[viewer] if viewer != SPECTATOR else []
+                    for seat in (0, 1):  # only cards the viewer put back with Scout show
+                        if seat != viewer:
+                            assert all(c < 0 or c in known for c in view.hands[seat])
+                    assert all(c < 0 for c in view.removed)
+                    if viewer == state.current_player:
+                        assert view.legal_actions() == legal
+                    else:  # never the full state's list of another seat's options
+                        assert view.legal_actions() == []
+                    # A view is a copy: playing on the state leaves it as it was.
+                    assert view.flags[0] is not state.flags[0]
+                    assert view.hands[0] is not state.hands[0]
+                state.apply(rng.choice(legal))
+            over = state.view(0)
+            assert over.hands == state.hands and over.decks == state.decks
+            assert over.seed == state.seed and over.hands[1] is not state.hands[1]
