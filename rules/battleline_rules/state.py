@@ -89,6 +89,7 @@ class GameState:
 
     __slots__ = (
         "_claim_cache",
+        "_flags_shared",
         "_legal",
         "decks",
         "discards",
@@ -144,6 +145,9 @@ class GameState:
         self.public = 0  # mask of cards face up on the table or in a discard pile
         self._claim_cache: dict[tuple[int, int], tuple[int, ClaimVerdict]] = {}
         self._legal: list[Action] | None = None
+        # The Flag objects are also another state's (a view's, or the state a view was
+        # taken of): copied before this state's first change (see `view`).
+        self._flags_shared = False
 
     # ----------------------------------------------------------------- basics
 
@@ -174,6 +178,7 @@ class GameState:
         new = GameState.__new__(GameState)
         new.ruleset, new.options, new.seed = self.ruleset, self.options, self.seed
         new.flags = [f.copy() for f in self.flags]
+        new._flags_shared = False
         new.hands = [self.hands[0][:], self.hands[1][:]]
         new.decks = [self.decks[0][:], self.decks[1][:]]
         new.removed = self.removed[:]
@@ -399,6 +404,9 @@ class GameState:
 
     def apply_unchecked(self, action: Action) -> Event:
         """Apply an action taken from `legal_actions` (the search hot path)."""
+        if self._flags_shared:  # a view shares them: this state gets its own first
+            self.flags = [f.copy() for f in self.flags]
+            self._flags_shared = False
         seat, ply = self.current_player, self.ply
         self._legal = None
         drawn = -1
@@ -693,11 +701,14 @@ class GameState:
         order and removed cards become placeholders, except the viewer's own
         hand and the cards it put back with Scout (wherever they are now).
         Built field by field rather than cloned and then overwritten: engines
-        build a view for every answer.
+        build a view for every answer. The flags (public anyway) are the state's own
+        Flag objects until either side is played on: `apply` copies them first, so
+        change a state only through `apply` once a view of it exists.
         """
         view = GameState.__new__(GameState)
         view.ruleset, view.options = self.ruleset, self.options
-        view.flags = [f.copy() for f in self.flags]
+        view.flags = self.flags[:]
+        view._flags_shared = self._flags_shared = True
         view.discards = [self.discards[0][:], self.discards[1][:]]
         view.player, view.phase, view.ply, view.seq = self.player, self.phase, self.ply, self.seq
         view.scout_draws, view.scout_returns = self.scout_draws, self.scout_returns

@@ -1,4 +1,5 @@
-"""Views are built field by field (not cloned): what each viewer gets, and what it may not."""
+"""Views are built field by field (not cloned): what each viewer gets, what it may not,
+and that a view stays a snapshot although it shares the state's flags until a change."""
 
 from __future__ import annotations
 
@@ -28,10 +29,28 @@ def test_views_hide_the_same_and_only_the_viewer_to_act_sees_legal_actions() -> 
                         assert view.legal_actions() == legal
                     else:  # never the full state's list of another seat's options
                         assert view.legal_actions() == []
-                    # A view is a copy: playing on the state leaves it as it was.
-                    assert view.flags[0] is not state.flags[0]
                     assert view.hands[0] is not state.hands[0]
+                # A view is a snapshot: playing on the state leaves it as it was (its
+                # flags are shared until the state's next change copies them).
+                views = [state.view(v) for v in (0, 1, SPECTATOR)]
+                texts = [dump_position(v) for v in views]
                 state.apply(rng.choice(legal))
+                assert [dump_position(v) for v in views] == texts
             over = state.view(0)
             assert over.hands == state.hands and over.decks == state.decks
             assert over.seed == state.seed and over.hands[1] is not state.hands[1]
+
+
+def test_worlds_sampled_from_a_view_do_not_touch_it() -> None:
+    rng = random.Random(3)
+    state = new_game("standard", seed=4)
+    for _ in range(30):
+        state.apply(rng.choice(state.legal_actions()))
+    view = state.view(state.current_player)
+    text = dump_position(view)
+    for _ in range(20):
+        world = view.sample_world(rng)
+        while not world.is_over:
+            world.apply_unchecked(rng.choice(world.legal_actions()))
+    assert dump_position(view) == text
+    assert dump_position(state.view(state.current_player)) == text
