@@ -1,6 +1,8 @@
 """Search speed of the AI, on one core: `python benchmarks/ai.py [--quick]`.
 
-Prints one `name: value` line per figure. ISMCTS is measured with the top
+Prints one `name: value` line per figure. Rates are per second of this
+process's CPU time (`time.process_time`), so that other load on the machine
+changes them less than it would wall-clock rates. ISMCTS is measured with the top
 level's knobs (`LEVELS[5]`) and a fixed iteration count. A pure-Python loop measured in the
 same process gives a machine yardstick: `ismcts_iteration_in_loop_steps` is
 what one ISMCTS iteration costs in loop steps, comparable across machines.
@@ -36,8 +38,8 @@ def midgame(seed: int = 3, actions: int = 30) -> GameState:
 def rate(fn: object, seconds: float) -> float:
     """Calls per second of ``fn()`` over about ``seconds``."""
     assert callable(fn)
-    count, start = 0, time.perf_counter()
-    while (elapsed := time.perf_counter() - start) < seconds:
+    count, start = 0, time.process_time()
+    while (elapsed := time.process_time() - start) < seconds:
         fn()
         count += 1
     return count / elapsed
@@ -45,8 +47,8 @@ def rate(fn: object, seconds: float) -> float:
 
 def loop_steps_per_s(seconds: float) -> float:
     """A plain Python loop (add, compare, branch): the machine's pure-Python speed."""
-    n, total, start = 0, 0, time.perf_counter()
-    while (elapsed := time.perf_counter() - start) < seconds:
+    n, total, start = 0, 0, time.process_time()
+    while (elapsed := time.process_time() - start) < seconds:
         for i in range(10_000):
             total += i & 7
         n += 10_000
@@ -67,9 +69,9 @@ def main() -> None:
     # The top level's search (its knobs, without its budget): what an iteration costs there.
     knobs = parse_spec(LEVELS[max(LEVELS)])[1]
     bot = IsmctsBot.from_knobs({**knobs, "iterations": str(iterations), "seconds": "none"})
-    start = time.perf_counter()
+    start = time.process_time()
     result = bot.search(view, rng)
-    its = result.iterations / (time.perf_counter() - start)
+    its = result.iterations / (time.process_time() - start)
     greedy = POLICIES["greedy"]
 
     def full_rollout() -> None:
@@ -98,14 +100,14 @@ def main() -> None:
 
 def rules_actions_per_s(seconds: float) -> float:
     """Random playouts from the start: legal_actions + apply_unchecked per second."""
-    rng, count, start = random.Random(1), 0, time.perf_counter()
+    rng, count, start = random.Random(1), 0, time.process_time()
     policy = POLICIES["random"]
-    while time.perf_counter() - start < seconds:
+    while time.process_time() - start < seconds:
         state = new_game("standard", None, count)
         while not state.is_over:
             state.apply_unchecked(policy(state, rng))
             count += 1
-    return count / (time.perf_counter() - start)
+    return count / (time.process_time() - start)
 
 
 if __name__ == "__main__":
