@@ -4,6 +4,7 @@ with the same answers, secrets and refusals as native gRPC."""
 from __future__ import annotations
 
 import random
+import threading
 import urllib.error
 import urllib.request
 
@@ -17,6 +18,7 @@ from battleline.v1 import types_pb2
 from tests.engine.harness import Client, Engine, play_local
 
 from .bridge_client import BridgeClient
+from .conftest import GatewayThread
 
 PROTOCOLS = {
     "connect-json": (ProtocolType.CONNECT, True),
@@ -99,3 +101,19 @@ def test_the_page_is_served_and_the_ai_rpc_is_not(gateway: str) -> None:
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(hidden, timeout=10)
     assert refused.value.code == 404
+
+
+def test_shutdown_ends_watch_streams_with_unavailable(engine: Engine) -> None:
+    """A stopping gateway cuts its streams with a status that says: reconnect."""
+    running = GatewayThread(engine.address)
+    web = BridgeClient(running.url, ProtocolType.GRPC_WEB)
+    created = web.create("standard")
+    stream = iter(web.watch(created.match_id, created.seat_token))
+    assert next(stream).HasField("snapshot")
+    stopping = threading.Thread(target=running.stop)
+    stopping.start()
+    with pytest.raises(ConnectError) as cut:
+        next(stream)
+    stopping.join(30)
+    assert cut.value.code == Code.UNAVAILABLE
+    assert not stopping.is_alive()

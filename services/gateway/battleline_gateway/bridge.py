@@ -8,6 +8,7 @@ message and rich details (google.rpc.ErrorInfo, RetryInfo) intact.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping
 from types import ModuleType
 from typing import Any
@@ -34,15 +35,30 @@ FORWARDED_HEADERS = ("authorization",)
 # gateway as a whole (the engine believes it from trusted proxies only).
 FORWARDED_FOR = "x-forwarded-for"
 _DETAILS_KEY = "grpc-status-details-bin"
+# What a call cut by the gateway's shutdown gets: a Watch resumes from its last event.
+RESTARTING = ConnectError(Code.UNAVAILABLE, "the web gateway is restarting: call again")
 
 
-class EngineBridge(ConnectASGIApplication[grpc.aio.Channel]):
+class Upstream:
+    """The gRPC channel to the engine, and whether the gateway is shutting it down."""
+
+    def __init__(self, engine_address: str) -> None:
+        self.channel = grpc.aio.insecure_channel(engine_address)
+        self.closing = False
+
+    async def close(self, grace_s: float) -> None:
+        """Let running calls finish for `grace_s`, then cancel the rest (watch streams)."""
+        self.closing = True
+        await self.channel.close(grace=grace_s)
+
+
+class EngineBridge(ConnectASGIApplication[Upstream]):
     """One ASGI app serving every public method at `/battleline.v1.Service/Method`."""
 
     path = "/"
 
-    def __init__(self, channel: grpc.aio.Channel, read_max_bytes: int = 256 * 1024) -> None:
-        super().__init__(service=channel, endpoints=forwarding_endpoints,
+    def __init__(self, upstream: Upstream, read_max_bytes: int = 256 * 1024) -> None:
+        super().__init__(service=upstream, endpoints=forwarding_endpoints,
                          codecs=google_protobuf_codecs(), read_max_bytes=read_max_bytes)
 
 
@@ -70,20 +86,20 @@ def method_info(method: descriptor.MethodDescriptor) -> MethodInfo[Any, Any]:
     )
 
 
-def forwarding_endpoints(channel: grpc.aio.Channel) -> Mapping[str, Endpoint[Any, Any]]:
+def forwarding_endpoints(upstream: Upstream) -> Mapping[str, Endpoint[Any, Any]]:
     """An endpoint per public method, keyed by its URL path."""
-    return {method_path(method): _forwarding_endpoint(channel, method)
+    return {method_path(method): _forwarding_endpoint(upstream, method)
             for method in public_methods()}
 
 
-def _forwarding_endpoint(channel: grpc.aio.Channel,
+def _forwarding_endpoint(upstream: Upstream,
                          method: descriptor.MethodDescriptor) -> Endpoint[Any, Any]:
     info = method_info(method)
     path = method_path(method)
     serializers = {"request_serializer": info.input.SerializeToString,
                    "response_deserializer": info.output.FromString}
     if method.server_streaming:
-        stream_call = channel.unary_stream(path, **serializers)
+        stream_call = upstream.channel.unary_stream(path, **serializers)
 
         async def forward_stream(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
             try:
@@ -92,10 +108,14 @@ def _forwarding_endpoint(channel: grpc.aio.Channel,
                     yield response
             except grpc.aio.AioRpcError as error:
                 raise connect_error(error) from None
+            except asyncio.CancelledError:
+                if not upstream.closing:
+                    raise  # the browser hung up
+                raise RESTARTING from None  # cut by the gateway's shutdown: reconnect
 
         return Endpoint.server_stream(info, forward_stream)
 
-    unary_call = channel.unary_unary(path, **serializers)
+    unary_call = upstream.channel.unary_unary(path, **serializers)
 
     async def forward_unary(request: Any, ctx: RequestContext[Any, Any]) -> Any:
         try:

@@ -6,10 +6,9 @@ import asyncio
 import contextlib
 from collections.abc import Iterator
 
-import grpc
 import uvicorn
 
-from .bridge import EngineBridge
+from .bridge import EngineBridge, Upstream
 from .site import WebApp
 
 
@@ -25,10 +24,9 @@ class WebGateway:
     """The web page and the Connect/gRPC-Web bridge to the engine at `engine_address`."""
 
     def __init__(self, engine_address: str, host: str = "127.0.0.1", port: int = 8080) -> None:
-        self.channel = grpc.aio.insecure_channel(engine_address)
-        config = uvicorn.Config(WebApp(EngineBridge(self.channel)), host=host, port=port,
-                                lifespan="off", log_level="warning", access_log=False,
-                                timeout_graceful_shutdown=2)  # open watch streams are cut
+        self.upstream = Upstream(engine_address)
+        config = uvicorn.Config(WebApp(EngineBridge(self.upstream)), host=host, port=port,
+                                lifespan="off", log_level="warning", access_log=False)
         self._server = _QuietSignals(config)
         self._task: asyncio.Task[None] | None = None
 
@@ -47,10 +45,11 @@ class WebGateway:
         host, port = self._server.servers[0].sockets[0].getsockname()[:2]
         return f"http://{host}:{port}/"
 
-    async def stop(self) -> None:
-        """Finish open requests (streams are cut), then close the engine channel."""
+    async def stop(self, grace_s: float = 1.0) -> None:
+        """Take no new requests, give running calls `grace_s`, then cut the rest
+        (watch streams end with UNAVAILABLE, so browsers reconnect elsewhere)."""
         self._server.should_exit = True
+        await self.upstream.close(grace_s)
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError, SystemExit):
                 await self._task
-        await self.channel.close()
