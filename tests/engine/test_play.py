@@ -45,9 +45,12 @@ def test_two_clients_play_open_match_to_the_end(engine: Engine, ruleset: str) ->
     assert created.invite_code and not created.other_seat_token
     listed = host.lobby.ListOpenMatches(lobby_pb2.ListOpenMatchesRequest(ruleset=ruleset))
     assert created.match_id in [m.match_id for m in listed.matches]
+    waiting = host.view(created.match_id, created.seat_token).players
+    assert [(p.display_name, p.occupied) for p in waiting] == [("host", True), ("", False)]
     joined = guest.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
         invite_code=created.invite_code, seat_options=types_pb2.SeatOptions(display_name="g")))
     assert joined.seat == types_pb2.SEAT_SECOND
+    assert [p.display_name for p in host.view(created.match_id, None).players] == ["host", "g"]
     with pytest.raises(grpc.RpcError) as again:
         guest.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id))
     assert again.value.code() == grpc.StatusCode.FAILED_PRECONDITION

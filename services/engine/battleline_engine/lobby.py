@@ -101,9 +101,9 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             seat = secrets.randbelow(2)
         else:
             raise invalid("bad-seat", f"unknown seat choice {request.seat}")
-        if meta.opponent == AI:
+        if meta.opponent != LOCAL:  # the other seat is named by whoever takes it
             names = [meta.names[0]] * 2
-            names[1 - seat] = f"AI level {meta.ai_level}"
+            names[1 - seat] = f"AI level {meta.ai_level}" if meta.opponent == AI else ""
             meta = replace(meta, names=(names[0], names[1]))
         created = await self.rt.matches.create(meta, seat)
         return lobby_pb2.CreateMatchResponse(
