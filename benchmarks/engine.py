@@ -11,6 +11,12 @@ Prints `name: value` lines. `engine_actions_per_s` counts game actions applied
 `engine_calls_per_s` counts RPCs (creates, views, submits). `engine_vs_echo_ratio`
 is engine_actions_per_s / echo_calls_per_s; `engine_calls_vs_echo_ratio` compares
 RPCs with RPCs. Client, server and Redis share this machine's cores.
+
+The echo load is the same harness: as many concurrent clients, the same channels and
+client library, a seat-token-sized authorization header and messages of about the
+engine's mean sizes (printed as engine_request_bytes / engine_response_bytes). It
+runs half before and half after the engine load, so a change in what else loads the
+machine during the run shifts both sides alike.
 """
 
 from __future__ import annotations
@@ -41,6 +47,12 @@ from battleline.v1 import (
 
 BATTLELINE = str(Path(sys.executable).parent / "battleline")
 ECHO_METHOD = "/bench.Echo/Echo"
+# Echo message sizes, about the engine's means (GetView/SubmitAction requests; views).
+ECHO_REQUEST_BYTES = 40
+ECHO_RESPONSE_BYTES = 600
+ECHO_PADDING = bytes(ECHO_RESPONSE_BYTES - ECHO_REQUEST_BYTES)
+# A seat token's length (match id, '.', 43 characters), sent as the engine's clients do.
+ECHO_METADATA = (("authorization", "Bearer " + "x" * 16 + "." + "y" * 43),)
 SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)
 CHANNELS = 16
 # Each channel gets its own connection (channels to one target otherwise share one, and
@@ -55,6 +67,8 @@ class Stats:
     latencies: list[float] = field(default_factory=list)
     calls: int = 0
     actions: int = 0
+    request_bytes: int = 0
+    response_bytes: int = 0
     errors: int = 0
     completed: int = 0
     error_kinds: dict[str, int] = field(default_factory=dict)
@@ -83,7 +97,7 @@ async def _echo_server(redis_url: str) -> None:
     from battleline_engine.storage import Storage
 
     async def echo(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-        return request
+        return request + ECHO_PADDING  # about a view's size
 
     class Echo:
         service_name = "bench.Echo"
@@ -132,6 +146,9 @@ async def _call(stats: Stats, coro_fn, *args, **kw):  # type: ignore[no-untyped-
     result = await coro_fn(*args, **kw)
     stats.latencies.append(time.perf_counter() - started)
     stats.calls += 1
+    if not isinstance(result, bytes):  # engine calls: protobuf messages
+        stats.request_bytes += args[0].ByteSize()
+        stats.response_bytes += result.ByteSize()
     return result
 
 
@@ -191,14 +208,14 @@ async def run_engine(address: str, matches: int, seed: int) -> tuple[Stats, floa
 async def run_echo(address: str, concurrency: int, seconds: float) -> tuple[Stats, float]:
     channels = open_channels(address)
     stats = Stats()
-    payload = os.urandom(200)
+    payload = os.urandom(ECHO_REQUEST_BYTES)
     stop_at = time.perf_counter() + seconds
 
     async def loop(i: int) -> None:
         call = channels[i % CHANNELS].unary_unary(ECHO_METHOD)
         while time.perf_counter() < stop_at:
             try:
-                await _call(stats, call, payload, timeout=60)
+                await _call(stats, call, payload, metadata=ECHO_METADATA, timeout=60)
             except grpc.RpcError as err:
                 stats.error(err)
 
@@ -233,6 +250,8 @@ def in_processes(worker: Callable[..., tuple[Stats, float, float]], clients: int
         merged.latencies += stats.latencies
         merged.calls += stats.calls
         merged.actions += stats.actions
+        merged.request_bytes += stats.request_bytes
+        merged.response_bytes += stats.response_bytes
         merged.errors += stats.errors
         merged.completed += stats.completed
         merged.first_errors += stats.first_errors
@@ -269,23 +288,38 @@ def main() -> None:
                  "--no-web", "--create-rate", "1000000", "--action-rate", "1000000"],
                 {"REDIS_URL": url})
             echo, echo_address = _start([sys.executable, __file__, "--echo-server", url], {})
-            echo_cpu = cpu_seconds(echo.pid)
             n = args.clients
             shares = [matches // n + (i < matches % n) for i in range(n)]
-            echo_stats, echo_s = in_processes(
-                _echo_worker, n, [(echo_address, k, echo_seconds) for k in shares])
-            echo_cpu = cpu_seconds(echo.pid) - echo_cpu
+
+            def echo_run() -> tuple[Stats, float, float]:
+                cpu = cpu_seconds(echo.pid)
+                stats, seconds = in_processes(
+                    _echo_worker, n, [(echo_address, k, echo_seconds / 2) for k in shares])
+                return stats, seconds, cpu_seconds(echo.pid) - cpu
+
+            echo_before = echo_run()
             engine_cpu = cpu_seconds(engine.pid)
             engine_stats, engine_s = in_processes(
                 _engine_worker, n,
                 [(engine_address, k, args.seed + 100_000 * i) for i, k in enumerate(shares)])
             engine_cpu = cpu_seconds(engine.pid) - engine_cpu
+            echo_after = echo_run()
         finally:
             for process in (engine, echo):
                 if process is not None:
                     process.terminate()
                     process.wait(15)
             redis.stop()
+    echo_stats = Stats()
+    for part in (echo_before[0], echo_after[0]):
+        echo_stats.latencies += part.latencies
+        echo_stats.calls += part.calls
+        echo_stats.errors += part.errors
+        echo_stats.first_errors += part.first_errors
+        for name, count in part.error_kinds.items():
+            echo_stats.error_kinds[name] = echo_stats.error_kinds.get(name, 0) + count
+    echo_s = echo_before[1] + echo_after[1]
+    echo_cpu = echo_before[2] + echo_after[2]
     echo_rate = echo_stats.calls / echo_s
     actions_rate = engine_stats.actions / engine_s
     calls_rate = engine_stats.calls / engine_s
@@ -299,6 +333,8 @@ def main() -> None:
     print(f"engine_actions_per_s: {actions_rate:.1f}")
     print(f"engine_calls_per_s: {calls_rate:.1f}")
     print(f"echo_calls_per_s: {echo_rate:.1f}")
+    print(f"echo_calls_per_s_before_after: {echo_before[0].calls / echo_before[1]:.1f} "
+          f"{echo_after[0].calls / echo_after[1]:.1f}")
     print(f"engine_vs_echo_ratio: {actions_rate / echo_rate:.3f}")
     print(f"engine_calls_vs_echo_ratio: {calls_rate / echo_rate:.3f}")
     print(f"p50_ms: {percentile(engine_stats.latencies, 0.5) * ms:.2f}")
@@ -310,6 +346,15 @@ def main() -> None:
     print(f"engine_server_cpu_ms_per_call: {engine_cpu * ms / max(1, engine_stats.calls):.3f}")
     print(f"echo_server_cpu_ms_per_call: {echo_cpu * ms / max(1, echo_stats.calls):.3f}")
     print(f"engine_server_cpu_share: {engine_cpu / engine_s:.2f}")
+    print(f"engine_server_cpu_ms_per_action: {engine_cpu * ms / max(1, engine_stats.actions):.3f}")
+    echo_per_call = echo_cpu / max(1, echo_stats.calls)
+    engine_per_action = engine_cpu / max(1, engine_stats.actions)
+    print(f"engine_vs_echo_cpu_ratio: {echo_per_call / max(1e-9, engine_per_action):.3f}")
+    calls = max(1, engine_stats.calls)
+    print(f"engine_request_bytes: {engine_stats.request_bytes / calls:.0f}")
+    print(f"engine_response_bytes: {engine_stats.response_bytes / calls:.0f}")
+    print(f"echo_request_bytes: {ECHO_REQUEST_BYTES}")
+    print(f"echo_response_bytes: {ECHO_RESPONSE_BYTES}")
     print(f"errors: {engine_stats.errors + echo_stats.errors}")
     if engine_stats.error_kinds or echo_stats.error_kinds:
         print(f"error_kinds: {engine_stats.error_kinds} {echo_stats.error_kinds}")
