@@ -6,7 +6,7 @@ Chromium (/usr/bin/chromium, never a downloaded browser) is driven with Playwrig
 API (conftest.py). The test plays like a person would: picks a card and a highlighted
 flag, claims what the page offers, draws; the first move by keyboard only. It ends on the
 result screen and the review with every card revealed. With BATTLELINE_SCREENSHOTS=DIR it
-saves start.png, mid.png and end.png there (the ones in docs/screenshots/ were made so).
+saves lobby.png, start.png, mid.png and end.png there (the ones in docs/screenshots/ were made so).
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ def test_full_game_against_the_ai(service: Service, browser: BrowserContext) -> 
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
     page.goto(service.web_url)
+    expect(page.get_by_test_id("start-ai")).to_be_visible()
+    shoot(page, "lobby.png")
     page.get_by_test_id("level-1").check()
     page.get_by_test_id("start-ai").click()
 
