@@ -438,9 +438,12 @@ class Matches:
                                                  text=f"game {game} started"))
         clock = advance(meta, ClockState.parse(match.fields), state, status == PLAYING, now)
         fields = {**match.fields, **progress_fields(game, score, winner, end), **clock.fields()}
-        record = replace(
-            match.record, version=version, last_event=match.record.last_event + len(stored),
-            status=status, deadline_ms=clock.deadline_ms(meta), updated_ms=now, fields=fields,
+        old = match.record
+        record = MatchRecord(
+            match_id=old.match_id, state=dump_position(state), version=version,
+            last_event=old.last_event + len(stored), status=status,
+            deadline_ms=clock.deadline_ms(meta), created_ms=old.created_ms, updated_ms=now,
+            fields=fields,
         )
         new = Match(record, meta, state, game, score, winner, end, fields)
         return Outcome(state, stored, new)
@@ -453,9 +456,8 @@ class Matches:
         refusing when the match is not at `match`'s version (or gone)."""
         new = outcome.match
         changed = {k: v for k, v in new.fields.items() if match.fields.get(k) != v}
-        state = dump_position(outcome.state)
         result = await self.storage.commit(
-            match.match_id, expected_version=match.version, state=state,
+            match.match_id, expected_version=match.version, state=new.record.state,
             events=outcome.events, action_key=key,
             response=response.SerializeToString() if response is not None else b"",
             status=new.status if new.status != match.status else None,
@@ -471,8 +473,7 @@ class Matches:
                           f"the match changed (now version {result.version}): refetch the view")
         if result.status is CommitStatus.NOT_FOUND:
             raise not_found(match.match_id)
-        # The match as a read would now find it (the record's state text included).
-        self.cache.remember(replace(new, record=replace(new.record, state=state)))
+        self.cache.remember(new)  # the match as a read would now find it
         return response
 
 
