@@ -145,9 +145,9 @@ class GameState:
         self.public = 0  # mask of cards face up on the table or in a discard pile
         self._claim_cache: dict[tuple[int, int], tuple[int, ClaimVerdict]] = {}
         self._legal: list[Action] | None = None
-        # The Flag objects are also another state's (a view's, or the state a view was
-        # taken of): copied before this state's first change (see `view`).
-        self._flags_shared = False
+        # Bit i set: flags[i] is also another state's Flag object (a clone's or a view's,
+        # or the one this was cloned from), so it is copied before its first change here.
+        self._flags_shared = 0
 
     # ----------------------------------------------------------------- basics
 
@@ -177,8 +177,10 @@ class GameState:
     def clone(self) -> GameState:
         new = GameState.__new__(GameState)
         new.ruleset, new.options, new.seed = self.ruleset, self.options, self.seed
-        new.flags = [f.copy() for f in self.flags]
-        new._flags_shared = False
+        # Flags are shared and copied on their first change (`_flag`): a turn changes one
+        # or two of nine, and a clone for a view or a search step often changes none.
+        new.flags = self.flags[:]
+        new._flags_shared = self._flags_shared = (1 << len(self.flags)) - 1
         new.hands = [self.hands[0][:], self.hands[1][:]]
         new.decks = [self.decks[0][:], self.decks[1][:]]
         new.removed = self.removed[:]
@@ -404,9 +406,6 @@ class GameState:
 
     def apply_unchecked(self, action: Action) -> Event:
         """Apply an action taken from `legal_actions` (the search hot path)."""
-        if self._flags_shared:  # a view shares them: this state gets its own first
-            self.flags = [f.copy() for f in self.flags]
-            self._flags_shared = False
         seat, ply = self.current_player, self.ply
         self._legal = None
         drawn = -1
@@ -450,7 +449,7 @@ class GameState:
             self.scout_draws = 3
             self.may_draw = False
             return
-        flag = self.flags[action.flag]
+        flag = self._flag(action.flag)
         if card in ENVIRONMENT:
             flag.add_env(card, seat)
         else:
@@ -466,7 +465,7 @@ class GameState:
         self.tactics_played[seat] += 1
         self.progress = True
         owner = seat if action.kind is Kind.REDEPLOY else 1 - seat
-        source = self.flags[action.flag]
+        source = self._flag(action.flag)
         if target in ENVIRONMENT:
             source.remove_env(target, owner)
         else:
@@ -474,10 +473,10 @@ class GameState:
         if action.kind is Kind.DESERTER or action.to_flag == DISCARD:
             self.discards[owner].append(target)
         elif target in ENVIRONMENT:
-            self.flags[action.to_flag].add_env(target, seat)
+            self._flag(action.to_flag).add_env(target, seat)
         else:
             self.seq += 1
-            self.flags[action.to_flag].place(seat, target, self.seq)
+            self._flag(action.to_flag).place(seat, target, self.seq)
         if target == Tactic.MUD:
             self.mud_pending = [
                 (s, action.flag) for s in (seat, 1 - seat) if len(source.cards[s]) > source.size
@@ -488,12 +487,20 @@ class GameState:
         self._after_play()
 
     def _mud_discard(self, seat: int, action: Action) -> None:
-        self.flags[action.flag].take(seat, action.card)
+        self._flag(action.flag).take(seat, action.card)
         self.discards[seat].append(action.card)
         self.public |= 1 << action.card
         self.mud_pending.pop(0)
         if not self.mud_pending:
             self._after_play()
+
+    def _flag(self, index: int) -> Flag:
+        """Flag ``index`` to change: this state's own (copied first if shared)."""
+        if self._flags_shared >> index & 1:
+            self._flags_shared &= ~(1 << index)
+            flag = self.flags[index] = self.flags[index].copy()
+            return flag
+        return self.flags[index]
 
     def _after_play(self) -> None:
         self.phase = Phase.FINISH
@@ -517,7 +524,7 @@ class GameState:
         return card
 
     def _claim(self, seat: int, flag: int) -> None:
-        self.flags[flag].claim(seat)
+        self._flag(flag).claim(seat)
         self.progress = True
         if self.ruleset.has_won(self.claimed_by(seat)):
             self._finish(seat)
@@ -546,6 +553,7 @@ class GameState:
                     and len(flag.cards[seat]) >= flag.size
                     and self.claim_verdict(i, seat).granted
                 ):
+                    flag = self._flag(i)
                     flag.claim(seat)
         won = [s for s in (0, 1) if self.ruleset.has_won(self.claimed_by(s))]
         counts = [len(self.claimed_by(s)) for s in (0, 1)]
@@ -701,14 +709,15 @@ class GameState:
         order and removed cards become placeholders, except the viewer's own
         hand and the cards it put back with Scout (wherever they are now).
         Built field by field rather than cloned and then overwritten: engines
-        build a view for every answer. The flags (public anyway) are the state's own
-        Flag objects until either side is played on: `apply` copies them first, so
-        change a state only through `apply` once a view of it exists.
+        build a view for every answer. Like a clone, it shares the state's Flag
+        objects (public anyway) until either side changes one: every change of a
+        flag goes through `_flag`, which copies a shared flag first, so change a
+        state only through `apply`.
         """
         view = GameState.__new__(GameState)
         view.ruleset, view.options = self.ruleset, self.options
         view.flags = self.flags[:]
-        view._flags_shared = self._flags_shared = True
+        view._flags_shared = self._flags_shared = (1 << len(self.flags)) - 1
         view.discards = [self.discards[0][:], self.discards[1][:]]
         view.player, view.phase, view.ply, view.seq = self.player, self.phase, self.ply, self.seq
         view.scout_draws, view.scout_returns = self.scout_draws, self.scout_returns

@@ -54,3 +54,21 @@ def test_worlds_sampled_from_a_view_do_not_touch_it() -> None:
             world.apply_unchecked(rng.choice(world.legal_actions()))
     assert dump_position(view) == text
     assert dump_position(state.view(state.current_player)) == text
+
+
+def test_clones_share_flags_until_changed_and_stay_independent() -> None:
+    rng = random.Random(8)
+    for ruleset in ("standard", "basic", "deck52"):
+        for seed in range(10):
+            state = new_game(ruleset, seed=seed)
+            while not state.is_over:
+                copy = state.clone()
+                before = dump_position(state)
+                # Play the copy out: the original must not move.
+                while not copy.is_over:
+                    copy.apply(rng.choice(copy.legal_actions()))
+                assert dump_position(state) == before
+                # And the other way round: a clone taken now keeps this position.
+                kept = state.clone()
+                state.apply(rng.choice(state.legal_actions()))
+                assert dump_position(kept) == before
