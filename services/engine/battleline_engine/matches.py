@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import grpc
 
@@ -92,6 +93,10 @@ def occupied(meta: Meta) -> set[int]:
     return {0, 1} - {meta.open_seat}
 
 
+# Actions are immutable and their texts few (cards x flags): each is parsed once.
+_parse_action = lru_cache(maxsize=16384)(parse_action)
+
+
 def parse_actions(texts: list[str]) -> list[Action]:
     """Parse the action texts of a request; malformed ones never reach the rules core."""
     if not texts:
@@ -103,7 +108,7 @@ def parse_actions(texts: list[str]) -> list[Action]:
         if len(text) > 64:
             raise invalid("malformed", f"action {i} is longer than 64 characters")
         try:
-            actions.append(parse_action(text))
+            actions.append(_parse_action(text))
         except ValueError as err:
             raise invalid("malformed", f"action {i} {text!r}: {err}") from None
     for i, action in enumerate(actions[:-1], 1):

@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, replace
-from typing import Final
+from typing import Any, Final
 
 from battleline_rules import ClaimTiming, GameState, Options, load_position, new_game
 
@@ -144,47 +144,57 @@ def progress_fields(
 
 
 class StateCache:
-    """Parsed states, and whole matches, by (match id, version): a version names one
-    state (and one match hash) forever, since every write of a match bumps it.
+    """The latest match (and its parsed state) this process has read or written, per
+    match id: a version names one state (and one match hash) forever, since every
+    write of a match bumps it.
 
     Parsing the position text is the costliest part of a read; callers must
-    clone before changing a cached state. The matches let a submit that names
+    clone before changing a cached state. The match lets a submit that names
     the version this process last saw skip the read: its commit checks that
-    version in Redis anyway (see Matches.submit).
+    version in Redis anyway (see Matches.submit). Older versions are not kept:
+    nothing but a retried action would use them, and holding thousands of parsed
+    states made every full garbage collection slower.
     """
 
     def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self._items: OrderedDict[tuple[str, int], GameState] = OrderedDict()
-        self._matches: OrderedDict[tuple[str, int], Match] = OrderedDict()
+        self.size = size  # matches
+        self._matches: OrderedDict[str, Match] = OrderedDict()
+        self._states: OrderedDict[str, tuple[int, GameState]] = OrderedDict()
 
     def get(self, record: MatchRecord) -> GameState:
-        key = (record.match_id, record.version)
-        state = self._items.get(key)
-        if state is None:
-            state = load_position(record.state)
-            self.put(record.match_id, record.version, state)
-        else:
-            self._items.move_to_end(key)
+        """The parsed state of `record` (from the cache if it holds that version)."""
+        found = self._states.get(record.match_id)
+        if found is not None and found[0] == record.version:
+            return found[1]
+        state = load_position(record.state)
+        self._keep(self._states, record.match_id, record.version, (record.version, state))
         return state
 
-    def put(self, match_id: str, version: int, state: GameState) -> None:
-        self._items[(match_id, version)] = state
-        if len(self._items) > self.size:
-            self._items.popitem(last=False)
-
     def remember(self, match: Match) -> None:
-        """Keep `match` as the match at its version (and its state)."""
-        key = (match.record.match_id, match.record.version)
-        self._matches[key] = match
-        self._matches.move_to_end(key)
-        if len(self._matches) > self.size:
-            self._matches.popitem(last=False)
-        self.put(key[0], key[1], match.state)
+        """Keep `match` as the match at its version (unless a later one is kept)."""
+        match_id, version = match.record.match_id, match.record.version
+        self._keep(self._matches, match_id, version, match)
+        self._keep(self._states, match_id, version, (version, match.state))
 
     def match(self, match_id: str, version: int) -> Match | None:
-        """The match at `version`, if this process has read or written it lately."""
-        return self._matches.get((match_id, version))
+        """The match at `version`, if that is the latest this process has seen of it."""
+        found = self._matches.get(match_id)
+        return found if found is not None and found.record.version == version else None
+
+    def _keep(self, items: OrderedDict[str, Any], match_id: str, version: int,
+              value: Any) -> None:
+        old = items.get(match_id)
+        if old is not None:
+            if _version_of(old) > version:  # a slower call read an older version
+                return
+            items.move_to_end(match_id)
+        items[match_id] = value
+        if len(items) > self.size:
+            items.popitem(last=False)
+
+
+def _version_of(value: Match | tuple[int, GameState]) -> int:
+    return value[0] if isinstance(value, tuple) else value.record.version
 
 
 def parse_match(record: MatchRecord, cache: StateCache) -> Match:

@@ -264,7 +264,8 @@ def match_key(match_id: str, part: str) -> str:
 
 
 def _match_keys(match_id: str) -> list[str]:
-    return [match_key(match_id, p) for p in ("m", "ev", "idem", "seats")]
+    base = f"{PREFIX}:{{{check_id(match_id)}}}:"
+    return [base + "m", base + "ev", base + "idem", base + "seats"]
 
 
 def _flat_events(events: Sequence[Mapping[str, str]]) -> list[str]:
