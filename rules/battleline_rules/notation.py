@@ -62,6 +62,33 @@ def _cards(cards: list[int]) -> str:
     return " ".join(words)
 
 
+# Flag -> its text, by object: states share unchanged Flag objects (copy on change),
+# so one turn's position text re-formats only the flags that turn changed. The
+# entry holds the flag itself (so its id is not reused) and the version it was
+# formatted at (every change of a flag bumps it).
+_FLAG_TEXTS: dict[int, tuple[Flag, int, str]] = {}
+_FLAG_TEXTS_MAX = 16_384
+
+
+def _flag_text(flag: Flag) -> str:
+    known = _FLAG_TEXTS.get(id(flag))
+    if known is not None and known[0] is flag and known[1] == flag.version:
+        return known[2]
+    names = _NAMES
+    cards, seqs = flag.cards, flag.seqs
+    first, second = (
+        " ".join([f"{names[c]}#{n}" for c, n in zip(cards[s], seqs[s], strict=True)]) or "-"
+        for s in (0, 1)
+    )
+    env = " ".join([f"{names[c]}/{owner}" for c, owner in flag.env]) or "-"
+    claimed = "-" if flag.claimed == UNCLAIMED else str(flag.claimed)
+    text = f"{first} | {second} | {env} | {claimed}"
+    if len(_FLAG_TEXTS) >= _FLAG_TEXTS_MAX:
+        _FLAG_TEXTS.clear()
+    _FLAG_TEXTS[id(flag)] = (flag, flag.version, text)
+    return text
+
+
 def _parse_cards(text: str) -> list[int]:
     cards: list[int] = []
     for word in text.split():
@@ -96,16 +123,8 @@ def dump_position(state: GameState) -> str:
         f"may-draw={int(state.may_draw)} scout={state.scout_draws}/{state.scout_returns}",
         "mud-pending: " + (" ".join(f"{s}@{f + 1}" for s, f in state.mud_pending) or "-"),
     ]
-    names = _NAMES
     for i, flag in enumerate(state.flags, 1):
-        cards, seqs = flag.cards, flag.seqs
-        first, second = (
-            " ".join([f"{names[c]}#{n}" for c, n in zip(cards[s], seqs[s], strict=True)]) or "-"
-            for s in (0, 1)
-        )
-        env = " ".join([f"{names[c]}/{owner}" for c, owner in flag.env]) or "-"
-        claimed = "-" if flag.claimed == UNCLAIMED else str(flag.claimed)
-        lines.append(f"flag {i}: {first} | {second} | {env} | {claimed}")
+        lines.append(f"flag {i}: {_flag_text(flag)}")
     for seat in (0, 1):
         lines.append(f"hand {seat}: {_cards(state.hands[seat])}")
     lines.append(f"deck troop: {_cards(state.decks[0])}")

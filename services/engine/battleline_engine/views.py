@@ -116,31 +116,42 @@ def _options_of(meta: Meta) -> pb.MatchOptions:
 # A flag as its encoded MatchView.flags entry, by what it shows: a view lists nine
 # flags and a turn changes one, so most are encoded once and merged as bytes.
 _FLAG_BYTES: dict[tuple[int, ...], bytes] = {}
-_FLAG_BYTES_MAX: Final = 100_000
+_FLAG_BYTES_MAX: Final = 16_384
 _SEP: Final = -9  # between the parts of a flag's key (no card id)
+# The same by Flag object: states share unchanged Flag objects (copied on change), so
+# most flags of a view were encoded for the previous one. The entry holds the flag (so
+# its id is not reused) and its version then (every change of a flag bumps it).
+_BY_OBJECT: dict[int, tuple[Flag, int, int, bytes]] = {}
+
+
+def _flag_bytes(number: int, flag: Flag) -> bytes:
+    known = _BY_OBJECT.get(id(flag))
+    if known is not None and known[0] is flag and known[1] == flag.version \
+            and known[2] == number:
+        return known[3]
+    cards = flag.cards
+    key = (number, flag.claimed, *cards[0], _SEP, *cards[1], _SEP, *[c for c, _ in flag.env])
+    encoded = _FLAG_BYTES.get(key)
+    if encoded is None:
+        if len(_FLAG_BYTES) >= _FLAG_BYTES_MAX:
+            _FLAG_BYTES.clear()
+        encoded = pb.MatchView(flags=[pb.Flag(
+            number=number,
+            first_cards=[NAMES[c] for c in cards[0]],
+            second_cards=[NAMES[c] for c in cards[1]],
+            environment=[NAMES[c] for c, _ in flag.env],
+            claimed_by=seat_enum(flag.claimed),
+        )]).SerializeToString()
+        _FLAG_BYTES[key] = encoded
+    if len(_BY_OBJECT) >= _FLAG_BYTES_MAX:
+        _BY_OBJECT.clear()
+    _BY_OBJECT[id(flag)] = (flag, flag.version, number, encoded)
+    return encoded
 
 
 def _flags_bytes(flags: list[Flag]) -> bytes:
     """The encoded `flags` field of a MatchView (every entry, in order)."""
-    parts = []
-    for number, flag in enumerate(flags, 1):
-        cards = flag.cards
-        key = (number, flag.claimed, *cards[0], _SEP, *cards[1], _SEP,
-               *[c for c, _ in flag.env])
-        encoded = _FLAG_BYTES.get(key)
-        if encoded is None:
-            if len(_FLAG_BYTES) >= _FLAG_BYTES_MAX:
-                _FLAG_BYTES.clear()
-            encoded = pb.MatchView(flags=[pb.Flag(
-                number=number,
-                first_cards=[NAMES[c] for c in cards[0]],
-                second_cards=[NAMES[c] for c in cards[1]],
-                environment=[NAMES[c] for c, _ in flag.env],
-                claimed_by=seat_enum(flag.claimed),
-            )]).SerializeToString()
-            _FLAG_BYTES[key] = encoded
-        parts.append(encoded)
-    return b"".join(parts)
+    return b"".join([_flag_bytes(number, flag) for number, flag in enumerate(flags, 1)])
 
 
 def summary(match: Match) -> pb.MatchSummary:
