@@ -159,3 +159,42 @@ def test_rejected_action_on_the_shortcut_keeps_its_precise_reason(engine: Engine
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     finished = client.view(created.match_id, created.seat_token)
     assert finished.version == view.version and finished.phase == types_pb2.MATCH_PHASE_PLAYING
+
+
+def test_the_match_kept_after_a_commit_is_exactly_what_a_read_finds(redis_url: str) -> None:
+    """A read that finds the version this process holds returns the held match, so the
+    held match must equal a fresh read field for field (state text, fields, times)."""
+    import random
+
+    from battleline_engine.matches import Matches, parse_actions
+    from battleline_engine.model import LOCAL, Meta
+    from battleline_rules import format_action
+
+    async def body() -> None:
+        storage = Storage.from_url(redis_url)
+        try:
+            for clock in ("none", "per_move"):
+                matches = Matches(storage)
+                meta = Meta(ruleset="standard", clock=clock, clock_ms=600_000, opponent=LOCAL,
+                            auto_claim=(True, False), names=("a", "b"))
+                created = await matches.create(meta, 0)
+                match_id = created.match.match_id
+                rng = random.Random(4)
+                for n in range(60):
+                    match = await matches.read(match_id)
+                    if match.finished:
+                        break
+                    state = match.state
+                    seat = state.current_player
+                    action = rng.choice(state.legal_actions())
+                    await matches.submit(match_id, seat, match.version, f"k{n}",
+                                         parse_actions([format_action(action)]))
+                    held = matches.cache.latest(match_id)
+                    fresh = await storage.load(match_id)
+                    assert held is not None and fresh is not None
+                    assert held.record == fresh, n
+                    assert await storage.load(match_id, held.record) is held.record
+        finally:
+            await storage.close()
+
+    asyncio.run(body())

@@ -133,13 +133,16 @@ class Matches:
 
     async def read(self, match_id: str) -> Match:
         """The match, after ending it if the running clock has run out."""
-        record = await self.storage.load(match_id)
+        known = self.cache.latest(match_id)
+        record = await self.storage.load(match_id, known.record if known else None)
         if record is None:
             raise not_found(match_id)
+        if known is not None and record is known.record:  # still the version we know
+            return await self._checked(known)
         return await self._checked(record)
 
-    async def _checked(self, record: MatchRecord) -> Match:
-        match = parse_match(record, self.cache)
+    async def _checked(self, found: MatchRecord | Match) -> Match:
+        match = found if isinstance(found, Match) else parse_match(found, self.cache)
         for _ in range(5):
             if not self.clock_expired(match):
                 return match
@@ -467,7 +470,7 @@ class Matches:
             response=response.SerializeToString() if response is not None else b"",
             status=new.status if new.status != match.status else None,
             deadline_ms=new.record.deadline_ms, fields=changed,
-            finished=new.status == FINISHED,
+            finished=new.status == FINISHED, updated_ms=new.record.updated_ms,
         )
         if result.status is CommitStatus.DUPLICATE and response is not None:
             return type(response).FromString(result.response or b"")

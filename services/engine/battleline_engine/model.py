@@ -176,6 +176,10 @@ class StateCache:
         self._keep(self._matches, match_id, version, match)
         self._keep(self._states, match_id, version, (version, match.state))
 
+    def latest(self, match_id: str) -> Match | None:
+        """The latest version of the match this process has read or written."""
+        return self._matches.get(match_id)
+
     def match(self, match_id: str, version: int) -> Match | None:
         """The match at `version`, if that is the latest this process has seen of it."""
         found = self._matches.get(match_id)

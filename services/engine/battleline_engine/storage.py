@@ -391,13 +391,24 @@ class Storage:
         await self.redis.zadd(LIVE_KEY, {match_id: created})
         return CommitResult(CommitStatus.OK, int(reply[1]), int(reply[2]))
 
-    async def load(self, match_id: str) -> MatchRecord | None:
-        """The match hash in one read, or None if it does not exist (or expired)."""
+    async def load(self, match_id: str, known: MatchRecord | None = None,
+                   ) -> MatchRecord | None:
+        """The match hash in one read, or None if it does not exist (or expired).
+
+        `known`: a record of this match that the caller holds; if the hash is still at
+        its version, `known` itself is returned (a version names one hash content)."""
         key = match_key(match_id, "m")
         if self.fast is not None:
             flat = await self.fast.execute("HGETALL", key)
-            return _record(match_id, dict(zip(flat[::2], flat[1::2], strict=True))) if flat \
-                else None
+            if not flat:
+                return None
+            if known is not None:
+                for i in range(0, len(flat), 2):
+                    if flat[i] == b"version":
+                        if int(flat[i + 1]) == known.version:
+                            return known
+                        break
+            return _record(match_id, dict(zip(flat[::2], flat[1::2], strict=True)))
         raw = await self.redis.hgetall(key)
         return _record(match_id, raw) if raw else None
 
@@ -444,6 +455,7 @@ class Storage:
         fields: Mapping[str, str] | None = None,
         claim_seat: tuple[int, str] | None = None,
         finished: bool = False,
+        updated_ms: int | None = None,
     ) -> CommitResult:
         """Atomically replace the state if the version is still `expected_version`.
 
@@ -470,7 +482,7 @@ class Storage:
             str(self.stream_maxlen),
             "" if claim_seat is None else str(claim_seat[0]),
             "" if claim_seat is None else claim_seat[1],
-            str(now_ms()),
+            str(updated_ms or now_ms()),
             match_id,
         ]
         args += _flat_fields(fields or {})
