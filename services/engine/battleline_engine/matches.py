@@ -49,7 +49,6 @@ from .storage import (
     CommitStatus,
     MatchRecord,
     Storage,
-    StoredEvent,
     hash_token,
     new_match_id,
     new_seat_token,
@@ -362,10 +361,8 @@ class Matches:
         outcome = self._outcome(match, state, events, seat)
         response = game_pb2.SubmitActionResponse(version=outcome.match.version)
         first = match.record.last_event + 1
-        response.events.extend(
-            views.event_message(StoredEvent(first + i, e), seat)
-            for i, e in enumerate(outcome.events)
-        )
+        for i, fields in enumerate(outcome.events):
+            views.add_event(response.events, first + i, fields, seat)
         response.view.CopyFrom(views.match_view(outcome.match, seat, occupied(match.meta),
                                                 now_ms(), position))
         return outcome, response

@@ -9,7 +9,7 @@ forgotten field. `event_message` projects stored events with `redact_event`.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Final
+from typing import Any, Final
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
@@ -317,6 +317,19 @@ def event_message(stored: StoredEvent, viewer: int) -> pb.MatchEvent:
         version=int(f["v"]),
         commit_time=_timestamp(int(f["t"])),
     )
+
+
+def add_event(events: Any, number: int, fields: dict[str, str], viewer: int) -> None:
+    """Append `event_message(StoredEvent(number, fields), viewer)` to a repeated
+    MatchEvent field, built in place (no message copied)."""
+    item = events.add(
+        number=number,
+        kind=EVENT_KINDS[fields["k"]],
+        seat=seat_enum(int(fields["s"])) if fields.get("s") else pb.SEAT_UNSPECIFIED,
+        text=event_text(fields, viewer),
+        version=int(fields["v"]),
+    )
+    item.commit_time.FromMilliseconds(int(fields["t"]))
 
 
 def record_viewer(match: Match, viewer: int) -> int:
