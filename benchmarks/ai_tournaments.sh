@@ -23,6 +23,9 @@ battleline tournament --a ismcts:level=3 --b ismcts:level=2 --games 200 --worker
 # Levels 4 and 5 (search), run as two streams side by side on 2 cores.
 t --a ismcts:level=5 --b heuristic --seed 20001 --json $out/level5_vs_heuristic.json
 t --a ismcts:level=5 --b random --seed 50001 --json $out/level5_vs_random.json
+# (This one was run as two processes to fit the time: the command above cut after its first
+# 100 games, and `--games 100 --seed 50051`, which plays the same deals and seats as games
+# 100-199 above; the per-game logs were merged into level5_vs_random.json.)
 t --a ismcts:level=4 --b ismcts:level=3 --seed 30001 --json $out/level4_vs_level3.json
 t --a ismcts:level=5 --b ismcts:level=4 --seed 40001 --json $out/level5_vs_level4.json
 
