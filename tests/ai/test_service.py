@@ -121,6 +121,33 @@ def test_a_killed_worker_is_replaced_and_the_match_finishes(engine: LocalService
         store.close()
 
 
+def test_a_holder_that_died_before_sealing_the_token_loses_no_seat(
+        engine: LocalService, redis_url: str, tmp_path: Path) -> None:
+    """The seat request's ticket was redeemed (JoinMatch answered) but the token never
+    reached the vault: the next worker redeems the ticket again and plays on."""
+    store = redis.Redis.from_url(redis_url)
+    worker: subprocess.Popen[bytes] | None = None
+    try:
+        with Client(engine.address) as client:
+            created = client.create(opponent="ai", ai_level=3, clock="per-move",
+                                    clock_seconds=60, seat="first")
+            fields = {k.decode(): v.decode() for k, v in store.xrange(STREAM)[-1][1].items()}
+            lost = client.join(match_id=created.match_id, join_ticket=fields["ticket"])
+            assert not store.exists(vault_key(created.match_id))  # died before sealing
+            worker = start_worker(engine.address, redis_url, tmp_path / "worker.log")
+            seat = client.seat(created.seat)
+            play_random(client, [seat], random.Random(4), timeout_s=90)
+            view = seat.view()
+            assert is_finished(view) and view.end_reason in FAIR_ENDS, view
+            record = client.record(seat.match_id, seat.handle.token)
+            assert sum(e.seat == lost.seat for e in record.events) > 5
+        _wait_acked(store)
+    finally:
+        if worker is not None:
+            stop(worker)
+        store.close()
+
+
 def test_a_stopped_worker_hands_its_matches_over_at_once(engine: LocalService, redis_url: str,
                                                          tmp_path: Path) -> None:
     log = tmp_path / "workers.log"

@@ -234,7 +234,9 @@ def test_lobby_rejects_bad_options(shared: Engine) -> None:
     assert OPEN_LIMITS.action_rate.per_s > 100
 
 
-def test_hosted_ai_seat_is_requested_with_a_one_time_ticket(shared: Engine) -> None:
+def test_hosted_ai_seat_is_requested_with_a_join_ticket(shared: Engine) -> None:
+    """Only the ticket takes the AI's seat; the same ticket again gets the same seat and
+    token (a worker that died before keeping the token loses nothing), nothing else does."""
     client = Client.to(shared.address)
     created = client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
         options=types_pb2.MatchOptions(ruleset="standard"), seat=types_pb2.SEAT_CHOICE_FIRST,
@@ -252,10 +254,16 @@ def test_hosted_ai_seat_is_requested_with_a_one_time_ticket(shared: Engine) -> N
     assert joined.seat == types_pb2.SEAT_SECOND and joined.seat_token
     assert client.view(created.match_id, joined.seat_token).players[1].display_name == \
         "AI level 3"
-    with pytest.raises(grpc.RpcError) as again:
-        client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
-            match_id=created.match_id, join_ticket=entry["ticket"]))
-    assert again.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    version = client.view(created.match_id, joined.seat_token).version
+    again = client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
+        match_id=created.match_id, join_ticket=entry["ticket"]))
+    assert (again.seat, again.seat_token) == (joined.seat, joined.seat_token)
+    assert client.view(created.match_id, joined.seat_token).version == version  # no 2nd join
+    for ticket in ("", entry["ticket"] + "x"):
+        with pytest.raises(grpc.RpcError) as taken:
+            client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
+                match_id=created.match_id, join_ticket=ticket))
+        assert taken.value.code() == grpc.StatusCode.FAILED_PRECONDITION
 
 
 @settings(max_examples=150, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],

@@ -8,7 +8,9 @@ loop. A request's life:
 1. taken from ``bl:ai:requests`` through the consumer group (XREADGROUP), or
    reclaimed (XAUTOCLAIM) after its holder stayed silent ``claim_idle_s``;
 2. the seat: the sealed token in `vault` if an earlier holder joined already,
-   otherwise the join ticket is redeemed with JoinMatch and the new token sealed;
+   otherwise the join ticket is redeemed with JoinMatch and the token sealed (a
+   ticket redeemed again gives the same token, so a holder that died before
+   sealing it costs nothing);
 3. the match is watched (the client resumes across reconnects) and every view
    that asks this seat to act is answered from that view's position text only;
 4. when the match is over the request is acknowledged (XACK), the vault key dropped.
@@ -64,16 +66,12 @@ _SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)
 JOIN_ATTEMPTS = 20
 
 
-class SeatLost(Exception):
-    """The AI seat was joined but its token never reached the vault."""
-
-
 class OtherSecret(Exception):
     """The seat token was sealed by a worker with another secret: leave it to one that has it."""
 
 
 # The request cannot be served and never will be: acknowledge it and move on.
-_HOPELESS = (NotFound, PermissionDenied, InvalidRequest, SeatLost)
+_HOPELESS = (NotFound, PermissionDenied, InvalidRequest, IllegalAction)
 
 
 @dataclass(frozen=True)
@@ -261,12 +259,6 @@ class AiWorker:
                 if attempt == JOIN_ATTEMPTS - 1:
                     raise
                 await asyncio.sleep(err.retry_after or 0.5)
-            except IllegalAction as err:
-                if err.reason != "match-full":
-                    raise
-                # Joined by a holder that died before sealing the token: nobody can play
-                # the seat now; the match ends on its clock.
-                raise SeatLost(f"match {match_id}: seat joined, token lost") from None
         await self.vault.put(match_id, handle.token)
         return handle
 

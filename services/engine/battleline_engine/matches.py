@@ -9,11 +9,13 @@ No grpc servicer code here: callers get protos back or a `Refusal`.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import grpc
+import redis.exceptions
 
 from battleline.v1 import game_pb2
 from battleline_rules import (
@@ -53,9 +55,12 @@ from .storage import (
     new_match_id,
     new_seat_token,
     now_ms,
+    ticket_seat_token,
 )
 
 MAX_ACTIONS = 16  # per request; a full turn is play + claims + draw
+_STORE_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,13 +232,15 @@ class Matches:
         meta = match.meta
         seat = meta.open_seat
         if match.status != WAITING or seat < 0:
-            raise precondition("match-full", "the match has no open seat")
+            return await self._redeemed_again(match_id, meta, ticket)
         if meta.opponent != OPEN:
             if not ticket or hash_token(ticket) != meta.ai_ticket_hash:
                 raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "seat-reserved",
                               "this seat is reserved for the hosted AI")
             name = name or f"AI level {meta.ai_level}"
-        token = new_seat_token(match_id)
+            token = ticket_seat_token(match_id, ticket)
+        else:
+            token = new_seat_token(match_id)
         new_meta = meta.with_seat(seat, name, auto_claim)
         now = now_ms()
         version = match.version + 1
@@ -248,16 +255,35 @@ class Matches:
             claim_seat=(seat, hash_token(token)),
         )
         if result.status is CommitStatus.SEAT_TAKEN:
-            raise precondition("match-full", "the seat was just taken")
+            return await self._redeemed_again(match_id, meta, ticket)
         if result.status is CommitStatus.CONFLICT:
             raise Refusal(grpc.StatusCode.ABORTED, "stale-version",
                           "the match changed while joining: try again")
         if result.status is CommitStatus.NOT_FOUND:
             raise not_found(match_id)
-        await self.storage.remove_open(match_id)
-        if meta.invite:
-            await self.storage.delete_invite(meta.invite)
+        # The seat is taken: tidying the lobby index and the invite must not turn the
+        # join into an error now (the joiner would never learn its token). Both are
+        # hints only (list_open drops matches no longer waiting; an invite to a full
+        # match finds no open seat), so a store hiccup here is logged and left.
+        try:
+            await self.storage.remove_open(match_id)
+            if meta.invite:
+                await self.storage.delete_invite(meta.invite)
+        except _STORE_ERRORS:
+            log.warning("join of %s: lobby index or invite not tidied", match_id,
+                        exc_info=True)
         return await self.read(match_id), seat, token
+
+    async def _redeemed_again(self, match_id: str, meta: Meta,
+                              ticket: str) -> tuple[Match, int, str]:
+        """A taken seat: the AI seat again for the ticket that took it (its token is
+        derived from the ticket), else FAILED_PRECONDITION match-full."""
+        if ticket and meta.ai_ticket_hash and hash_token(ticket) == meta.ai_ticket_hash:
+            token = ticket_seat_token(match_id, ticket)
+            found = await self.storage.seat_of(token)
+            if found is not None and found[0] == match_id:
+                return await self.read(match_id), found[1], token
+        raise precondition("match-full", "the match has no open seat")
 
     async def list_open(self, ruleset: str, limit: int, after: tuple[int, str] | None,
                         ) -> tuple[list[Match], tuple[int, str] | None]:

@@ -45,7 +45,7 @@ class Meta:
     opponent: str = OPEN
     private: bool = False
     ai_level: int = 0
-    ai_ticket_hash: str = ""  # one-time join ticket of the AI seat (hash only)
+    ai_ticket_hash: str = ""  # join ticket of the AI seat (hash only; see ticket_seat_token)
     seed: int | None = None  # a client-chosen base seed (never for OPEN matches)
     names: tuple[str, str] = ("", "")
     auto_claim: tuple[bool, bool] = (False, False)
@@ -86,8 +86,7 @@ class Meta:
         names[seat], autos[seat] = name, auto_claim
         return replace(
             self, names=(names[0], names[1]), auto_claim=(autos[0], autos[1]), open_seat=-1,
-            ai_ticket_hash="",
-        )
+        )  # ai_ticket_hash stays: a second redemption of the ticket gets the same seat
 
 
 @functools.lru_cache(maxsize=4096)

@@ -30,8 +30,10 @@ No grpc here: callers map `CommitStatus` to their own error codes.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
+import hmac
 import re
 import secrets
 import time
@@ -251,6 +253,18 @@ def new_seat_token(match_id: str) -> str:
     so the token lives (and expires) in the match's own slot.
     """
     return f"{check_id(match_id)}.{secrets.token_urlsafe(32)}"
+
+
+def ticket_seat_token(match_id: str, ticket: str) -> str:
+    """The hosted-AI seat's token, derived from its one-time join ticket (HMAC-SHA-256).
+
+    Redeeming the same ticket again yields the same token, so a worker that died
+    between JoinMatch and keeping the token can redeem it once more instead of
+    losing the seat. The ticket is therefore as secret as the token: only the
+    engine (which stores its hash) and the AI workers' request stream hold it.
+    """
+    digest = hmac.new(ticket.encode(), b"battleline.v1 ai seat token", hashlib.sha256).digest()
+    return f"{check_id(match_id)}.{base64.urlsafe_b64encode(digest).rstrip(b'=').decode()}"
 
 
 def hash_token(token: str) -> str:
