@@ -12,7 +12,9 @@ stays on redis-py.
 A lost connection fails the commands waiting on it with redis-py's
 ConnectionError (the servicers answer UNAVAILABLE) after the same command
 has been tried again on a new connection: every command sent here is a read
-or a version-checked, idempotent script, so a repeat is safe.
+or a version-checked, idempotent script, so a repeat is safe. Error replies
+become redis-py's exceptions (a Redis still loading its data after a restart
+is a ConnectionError too).
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from typing import Any
 
 import hiredis
 import redis.exceptions
+from redis._parsers.base import BaseParser
 from redis.asyncio.connection import parse_url
 
 CONNECT_TIMEOUT_S = 5.0
-RETRY_DELAYS_S = (0.05, 0.25)  # a command is sent at most 1 + len(...) times
+RETRY_DELAYS_S = (0.05, 0.2, 0.5, 1.0, 2.0)  # a command is sent at most 1 + len(...) times
 
 
 class _Protocol(asyncio.Protocol):
@@ -86,11 +89,12 @@ class _Protocol(asyncio.Protocol):
             self.transport.write(data)
 
 
-def _error(reply: hiredis.ReplyError) -> redis.exceptions.ResponseError:
-    text = str(reply)
-    if text.startswith("NOSCRIPT"):
-        return redis.exceptions.NoScriptError(text)
-    return redis.exceptions.ResponseError(text)
+def _error(reply: hiredis.ReplyError) -> redis.exceptions.RedisError:
+    """The exception redis-py raises for this error reply: LOADING (a restarted Redis
+    reading its data) is a BusyLoadingError, a ConnectionError, so it is retried and
+    answered UNAVAILABLE like an unreachable Redis; NOSCRIPT is a NoScriptError."""
+    error: redis.exceptions.RedisError = BaseParser.parse_error(str(reply))
+    return error
 
 
 class FastRedis:
@@ -139,7 +143,10 @@ class FastRedis:
             for command in setup:
                 reply = await protocol.send(hiredis.pack_command(command))
                 if isinstance(reply, hiredis.ReplyError):
+                    error = _error(reply)
                     protocol._fail(redis.exceptions.ConnectionError(str(reply)))
+                    if isinstance(error, redis.exceptions.ConnectionError):
+                        raise error  # still loading: retried
                     raise redis.exceptions.AuthenticationError(str(reply))
             self._protocol = protocol
             return protocol
@@ -166,7 +173,11 @@ class FastRedis:
                 await asyncio.sleep(delay)
                 continue
             if isinstance(reply, hiredis.ReplyError):
-                raise _error(reply)
+                error = _error(reply)
+                if isinstance(error, redis.exceptions.ConnectionError) and delay is not None:
+                    await asyncio.sleep(delay)  # LOADING: the command did not run
+                    continue
+                raise error
             return reply
         raise AssertionError("unreachable")
 
