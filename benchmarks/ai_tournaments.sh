@@ -34,5 +34,8 @@ t --a ismcts:level=5 --b ismcts:level=4 --seed 40001 --json $out/level5_vs_level
 #     --seed 500 --json $out/ai_history/pilot_ismcts400_inner5_vs_heuristic.json
 #   battleline tournament --a ismcts:iterations=400,inner_width=5,root=halving --b heuristic \
 #     --games 60 --seed 500 --json $out/ai_history/pilot_ismcts400_inner5_halving_vs_heuristic.json
+# After the level runs, does a bigger budget help level 5? (40 games, seed 700)
+#   battleline tournament --a ismcts:iterations=1000,inner_width=5 --b heuristic --games 40 \
+#     --seed 700 --json $out/ai_history/pilot_ismcts1000_inner5_vs_heuristic.json
 # results/ai_history/old_*.json are figures of the earlier levels 4 and 5
 # (ismcts:iterations=150 / 400 with inner_width=0), kept as history only.
