@@ -26,7 +26,8 @@ class WebGateway:
     def __init__(self, engine_address: str, host: str = "127.0.0.1", port: int = 8080) -> None:
         self.upstream = Upstream(engine_address)
         config = uvicorn.Config(WebApp(EngineBridge(self.upstream)), host=host, port=port,
-                                lifespan="off", log_level="warning", access_log=False)
+                                lifespan="off", log_level="warning", access_log=False,
+                                timeout_graceful_shutdown=3)  # a bound, past our own grace
         self._server = _QuietSignals(config)
         self._task: asyncio.Task[None] | None = None
 

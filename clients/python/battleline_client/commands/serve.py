@@ -142,26 +142,27 @@ async def _run(
     from battleline_engine.server import ServerConfig, start_server
     from battleline_engine.storage import Storage
     from battleline_engine.wiring import default_services
+    from battleline_gateway.server import WebGateway
 
+    # Handlers first: a SIGTERM as soon as the address is printed is a clean stop.
+    stop = stop_on_signals()
     storage = Storage.from_url(redis_url, retention_s=retention)
     server_config = ServerConfig(
         host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, grace_s=grace
     )
     engine = await start_server(server_config, storage, default_services(storage, config))
-    if metrics_port:
-        metrics.serve_metrics(metrics_port, host)
-    # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
-    print(f"battleline engine listening on {engine.address}", flush=True)
-    ai = _start_ai(engine.address, redis_url, ai_workers, ai_port) if ai_workers else None
-    web = None
-    if web_port is not None:
-        from battleline_gateway.server import WebGateway
-
-        web = WebGateway(engine.address, host, web_port)
-        await web.start()
-        print(f"battleline web page at {web.url}", flush=True)
-    stop = stop_on_signals()
+    ai: subprocess.Popen[bytes] | None = None
+    web: WebGateway | None = None
     try:
+        if metrics_port:
+            metrics.serve_metrics(metrics_port, host)
+        # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
+        print(f"battleline engine listening on {engine.address}", flush=True)
+        ai = _start_ai(engine.address, redis_url, ai_workers, ai_port) if ai_workers else None
+        if web_port is not None:
+            web = WebGateway(engine.address, host, web_port)
+            await web.start()
+            print(f"battleline web page at {web.url}", flush=True)
         await stop.wait()
         log.info("shutting down")
     finally:
