@@ -81,6 +81,19 @@ class Stats:
             self.first_errors.append(f"{name}: {err.details() if hasattr(err, 'details') else err}")
         self.error_kinds[name] = self.error_kinds.get(name, 0) + 1
 
+    def add(self, other: Stats) -> None:
+        """Count `other`'s run into this one (one figure over several client processes)."""
+        self.latencies += other.latencies
+        self.calls += other.calls
+        self.actions += other.actions
+        self.request_bytes += other.request_bytes
+        self.response_bytes += other.response_bytes
+        self.errors += other.errors
+        self.completed += other.completed
+        self.first_errors += other.first_errors
+        for name, count in other.error_kinds.items():
+            self.error_kinds[name] = self.error_kinds.get(name, 0) + count
+
 
 def percentile(values: list[float], q: float) -> float:
     if not values:
@@ -247,16 +260,7 @@ def in_processes(worker: Callable[..., tuple[Stats, float, float]], clients: int
         results = list(pool.map(worker, *zip(*jobs, strict=True)))
     merged = Stats()
     for stats, _, _ in results:
-        merged.latencies += stats.latencies
-        merged.calls += stats.calls
-        merged.actions += stats.actions
-        merged.request_bytes += stats.request_bytes
-        merged.response_bytes += stats.response_bytes
-        merged.errors += stats.errors
-        merged.completed += stats.completed
-        merged.first_errors += stats.first_errors
-        for name, count in stats.error_kinds.items():
-            merged.error_kinds[name] = merged.error_kinds.get(name, 0) + count
+        merged.add(stats)
     elapsed = max(r[2] for r in results) - min(r[1] for r in results)
     return merged, elapsed
 
@@ -312,12 +316,7 @@ def main() -> None:
             redis.stop()
     echo_stats = Stats()
     for part in (echo_before[0], echo_after[0]):
-        echo_stats.latencies += part.latencies
-        echo_stats.calls += part.calls
-        echo_stats.errors += part.errors
-        echo_stats.first_errors += part.first_errors
-        for name, count in part.error_kinds.items():
-            echo_stats.error_kinds[name] = echo_stats.error_kinds.get(name, 0) + count
+        echo_stats.add(part)
     echo_s = echo_before[1] + echo_after[1]
     echo_cpu = echo_before[2] + echo_after[2]
     echo_rate = echo_stats.calls / echo_s
