@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Final
+from typing import Final
 
 from battleline_rules import ClaimTiming, GameState, Options, load_position, new_game
 
@@ -158,22 +158,23 @@ class StateCache:
     def __init__(self, size: int = 4096) -> None:
         self.size = size  # matches
         self._matches: OrderedDict[str, Match] = OrderedDict()
-        self._states: OrderedDict[str, tuple[int, GameState]] = OrderedDict()
 
     def get(self, record: MatchRecord) -> GameState:
-        """The parsed state of `record` (from the cache if it holds that version)."""
-        found = self._states.get(record.match_id)
-        if found is not None and found[0] == record.version:
-            return found[1]
-        state = load_position(record.state)
-        self._keep(self._states, record.match_id, record.version, (record.version, state))
-        return state
+        """The parsed state of `record` (the held match's, if it is at that version)."""
+        held = self.match(record.match_id, record.version)
+        return held.state if held is not None else load_position(record.state)
 
     def remember(self, match: Match) -> None:
         """Keep `match` as the match at its version (unless a later one is kept)."""
         match_id, version = match.record.match_id, match.record.version
-        self._keep(self._matches, match_id, version, match)
-        self._keep(self._states, match_id, version, (version, match.state))
+        old = self._matches.get(match_id)
+        if old is not None:
+            if old.record.version > version:  # a slower call read an older version
+                return
+            self._matches.move_to_end(match_id)
+        self._matches[match_id] = match
+        if len(self._matches) > self.size:
+            self._matches.popitem(last=False)
 
     def latest(self, match_id: str) -> Match | None:
         """The latest version of the match this process has read or written."""
@@ -183,21 +184,6 @@ class StateCache:
         """The match at `version`, if that is the latest this process has seen of it."""
         found = self._matches.get(match_id)
         return found if found is not None and found.record.version == version else None
-
-    def _keep(self, items: OrderedDict[str, Any], match_id: str, version: int,
-              value: Any) -> None:
-        old = items.get(match_id)
-        if old is not None:
-            if _version_of(old) > version:  # a slower call read an older version
-                return
-            items.move_to_end(match_id)
-        items[match_id] = value
-        if len(items) > self.size:
-            items.popitem(last=False)
-
-
-def _version_of(value: Match | tuple[int, GameState]) -> int:
-    return value[0] if isinstance(value, tuple) else value.record.version
 
 
 def parse_match(record: MatchRecord, cache: StateCache) -> Match:
