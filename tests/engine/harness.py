@@ -38,14 +38,32 @@ OPEN_LIMITS = EngineConfig(create_rate=Rate(10_000, 10_000), action_rate=Rate(10
 SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)
 
 
-class Engine:
-    """An engine server on its own event loop thread, driven from sync test code."""
+class LoopThread:
+    """An event loop on a thread of its own, for servers driven from sync test code."""
 
-    def __init__(self, redis_url: str, config: EngineConfig = OPEN_LIMITS,
-                 server: ServerConfig = FAST_SERVER) -> None:
+    call_timeout_s = 60.0
+
+    def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
+
+    def call(self, coro: Any) -> Any:
+        """Run `coro` on the loop and wait for its result."""
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result(self.call_timeout_s)
+
+    def end(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+class Engine(LoopThread):
+    """An engine server on its own event loop thread."""
+
+    def __init__(self, redis_url: str, config: EngineConfig = OPEN_LIMITS,
+                 server: ServerConfig = FAST_SERVER) -> None:
+        super().__init__()
         self.storage: Storage = self.call(self._storage(redis_url))
         self.server: EngineServer = self.call(
             start_server(server, self.storage, default_services(self.storage, config)))
@@ -54,16 +72,11 @@ class Engine:
     async def _storage(self, url: str) -> Storage:
         return Storage.from_url(url)
 
-    def call(self, coro: Any) -> Any:
-        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        return future.result(60)
-
     def close(self) -> None:
         self.call(self.server.stop(0))
         self.call(asyncio.sleep(0.1))  # let cancelled streams finish before the loop stops
         self.call(self.storage.close())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
+        self.end()
 
 
 def auth(token: str | None) -> list[tuple[str, str]]:

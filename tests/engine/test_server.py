@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
@@ -25,6 +22,8 @@ from battleline_engine import metrics
 from battleline_engine.redis_server import free_port
 from battleline_engine.server import EngineServer, ServerConfig, start_server
 from battleline_engine.storage import Storage
+
+from .harness import LoopThread
 
 FAST = ServerConfig(port=0, drain_s=0.2, grace_s=1.0, health_interval_s=0.1)
 
@@ -40,28 +39,23 @@ class LobbyStub:
         lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server)
 
 
-class Running:
-    """An engine server on its own event loop thread, driven from sync test code."""
+class Running(LoopThread):
+    """A server with a stub service on its own event loop thread."""
+
+    call_timeout_s = 30.0
 
     def __init__(self, redis_url: str, config: ServerConfig) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
+        super().__init__()
         self.storage: Storage = self.call(self._storage(redis_url))
         self.engine: EngineServer = self.call(start_server(config, self.storage, [LobbyStub()]))
 
     async def _storage(self, url: str) -> Storage:
         return Storage.from_url(url)
 
-    def call(self, coro: Any) -> Any:
-        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        return future.result(30)
-
     def close(self) -> None:
         self.call(self.engine.stop(0))
         self.call(self.storage.close())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
+        self.end()
 
 
 @pytest.fixture
