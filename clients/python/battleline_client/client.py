@@ -88,7 +88,7 @@ class Client:
             try:
                 return method(request, metadata=common.metadata(token), timeout=self.timeout)
             except grpc.RpcError as err:
-                code = err.code()  # type: ignore[attr-defined]
+                code = err.code()
                 if not (idempotent and code in common.UNARY_RETRY_CODES
                         and attempt < common.UNARY_RETRIES):
                     raise from_rpc_error(err) from None

@@ -108,7 +108,8 @@ def create_request(
                                                           nanos=int(clock_seconds % 1 * 1e9)))
     options = types_pb2.MatchOptions(
         ruleset=ruleset, hand_size=hand_size, series_games=series_games,
-        claim_timing=_TIMINGS[claim_timing] if claim_timing else 0, time_control=time_control)
+        claim_timing=_TIMINGS[claim_timing] if claim_timing else types_pb2.CLAIM_TIMING_UNSPECIFIED,
+        time_control=time_control)
     request = lobby_pb2.CreateMatchRequest(
         options=options, seat=_SEATS[seat],
         opponent=types_pb2.Opponent(kind=_OPPONENTS[opponent], ai_level=ai_level,

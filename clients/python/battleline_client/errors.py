@@ -120,11 +120,13 @@ def _status_details(trailing: Iterable[tuple[str, Any]] | None) -> tuple[str, fl
             continue
         status = status_pb2.Status.FromString(value)
         for detail in status.details:
-            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            # types-protobuf: Message.DESCRIPTOR may be upb's Descriptor, which Any.Is does not
+            # take in its stub (upb's is a descriptor.Descriptor at runtime)
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):  # type: ignore[arg-type]
                 info = error_details_pb2.ErrorInfo()
                 detail.Unpack(info)
                 reason = info.reason
-            elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):  # type: ignore[arg-type]
                 delay = error_details_pb2.RetryInfo()
                 detail.Unpack(delay)
                 retry = delay.retry_delay.ToNanoseconds() / 1e9
@@ -133,9 +135,11 @@ def _status_details(trailing: Iterable[tuple[str, Any]] | None) -> tuple[str, fl
 
 def from_rpc_error(error: grpc.RpcError) -> BattleLineError:
     """The typed exception for a failed call (sync `grpc.RpcError` or `grpc.aio.AioRpcError`)."""
-    code: grpc.StatusCode = error.code()  # type: ignore[attr-defined]
-    message: str = error.details() or code.name  # type: ignore[attr-defined]
-    reason, retry = _status_details(error.trailing_metadata())  # type: ignore[attr-defined]
+    code: grpc.StatusCode = error.code()
+    message: str = error.details() or code.name
+    # typeshed types these items as objects with .key and .value only; grpc's own annotation
+    # (and aio's Metadata) is (key, value) tuples
+    reason, retry = _status_details(error.trailing_metadata())  # type: ignore[arg-type]
     cls = _BY_REASON.get(reason) or _BY_CODE.get(code, BattleLineError)
     return cls(message, code=code, reason=reason, retry_after=retry)
 

@@ -23,7 +23,7 @@ TROOP_STYLES = {"R": "bold red", "O": "bold dark_orange", "Y": "bold yellow",
 SUIT_STYLES = {"S": "bold white", "H": "bold red", "D": "bold dark_orange", "C": "bold green"}
 TACTIC_STYLE = "bold black on grey70"
 HIDDEN_STYLE = "dim"
-SEAT_NAMES = {types_pb2.SEAT_FIRST: "first", types_pb2.SEAT_SECOND: "second"}
+SEAT_NAMES: dict[int, str] = {types_pb2.SEAT_FIRST: "first", types_pb2.SEAT_SECOND: "second"}
 END_REASONS = {
     types_pb2.END_REASON_BREAKTHROUGH: "breakthrough (three adjacent flags)",
     types_pb2.END_REASON_ENVELOPMENT: "envelopment (enough flags)",

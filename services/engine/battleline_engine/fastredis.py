@@ -123,9 +123,9 @@ class FastRedis:
             self._protocol, self._loop, self._connecting = None, loop, asyncio.Lock()
         assert self._connecting is not None
         async with self._connecting:
-            protocol = self._protocol
-            if protocol is not None and not protocol.lost:
-                return protocol
+            current = self._protocol
+            if current is not None and not current.lost:
+                return current
             try:
                 if self.path:
                     opening = loop.create_unix_connection(_Protocol, self.path)

@@ -38,7 +38,7 @@ class HintClient:
 
     def __init__(self, address: str | None = None) -> None:
         self.address = address if address is not None else os.environ.get(AI_ADDRESS_ENV, "")
-        self._stub: ai_pb2_grpc.AiServiceStub | None = None
+        self._stub: ai_pb2_grpc.AiServiceAsyncStub | None = None
 
     async def suggest(self, request: ai_pb2.SuggestRequest,
                       timeout_s: float) -> ai_pb2.SuggestResponse:

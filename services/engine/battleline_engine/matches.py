@@ -13,6 +13,7 @@ import logging
 import secrets
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Literal, TypeVar, overload
 
 import grpc
 import redis.exceptions
@@ -57,6 +58,8 @@ from .storage import (
     now_ms,
     ticket_seat_token,
 )
+
+_Reply = TypeVar("_Reply", game_pb2.SubmitActionResponse, game_pb2.ResignResponse)
 
 MAX_ACTIONS = 16  # per request; a full turn is play + claims + draw
 _STORE_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
@@ -348,7 +351,7 @@ class Matches:
             else:
                 done = await self._commit(known, outcome, key, response, fallback=True)
                 if done is not None:
-                    return done  # type: ignore[return-value]
+                    return done
         record, prior = await self.storage.load_for_action(match_id, key)
         if prior is not None:
             return game_pb2.SubmitActionResponse.FromString(prior)
@@ -361,7 +364,7 @@ class Matches:
                           f"the match is at version {match.version}, not {expected_version}: "
                           "refetch the view")
         outcome, response = self._play(match, seat, actions, position)
-        return await self._commit(match, outcome, key, response)  # type: ignore[return-value]
+        return await self._commit(match, outcome, key, response)
 
     def _play(self, match: Match, seat: int, actions: list[Action], position: bool,
               ) -> tuple[Outcome, game_pb2.SubmitActionResponse]:
@@ -479,10 +482,16 @@ class Matches:
         new = Match(record, meta, state, game, score, winner, end, fields)
         return Outcome(state, stored, new)
 
+    @overload
+    async def _commit(self, match: Match, outcome: Outcome, key: str | None, response: _Reply,
+                      fallback: Literal[False] = False) -> _Reply: ...
+
+    @overload
     async def _commit(self, match: Match, outcome: Outcome, key: str | None,
-                      response: game_pb2.SubmitActionResponse | game_pb2.ResignResponse | None,
-                      fallback: bool = False,
-                      ) -> game_pb2.SubmitActionResponse | game_pb2.ResignResponse | None:
+                      response: _Reply | None, fallback: bool = False) -> _Reply | None: ...
+
+    async def _commit(self, match: Match, outcome: Outcome, key: str | None,
+                      response: _Reply | None, fallback: bool = False) -> _Reply | None:
         """Write the outcome with a version check; `fallback`: return None instead of
         refusing when the match is not at `match`'s version (or gone)."""
         new = outcome.match

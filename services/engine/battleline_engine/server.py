@@ -91,7 +91,7 @@ class EngineServer:
         """host:port to dial."""
         return f"{self.config.host}:{self.port}"
 
-    async def _set_all(self, status: health_pb2.HealthCheckResponse.ServingStatus) -> None:
+    async def _set_all(self, status: int) -> None:  # a HealthCheckResponse.ServingStatus
         for name in ["", *self.service_names]:
             await self.health.set(name, status)
 

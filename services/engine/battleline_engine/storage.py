@@ -40,13 +40,16 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import redis.asyncio as aioredis
 import redis.exceptions
 from redis.crc import key_slot
 
 from .fastredis import FastRedis
+
+if TYPE_CHECKING:
+    from redis.typing import KeyT, StreamIdT, ZSetScoredMembers
 
 PREFIX: Final = "bl"
 LOBBY_KEY: Final = f"{PREFIX}:lobby"
@@ -549,6 +552,8 @@ class Storage:
     async def stored_response(self, match_id: str, action_key: str) -> bytes | None:
         """The response recorded for an action key, if any."""
         value = await self.redis.hget(match_key(match_id, "idem"), action_key)
+        if isinstance(value, str):  # typed so by redis-py; not with decode_responses=False
+            value = value.encode()
         return bytes(value) if value is not None else None
 
     # -- events ----------------------------------------------------------------
@@ -578,8 +583,10 @@ class Storage:
         streams = {match_key(m, "ev"): f"{n}-0" for m, n in cursors.items()}
         if isinstance(self.redis, aioredis.RedisCluster):
             return await self._poll_cluster_streams(streams, block_ms, count)
-        reply = await self.redis.xread(streams, count=count, block=block_ms)
-        return _by_match(reply or [])
+        # redis-py types `streams` as an invariant dict[KeyT, StreamIdT], not a Mapping
+        reply = await self.redis.xread(streams, count=count, block=block_ms)  # type: ignore[arg-type]
+        # typed for RESP3 too; this client speaks RESP2: [[key, entries], ...], None if none
+        return _by_match(cast("list[list[Any]] | None", reply) or [])
 
     async def _poll_cluster_streams(
         self, streams: Mapping[str, str], block_ms: int, count: int
@@ -587,7 +594,7 @@ class Storage:
         """Cluster stand-in for one blocking XREAD: streams of many matches live in many
         slots and one XREAD may not cross slots, so poll one non-blocking XREAD per slot
         (pipelined: one round trip per node) until something arrives or `block_ms` ends."""
-        by_slot: dict[int, dict[str, str]] = {}
+        by_slot: dict[int, dict[KeyT, StreamIdT]] = {}
         for key, cursor in streams.items():
             by_slot.setdefault(key_slot(key.encode()), {})[key] = cursor
         deadline = time.monotonic() + block_ms / 1000
@@ -641,9 +648,9 @@ class Storage:
     async def list_open(self, limit: int, before_ms: int | None = None) -> list[tuple[str, int]]:
         """Open public matches, newest first: (match id, created ms), older than `before_ms`."""
         top = f"({before_ms}" if before_ms is not None else "+inf"
-        raw = await self.redis.zrevrangebyscore(
+        raw = cast("ZSetScoredMembers", await self.redis.zrevrangebyscore(
             LOBBY_KEY, top, "-inf", start=0, num=limit, withscores=True
-        )
+        ))
         return [(_s(m), int(score)) for m, score in raw]
 
     async def add_open(self, match_id: str, created_ms: int) -> None:
@@ -679,9 +686,9 @@ class Storage:
         The index may be stale; the caller re-checks the match hash's deadline and
         version before acting (and commits with a version check anyway).
         """
-        raw = await self.redis.zrangebyscore(
+        raw = cast("ZSetScoredMembers", await self.redis.zrangebyscore(
             CLOCKS_KEY, "-inf", at_ms, start=0, num=limit, withscores=True
-        )
+        ))
         return [(_s(m), int(score)) for m, score in raw]
 
     async def unindex_clock(self, match_id: str) -> None:
@@ -717,7 +724,8 @@ class Storage:
             AI_GROUP, consumer, {AI_REQUESTS_KEY: ">"}, count=count, block=block_ms
         )
         out: list[tuple[str, dict[str, str]]] = []
-        for _key, entries in reply or []:
+        # typed for RESP3 too; this client speaks RESP2: [[key, entries], ...], None if none
+        for _key, entries in cast("list[list[Any]] | None", reply) or []:
             for entry_id, entry in entries:
                 out.append((_s(entry_id), {_s(k): _s(v) for k, v in entry.items()}))
         return out
@@ -758,7 +766,7 @@ def is_cluster_url(url: str) -> bool:
     return url.startswith(("redis+cluster://", "rediss+cluster://"))
 
 
-def _by_match(reply: Iterable[tuple[bytes, list[Any]]]) -> dict[str, list[StoredEvent]]:
+def _by_match(reply: Iterable[Sequence[Any]]) -> dict[str, list[StoredEvent]]:
     out: dict[str, list[StoredEvent]] = {}
     for key, entries in reply:
         if entries:
@@ -767,7 +775,7 @@ def _by_match(reply: Iterable[tuple[bytes, list[Any]]]) -> dict[str, list[Stored
     return out
 
 
-def _record(match_id: str, raw: Mapping[bytes, bytes]) -> MatchRecord:
+def _record(match_id: str, raw: Mapping[bytes | str, bytes | str]) -> MatchRecord:
     data = {_s(k): _s(v) for k, v in raw.items()}
     return MatchRecord(
         match_id=match_id,

@@ -248,7 +248,8 @@ def match_view(match: Match, viewer: int, occupied: set[int], now_ms: int,
         viewer=seat_enum(viewer),
         phase=_PHASES[match.status],
         current_seat=seat_enum(to_act),
-        turn_step=_STEPS.get(view.phase, pb.TURN_STEP_UNSPECIFIED) if playing else 0,
+        turn_step=_STEPS.get(view.phase, pb.TURN_STEP_UNSPECIFIED) if playing
+        else pb.TURN_STEP_UNSPECIFIED,
         hand=[NAMES[c] for c in view.hands[viewer]] if seated else (),
         scout_returned=[NAMES[c] for c in reversed(view.returned[viewer])] if seated else (),
         winner=seat_enum(match.winner if match.finished else view.winner)

@@ -58,7 +58,10 @@ class EngineBridge(ConnectASGIApplication[Upstream]):
     path = "/"
 
     def __init__(self, upstream: Upstream, read_max_bytes: int = 256 * 1024) -> None:
-        super().__init__(service=upstream, endpoints=forwarding_endpoints,
+        # connectrpc types `endpoints` with a private union of Endpoint's subclasses, not
+        # with the public Endpoint its factories build
+        super().__init__(service=upstream,
+                         endpoints=forwarding_endpoints,  # type: ignore[arg-type]
                          codecs=google_protobuf_codecs(), read_max_bytes=read_max_bytes)
 
 
