@@ -15,9 +15,10 @@ In (a) and (b) hosted AI takes part: every engine starts its `battleline ai` chi
 around the fault so that some are in play when it strikes. In (a) the killed
 engine's AI dies with it (its processes are checked gone) and another AI (the
 survivor's, or the restarted engine's new one) takes its matches over (counted from
-the AI logs; at least one required). At the end every AI match is
-finished without a timeout or resignation, no seat request is left pending in
-`bl:ai:requests` (group `ai-workers`) and no sealed token (`bl:{match}:ai`) is left.
+the AI logs). The kill waits until that AI holds a match, so every run tests a
+takeover. At the end every AI match is finished without a timeout or resignation, no
+seat request is left pending in `bl:ai:requests` (group `ai-workers`) and no sealed
+token (`bl:{match}:ai`) is left.
 """
 
 from __future__ import annotations
@@ -139,6 +140,14 @@ def _ai_leftovers(client: Any, ports: list[int], timeout: float = 30.0) -> dict[
         time.sleep(0.5)
 
 
+def _held_by(client: Any, pids: list[int]) -> int:
+    """Seat requests that the AI processes `pids` hold now (a consumer's name carries its pid)."""
+    consumers = client.xinfo_consumers(AI_REQUESTS_KEY, AI_GROUP)
+    marks = [f"-{pid}-" for pid in pids]
+    return sum(int(c["pending"]) for c in consumers
+               if any(mark in c["name"].decode() for mark in marks))
+
+
 def _takeovers(engines: list[EngineProcess]) -> int:
     """Requests an AI worker reclaimed from a silent (dead) holder, from the AI logs."""
     return sum(e.log_text().count("reclaimed request") for e in engines)
@@ -149,13 +158,18 @@ def test_engine_killed_and_restarted_on_redis_cluster(
     cluster: RedisCluster, engines: Callable[[str], list[EngineProcess]]
 ) -> None:
     pair = engines(cluster.url)
-    kills = restarts = 0
+    kills = restarts = held = 0
     orphans: list[int] = []
+    watcher = redis.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
 
     def fault() -> None:
-        nonlocal kills, restarts
+        nonlocal kills, restarts, held
         below = pair[0].descendants()  # its AI: `battleline ai`, the worker, its search pool
         assert below, "the engine started no AI"
+        # Strike while its AI plays a match, so the takeover is tested on every run.
+        deadline = time.monotonic() + 30
+        while not (held := _held_by(watcher, below)) and time.monotonic() < deadline:
+            time.sleep(0.1)
         pair[0].kill()
         kills += 1
         time.sleep(2.0)  # the survivor carries the load; clients retry onto it
@@ -163,22 +177,22 @@ def test_engine_killed_and_restarted_on_redis_cluster(
         pair[0].start()
         restarts += 1
 
-    driver = _run([e.address for e in pair], 7, AT, fault, AI_MATCHES)
-    client = redis.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
     try:
-        left = _ai_leftovers(client, [n.port for n in cluster.nodes])
+        driver = _run([e.address for e in pair], 7, AT, fault, AI_MATCHES)
+        left = _ai_leftovers(watcher, [n.port for n in cluster.nodes])
     finally:
-        client.close()
+        watcher.close()
     takeovers = _takeovers(pair)
     _print("redis-cluster engine-kill", driver, kills, restarts, takeovers=takeovers,
-           ai_orphans=len(orphans), **left)
+           held_at_kill=held, ai_orphans=len(orphans), **left)
     _check(driver, len(AI_MATCHES))
     assert kills == restarts == 1
     assert not orphans, f"AI processes outlived the killed engine: {orphans}"
     assert left == {"ai_pending": 0, "vault_keys": 0}
     assert driver.stats.retries > 0, "the kill was never noticed by a client"
     assert driver.stats.resumes > 0, "no watch stream was broken by the kill"
-    assert takeovers > 0, "no AI match was taken over from the killed engine's AI"
+    assert held > 0, "the AI of the engine to kill held no match within 30 s"
+    assert takeovers >= held, f"{held} AI match(es) held by the killed AI, {takeovers} taken over"
 
 
 @pytest.mark.timeout(300)
