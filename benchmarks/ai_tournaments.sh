@@ -20,22 +20,21 @@ battleline tournament --a ismcts:level=2 --b ismcts:level=1 --games 200 --worker
 battleline tournament --a ismcts:level=3 --b ismcts:level=2 --games 200 --workers 2 --seed 1 \
   --json $out/level3_vs_level2.json
 
-# Levels 4 and 5 (search), run as two streams side by side on 2 cores.
-t --a ismcts:level=5 --b heuristic --seed 20001 --json $out/level5_vs_heuristic.json
-t --a ismcts:level=5 --b random --seed 50001 --json $out/level5_vs_random.json
-# (This one was run as two processes to fit the time: the command above cut after its first
-# 100 games, and `--games 100 --seed 50051`, which plays the same deals and seats as games
-# 100-199 above; the per-game logs were merged into level5_vs_random.json.)
+# Levels 4 and 5 (search). A game's seed fixes its deal and both bots' random choices, so
+# --workers changes the wall time, not the games (unless a move hits the 10 s cap).
 t --a ismcts:level=4 --b ismcts:level=3 --seed 30001 --json $out/level4_vs_level3.json
 t --a ismcts:level=5 --b ismcts:level=4 --seed 40001 --json $out/level5_vs_level4.json
+t --a ismcts:level=5 --b heuristic --seed 20001 --json $out/level5_vs_heuristic.json
+t --a ismcts:level=5 --b random --seed 50001 --json $out/level5_vs_random.json
 
 # Pilots that chose levels 4 and 5 (60 games, seed 500), kept in results/ai_history/:
 #   battleline tournament --a ismcts:iterations=400,inner_width=5 --b heuristic --games 60 \
 #     --seed 500 --json $out/ai_history/pilot_ismcts400_inner5_vs_heuristic.json
 #   battleline tournament --a ismcts:iterations=400,inner_width=5,root=halving --b heuristic \
 #     --games 60 --seed 500 --json $out/ai_history/pilot_ismcts400_inner5_halving_vs_heuristic.json
-# After the level runs, does a bigger budget help level 5? (40 games, seed 700)
+# After the first level runs, does a bigger budget help level 5? (40 games, seed 700; too
+# few to tell: the 200-game runs of level 5 at 2000 iterations above say it does)
 #   battleline tournament --a ismcts:iterations=1000,inner_width=5 --b heuristic --games 40 \
 #     --seed 700 --json $out/ai_history/pilot_ismcts1000_inner5_vs_heuristic.json
-# results/ai_history/old_*.json are figures of the earlier levels 4 and 5
-# (ismcts:iterations=150 / 400 with inner_width=0), kept as history only.
+# results/ai_history/old_*.json are figures of earlier levels 4 and 5 (ismcts:iterations=150
+# / 400 with inner_width=0; level 5 at 500 iterations with inner_width=5), history only.
