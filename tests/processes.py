@@ -33,7 +33,10 @@ def start_serve(*args: str, env: dict[str, str] | None = None,
     line = process.stdout.readline()  # blocks until serve listens (or exits)
     if "listening on" not in line:
         process.kill()
-        _, err = process.communicate(timeout=10)
+        try:
+            _, err = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # a child of serve still holds the pipes
+            err = ""
         raise AssertionError(f"serve did not start: {line!r} {err or ''}")
     return process, line.rsplit(" ", 1)[1].strip()
 
