@@ -551,10 +551,8 @@ class Storage:
 
     async def stored_response(self, match_id: str, action_key: str) -> bytes | None:
         """The response recorded for an action key, if any."""
-        value = await self.redis.hget(match_key(match_id, "idem"), action_key)
-        if isinstance(value, str):  # typed so by redis-py; not with decode_responses=False
-            value = value.encode()
-        return bytes(value) if value is not None else None
+        # typed `str | bytes` by redis-py; bytes here (decode_responses=False)
+        return cast("bytes | None", await self.redis.hget(match_key(match_id, "idem"), action_key))
 
     # -- events ----------------------------------------------------------------
 
