@@ -22,7 +22,7 @@ from battleline_ai.bots import LEVELS, parse_spec
 from battleline_ai.heuristic import HeuristicBot
 from battleline_ai.ismcts import IsmctsBot, SearchParams, rollout_value
 from battleline_ai.rollout import POLICIES
-from battleline_rules import GameState, Phase, new_game
+from battleline_rules import GameState, Phase, is_compiled, new_game
 
 
 def midgame(seed: int = 3, actions: int = 30) -> GameState:
@@ -88,6 +88,7 @@ def main() -> None:
     total = sum(row[2] for row in stats.values())
     rules = sum(row[2] for key, row in stats.items() if "battleline_rules" in key[0])
 
+    print(f"rules_core_compiled: {int(is_compiled())}")
     print(f"ismcts_iterations_per_s: {its:.0f}")
     print(f"rollouts_per_s: {rate(full_rollout, span):.0f}")
     print(f"cut_rollouts_per_s: {rate(cut_rollout, span):.0f}")

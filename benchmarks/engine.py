@@ -44,6 +44,7 @@ from battleline.v1 import (
     lobby_pb2_grpc,
     types_pb2,
 )
+from battleline_rules import is_compiled
 
 BATTLELINE = str(Path(sys.executable).parent / "battleline")
 ECHO_METHOD = "/bench.Echo/Echo"
@@ -323,6 +324,7 @@ def main() -> None:
     actions_rate = engine_stats.actions / engine_s
     calls_rate = engine_stats.calls / engine_s
     ms = 1000.0
+    print(f"rules_core_compiled: {int(is_compiled())}")
     print(f"concurrent_matches: {matches}")
     print(f"client_processes: {args.clients}")
     print(f"matches_completed: {engine_stats.completed}")

@@ -26,6 +26,7 @@ from battleline_rules import (
     Ruleset,
     brute_force_best,
     decide_claim,
+    is_compiled,
     new_game,
 )
 from battleline_rules.board import UNCLAIMED, Flag
@@ -272,6 +273,7 @@ def main(argv: list[str] | None = None) -> None:
         text = f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
         print(f"{name}: {text}", flush=True)
 
+    emit("rules_core_compiled", int(is_compiled()))  # setup.py: mypyc, unless installed pure
     play_random("standard", None, 0)  # warm caches and the interpreter
     baseline_start = time_baseline(plan)
     standard, standard_actions = time_games(plan, "standard")

@@ -5,6 +5,8 @@ Engine and AI both stand on it. Start with `new_game`, then
 `sample_world` deals the hidden cards back at random for search.
 """
 
+from types import BuiltinFunctionType
+
 from .actions import DISCARD, TACTIC_DECK, TROOP_DECK, Action, Kind, format_action, parse_action
 from .cards import UNKNOWN_TACTIC, UNKNOWN_TROOP, Tactic, card_name, parse_card
 from .claims import ClaimVerdict, Grounds, decide_claim
@@ -45,6 +47,7 @@ __all__ = [
     "describe",
     "dump_position",
     "format_action",
+    "is_compiled",
     "load_position",
     "new_game",
     "next_first_player",
@@ -54,3 +57,9 @@ __all__ = [
     "redact_event",
     "series_points",
 ]
+
+
+def is_compiled() -> bool:
+    """Whether these modules run as mypyc-compiled extensions (setup.py): compiled
+    functions are built-in functions."""
+    return isinstance(new_game, BuiltinFunctionType)

@@ -16,7 +16,7 @@ class Flag:
     ``env`` holds (card, owner) for Fog and Mud.
     """
 
-    __slots__ = ("cards", "claimed", "env", "seqs", "size", "version")
+    __slots__ = ("cards", "claimed", "encoded", "env", "seqs", "size", "text", "version")
 
     def __init__(self) -> None:
         self.cards: list[list[int]] = [[], []]
@@ -27,6 +27,11 @@ class Flag:
         self.size = 3
         # Bumped by every change, so a cached verdict about this flag can tell it is current.
         self.version = 0
+        # This content encoded, on first use, and dropped by every change: `text` by the
+        # position notation, `encoded` by another serializer (the engine's view bytes).
+        # A copy shares them until either side changes: a turn changes one flag of nine.
+        self.text: str | None = None
+        self.encoded: bytes | None = None
 
     def copy(self) -> Flag:
         flag = Flag.__new__(Flag)
@@ -36,15 +41,20 @@ class Flag:
         flag.claimed = self.claimed
         flag.size = self.size
         flag.version = self.version
+        flag.text, flag.encoded = self.text, self.encoded
         return flag
 
-    def add_env(self, card: int, owner: int) -> None:
+    def _changed(self) -> None:
         self.version += 1
+        self.text = self.encoded = None
+
+    def add_env(self, card: int, owner: int) -> None:
+        self._changed()
         self.env.append((card, owner))
         self.size = 4 if any(c == Tactic.MUD for c, _ in self.env) else 3
 
     def remove_env(self, card: int, owner: int) -> None:
-        self.version += 1
+        self._changed()
         self.env.remove((card, owner))
         self.size = 4 if any(c == Tactic.MUD for c, _ in self.env) else 3
 
@@ -61,16 +71,16 @@ class Flag:
         return max(self.seqs[seat])
 
     def place(self, seat: int, card: int, seq: int) -> None:
-        self.version += 1
+        self._changed()
         self.cards[seat].append(card)
         self.seqs[seat].append(seq)
 
     def take(self, seat: int, card: int) -> None:
-        self.version += 1
+        self._changed()
         index = self.cards[seat].index(card)
         del self.cards[seat][index]
         del self.seqs[seat][index]
 
     def claim(self, seat: int) -> None:
-        self.version += 1
+        self._changed()
         self.claimed = seat

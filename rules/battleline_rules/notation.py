@@ -62,18 +62,11 @@ def _cards(cards: list[int]) -> str:
     return " ".join(words)
 
 
-# Flag -> its text, by object: states share unchanged Flag objects (copy on change),
-# so one turn's position text re-formats only the flags that turn changed. The
-# entry holds the flag itself (so its id is not reused) and the version it was
-# formatted at (every change of a flag bumps it).
-_FLAG_TEXTS: dict[int, tuple[Flag, int, str]] = {}
-_FLAG_TEXTS_MAX = 16_384
-
-
 def _flag_text(flag: Flag) -> str:
-    known = _FLAG_TEXTS.get(id(flag))
-    if known is not None and known[0] is flag and known[1] == flag.version:
-        return known[2]
+    """A flag's part of a position line, kept on the flag until it changes (states share
+    unchanged flags, so a turn's position re-formats only what the turn changed)."""
+    if flag.text is not None:
+        return flag.text
     names = _NAMES
     cards, seqs = flag.cards, flag.seqs
     first, second = (
@@ -82,11 +75,8 @@ def _flag_text(flag: Flag) -> str:
     )
     env = " ".join([f"{names[c]}/{owner}" for c, owner in flag.env]) or "-"
     claimed = "-" if flag.claimed == UNCLAIMED else str(flag.claimed)
-    text = f"{first} | {second} | {env} | {claimed}"
-    if len(_FLAG_TEXTS) >= _FLAG_TEXTS_MAX:
-        _FLAG_TEXTS.clear()
-    _FLAG_TEXTS[id(flag)] = (flag, flag.version, text)
-    return text
+    flag.text = f"{first} | {second} | {env} | {claimed}"
+    return flag.text
 
 
 def _parse_cards(text: str) -> list[int]:

@@ -6,11 +6,17 @@ these fields and the two hooks (`has_won`, category order).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
-from typing import Final
+from typing import Any, Final
 
 from .cards import COLOUR, DECK52_CARDS, STANDARD_TROOPS, TACTICS, VALUE, mask_of
+
+
+def constructor_args(value: Any) -> tuple[Any, ...]:
+    """A dataclass's `__init__` arguments, in order: what its `__reduce__` pickles. The
+    compiled classes (setup.py) are only built through their constructors."""
+    return tuple(getattr(value, f.name) for f in fields(value) if f.init)
 
 
 class Category(Enum):
@@ -76,6 +82,9 @@ class Ruleset:
             ),
         )
 
+    def __reduce__(self) -> tuple[type[Ruleset], tuple[Any, ...]]:
+        return Ruleset, constructor_args(self)
+
     def has_won(self, flags_held: list[int]) -> bool:
         """Whether holding these flag indexes (0-based) wins the game."""
         if len(flags_held) >= self.envelopment:
@@ -137,6 +146,9 @@ class Options:
     # None keeps the ruleset's hand size; basic allows 7 as seed 001 plays it.
     hand_size: int | None = None
     first_player: int = 0
+
+    def __reduce__(self) -> tuple[type[Options], tuple[Any, ...]]:
+        return Options, constructor_args(self)
 
     def text(self) -> str:
         """Options in the position notation: ``claim=after-play hand=7 first=0``."""

@@ -17,6 +17,7 @@ code and one sampler serve engine, clients and AI.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -117,10 +118,16 @@ class GameState:
         "winner",
     )
 
-    def __init__(self, ruleset: Ruleset, options: Options, seed: int | None) -> None:
+    def __init__(
+        self, ruleset: Ruleset, options: Options, seed: int | None, *, blank: bool = False
+    ) -> None:
+        """An empty board; `blank`: only the three arguments set, for `clone` and `view`
+        to fill in (they may not skip __init__: the compiled class always runs it)."""
         self.ruleset = ruleset
         self.options = options
         self.seed = seed
+        if blank:
+            return
         self.flags = [Flag() for _ in range(ruleset.flags)]
         self.hands: list[list[int]] = [[], []]
         self.decks: list[list[int]] = [[], []]  # troop, tactic; the top is the end
@@ -174,9 +181,15 @@ class GameState:
     def claimed_by(self, seat: int) -> list[int]:
         return [i for i, f in enumerate(self.flags) if f.claimed == seat]
 
+    def __reduce__(self) -> tuple[Callable[[str], GameState], tuple[str]]:
+        """Pickled as its position text (the AI sends views to search processes): the
+        compiled class (setup.py) is only built through its constructor."""
+        from .notation import dump_position, load_position
+
+        return load_position, (dump_position(self),)
+
     def clone(self) -> GameState:
-        new = GameState.__new__(GameState)
-        new.ruleset, new.options, new.seed = self.ruleset, self.options, self.seed
+        new = GameState(self.ruleset, self.options, self.seed, blank=True)
         # Flags are shared and copied on their first change (`_flag`): a turn changes one
         # or two of nine, and a clone for a view or a search step often changes none.
         new.flags = self.flags[:]
@@ -270,7 +283,7 @@ class GameState:
         return None
 
     def legal_actions(self) -> list[Action]:
-        """Every action the player to act may take, in a fixed order.
+        """Every action the player to act may take, in a fixed order: claims first.
 
         On a view only the viewer's own actions are known: when another seat
         is to act, the list is empty.
@@ -714,8 +727,7 @@ class GameState:
         flag goes through `_flag`, which copies a shared flag first, so change a
         state only through `apply`.
         """
-        view = GameState.__new__(GameState)
-        view.ruleset, view.options = self.ruleset, self.options
+        view = GameState(self.ruleset, self.options, None, blank=True)
         view.flags = self.flags[:]
         view._flags_shared = self._flags_shared = (1 << len(self.flags)) - 1
         view.discards = [self.discards[0][:], self.discards[1][:]]
@@ -737,12 +749,12 @@ class GameState:
             view.removed = self.removed[:]
             view.returned = [returned[0][:], returned[1][:]]
             return view
-        view.seed = None
         known = set(returned[viewer]) if viewer != SPECTATOR else set()
         view.hands = [
             hands[seat][:] if seat == viewer else _hidden(hands[seat], known) for seat in (0, 1)
         ]
-        view.decks = [_hidden(decks[0], known), _hidden(decks[1], known)]
+        view.decks = [_hidden_deck(decks[0], UNKNOWN_TROOP, known),
+                      _hidden_deck(decks[1], UNKNOWN_TACTIC, known)]
         view.removed = [UNKNOWN_TROOP for _ in self.removed]
         view.returned = [
             [
@@ -793,6 +805,14 @@ def _hidden(cards: list[int], known: set[int]) -> list[int]:
     if known:
         return [_hide(c, known) for c in cards]
     return [UNKNOWN_TACTIC if c in TACTIC_CARDS else UNKNOWN_TROOP for c in cards]
+
+
+def _hidden_deck(deck: list[int], placeholder: int, known: set[int]) -> list[int]:
+    """A deck as a viewer sees it: one kind of card (troops or tactics), so one
+    placeholder, except the viewer's own Scout returns."""
+    if known.isdisjoint(deck):
+        return [placeholder] * len(deck)
+    return [c if c in known else placeholder for c in deck]
 
 
 def _name(card: int) -> str:

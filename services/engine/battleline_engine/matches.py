@@ -95,11 +95,6 @@ def new_invite_code(length: int = 10) -> str:
     return "".join(secrets.choice(INVITE_ALPHABET) for _ in range(length))
 
 
-def occupied(meta: Meta) -> set[int]:
-    """Seats held by someone (a seat waiting for a player or an AI is not)."""
-    return {0, 1} - {meta.open_seat}
-
-
 # Actions are immutable and their texts few (cards x flags): each is parsed once.
 _parse_action = lru_cache(maxsize=16384)(parse_action)
 
@@ -168,7 +163,7 @@ class Matches:
     def view(self, match: Match, viewer: int, position: bool = False,
              ) -> game_pb2.GetViewResponse:
         return game_pb2.GetViewResponse(
-            view=views.match_view(match, viewer, occupied(match.meta), now_ms(), position)
+            view=views.match_view(match, viewer, now_ms(), position)
         )
 
     # -- creating and joining -------------------------------------------------------
@@ -392,8 +387,7 @@ class Matches:
         first = match.record.last_event + 1
         for i, fields in enumerate(outcome.events):
             views.add_event(response.events, first + i, fields, seat)
-        response.view.CopyFrom(views.match_view(outcome.match, seat, occupied(match.meta),
-                                                now_ms(), position))
+        response.view.CopyFrom(views.match_view(outcome.match, seat, now_ms(), position))
         return outcome, response
 
     async def resign(self, match_id: str, seat: int, action_id: str,
@@ -412,8 +406,7 @@ class Matches:
             state.resign(seat)
             outcome = self._outcome(match, state, [], seat, end="resignation", loser=seat)
             response = game_pb2.ResignResponse(
-                view=views.match_view(outcome.match, seat, occupied(match.meta), now_ms(),
-                                      position)
+                view=views.match_view(outcome.match, seat, now_ms(), position)
             )
             try:
                 return await self._commit(match, outcome, key, response)
@@ -525,10 +518,10 @@ def _auto_claims(state: GameState, auto: tuple[bool, bool]) -> list[Event]:
     """
     events = []
     while not state.is_over and auto[state.current_player]:
-        claims = [a for a in state.legal_actions() if a.kind is Kind.CLAIM]
-        if not claims:
+        legal = state.legal_actions()
+        if not legal or legal[0].kind is not Kind.CLAIM:  # claims come first
             break
-        events.append(state.apply(claims[0]))
+        events.append(state.apply(legal[0]))
     return events
 
 

@@ -66,6 +66,11 @@ class Meta:
         data["auto_claim"] = tuple(data["auto_claim"])
         return cls(**data)
 
+    @property
+    def occupied(self) -> frozenset[int]:
+        """Seats held by someone (a seat waiting for a player or an AI is not)."""
+        return frozenset({0, 1} - {self.open_seat})
+
     def options(self, first_player: int) -> Options:
         """The rules-core options of one game of this match."""
         return Options(ClaimTiming(self.claim_timing), self.hand_size, first_player)
@@ -112,6 +117,8 @@ class Match:
     winner: int | None = None  # of the match, once finished
     end: str = ""  # "resignation" or "timeout" when the game ended that way
     fields: dict[str, str] = field(default_factory=dict)
+    # What every viewer's MatchView of this version shares, encoded once (views.py).
+    public_view: bytes | None = None
 
     @property
     def match_id(self) -> str:

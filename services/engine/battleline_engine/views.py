@@ -15,6 +15,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 
 from battleline.v1 import types_pb2 as pb
 from battleline_rules import (
+    SPECTATOR,
     UNKNOWN_TACTIC,
     UNKNOWN_TROOP,
     Action,
@@ -113,45 +114,23 @@ def _options_of(meta: Meta) -> pb.MatchOptions:
     return options_message(meta)
 
 
-# A flag as its encoded MatchView.flags entry, by what it shows: a view lists nine
-# flags and a turn changes one, so most are encoded once and merged as bytes.
-_FLAG_BYTES: dict[tuple[int, ...], bytes] = {}
-_FLAG_BYTES_MAX: Final = 16_384
-_SEP: Final = -9  # between the parts of a flag's key (no card id)
-# The same by Flag object: states share unchanged Flag objects (copied on change), so
-# most flags of a view were encoded for the previous one. The entry holds the flag (so
-# its id is not reused) and its version then (every change of a flag bumps it).
-_BY_OBJECT: dict[int, tuple[Flag, int, int, bytes]] = {}
-
-
-def _flag_bytes(number: int, flag: Flag) -> bytes:
-    known = _BY_OBJECT.get(id(flag))
-    if known is not None and known[0] is flag and known[1] == flag.version \
-            and known[2] == number:
-        return known[3]
-    cards = flag.cards
-    key = (number, flag.claimed, *cards[0], _SEP, *cards[1], _SEP, *[c for c, _ in flag.env])
-    encoded = _FLAG_BYTES.get(key)
-    if encoded is None:
-        if len(_FLAG_BYTES) >= _FLAG_BYTES_MAX:
-            _FLAG_BYTES.clear()
-        encoded = pb.MatchView(flags=[pb.Flag(
-            number=number,
-            first_cards=[NAMES[c] for c in cards[0]],
-            second_cards=[NAMES[c] for c in cards[1]],
-            environment=[NAMES[c] for c, _ in flag.env],
-            claimed_by=seat_enum(flag.claimed),
-        )]).SerializeToString()
-        _FLAG_BYTES[key] = encoded
-    if len(_BY_OBJECT) >= _FLAG_BYTES_MAX:
-        _BY_OBJECT.clear()
-    _BY_OBJECT[id(flag)] = (flag, flag.version, number, encoded)
-    return encoded
+def _encode_flag(number: int, flag: Flag) -> bytes:
+    """A flag as its encoded MatchView.flags entry, kept on the flag until it changes:
+    states share unchanged flags, so a view re-encodes only what the last turn changed."""
+    flag.encoded = pb.MatchView(flags=[pb.Flag(
+        number=number,
+        first_cards=[NAMES[c] for c in flag.cards[0]],
+        second_cards=[NAMES[c] for c in flag.cards[1]],
+        environment=[NAMES[c] for c, _ in flag.env],
+        claimed_by=seat_enum(flag.claimed),
+    )]).SerializeToString()
+    return flag.encoded
 
 
 def _flags_bytes(flags: list[Flag]) -> bytes:
     """The encoded `flags` field of a MatchView (every entry, in order)."""
-    return b"".join([_flag_bytes(number, flag) for number, flag in enumerate(flags, 1)])
+    return b"".join([f.encoded if f.encoded is not None else _encode_flag(n, f)
+                     for n, f in enumerate(flags, 1)])
 
 
 def summary(match: Match) -> pb.MatchSummary:
@@ -192,10 +171,9 @@ def end_reason(match: Match) -> pb.EndReason.ValueType:
     return pb.END_REASON_STALEMATE
 
 
-def _add_players(out: pb.MatchView, match: Match, view: GameState,
-                 occupied: set[int]) -> None:
+def _add_players(out: pb.MatchView, match: Match, view: GameState) -> None:
     with_tactics = bool(view.ruleset.tactics)
-    names, score = match.meta.names, match.score
+    names, score, occupied = match.meta.names, match.score, match.meta.occupied
     for seat in (0, 1):
         hand = view.hands[seat]
         player = out.players.add(
@@ -231,50 +209,66 @@ def _clocks(match: Match, now_ms: int) -> list[pb.Clock]:
     return out
 
 
-def match_view(match: Match, viewer: int, occupied: set[int], now_ms: int,
-               position: bool = False) -> pb.MatchView:
-    """The MatchView of `viewer` (0, 1 or SPECTATOR): built from `state.view(viewer)` only.
-
-    `position` (the request's include_position) adds the position text: writing it
-    is a third of a view's cost and most clients never read it.
-    """
-    view = match.state.view(viewer)
+def _public_view(match: Match) -> bytes:
+    """The encoded MatchView fields that every viewer of this version shares: the
+    spectator's view without its viewer, clocks and position. Built once per version
+    (a turn is viewed by both seats, and watchers) and kept on the match."""
+    if match.public_view is not None:
+        return match.public_view
+    view = match.state.view(SPECTATOR)
     playing = match.status == PLAYING and not view.is_over
-    to_act = view.current_player if playing else -1
-    seated = viewer in (0, 1)
     out = pb.MatchView(
         match_id=match.match_id,
         version=match.version,
-        viewer=seat_enum(viewer),
         phase=_PHASES[match.status],
-        current_seat=seat_enum(to_act),
+        current_seat=seat_enum(view.current_player if playing else -1),
         turn_step=_STEPS.get(view.phase, pb.TURN_STEP_UNSPECIFIED) if playing
         else pb.TURN_STEP_UNSPECIFIED,
-        hand=[NAMES[c] for c in view.hands[viewer]] if seated else (),
-        scout_returned=[NAMES[c] for c in reversed(view.returned[viewer])] if seated else (),
         winner=seat_enum(match.winner if match.finished else view.winner)
         if view.is_over else pb.SEAT_UNSPECIFIED,
         end_reason=end_reason(match),
         game_number=match.game,
-        position=dump_position(view) if position else "",
         last_event_number=match.record.last_event,
     )
     out.options.CopyFrom(_options_of(match.meta))
     out.MergeFromString(_flags_bytes(view.flags))
-    _add_players(out, match, view, occupied)
+    _add_players(out, match, view)
     # The rules core keeps troops in decks[0] and tactics in decks[1]: no scan needed.
     out.decks.add(deck="troop", count=len(view.decks[0]))
     if view.ruleset.tactics:
         out.decks.add(deck="tactic", count=len(view.decks[1]))
+    match.public_view = out.SerializeToString()
+    return match.public_view
+
+
+def match_view(match: Match, viewer: int, now_ms: int, position: bool = False) -> pb.MatchView:
+    """The MatchView of `viewer` (0, 1 or SPECTATOR): the spectator's (shared by every
+    viewer, see `_public_view`) plus what `state.view(viewer)` shows only this viewer.
+
+    `position` (the request's include_position) adds the position text: writing it
+    is a third of a view's cost and most clients never read it.
+    """
+    out = pb.MatchView.FromString(_public_view(match))
+    out.viewer = seat_enum(viewer)
     if match.meta.clock != NO_CLOCK:
         out.clocks.extend(_clocks(match, now_ms))
-    if viewer == to_act:
+    if viewer not in (0, 1) and not position:
+        return out
+    view = match.state.view(viewer)
+    if position:
+        out.position = dump_position(view)
+    if viewer not in (0, 1):
+        return out
+    out.hand.extend([NAMES[c] for c in view.hands[viewer]])
+    out.scout_returned.extend([NAMES[c] for c in reversed(view.returned[viewer])])
+    if out.current_seat == SEATS[viewer]:
         legal = view.legal_actions()
         out.legal_actions.extend([action_text(a) for a in legal])
         for action in legal:
-            if action.kind is Kind.CLAIM:
-                verdict = view.claim_verdict(action.flag, viewer)
-                out.claimable_flags.add(number=action.flag + 1, proof=verdict.reason)
+            if action.kind is not Kind.CLAIM:
+                break  # claims come first
+            verdict = view.claim_verdict(action.flag, viewer)
+            out.claimable_flags.add(number=action.flag + 1, proof=verdict.reason)
     return out
 
 

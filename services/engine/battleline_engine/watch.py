@@ -13,7 +13,6 @@ from battleline_rules import SPECTATOR
 
 from . import views
 from .errors import Refusal, invalid
-from .matches import occupied
 from .metrics import SUBSCRIBERS
 from .runtime import Runtime, match_id_of, streaming
 from .storage import StoredEvent, now_ms
@@ -56,7 +55,7 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         try:
             if backlog is None:
                 yield watch_pb2.WatchResponse(snapshot=views.match_view(
-                    match, viewer, occupied(match.meta), now_ms(), request.include_position))
+                    match, viewer, now_ms(), request.include_position))
                 if match.finished:
                     return
             queue = await self.rt.hub.subscribe(match_id, last)
@@ -98,5 +97,5 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         now = await self.rt.matches.read(match_id)
         if now.version != int(event.fields["v"]) or now.record.last_event != event.number:
             return
-        item.view.CopyFrom(views.match_view(now, viewer, occupied(now.meta), now_ms(),
+        item.view.CopyFrom(views.match_view(now, viewer, now_ms(),
                                             position))

@@ -1,0 +1,32 @@
+"""Compiles the rules core with mypyc when it can: one C extension per module, the same
+code about three times faster (the AI's search and every engine call run on it).
+
+The metadata is in pyproject.toml. `BATTLELINE_PURE_PYTHON=1` at install time keeps
+the plain modules; so does a compile that fails (the extensions are optional). After
+changing a rules-core module, install again: an extension shadows its source, and
+tests/rules/test_compiled.py fails while one is older than its source.
+"""
+
+from __future__ import annotations
+
+import os
+
+from setuptools import Extension, setup
+
+RULES_CORE = "rules/battleline_rules"
+
+
+def rules_core_extensions() -> list[Extension]:
+    if os.environ.get("BATTLELINE_PURE_PYTHON") == "1":
+        return []
+    from mypyc.build import mypycify
+
+    extensions = mypycify(
+        ["--config-file=", RULES_CORE], opt_level="3", group_name="battleline_rules_native"
+    )
+    for extension in extensions:
+        extension.optional = True  # no compiler: the pure modules serve
+    return extensions
+
+
+setup(ext_modules=rules_core_extensions())
