@@ -181,7 +181,8 @@ class FastRedis:
             return reply
         raise AssertionError("unreachable")
 
-    async def evalsha(self, sha: str, script: str, keys: list[str], args: list[Any]) -> Any:
+    async def evalsha(self, sha: str, script: str | bytes | memoryview, keys: list[str],
+                      args: list[Any]) -> Any:
         """EVALSHA, loading the script first if Redis does not have it (a restart)."""
         try:
             return await self.execute("EVALSHA", sha, len(keys), *keys, *args)

@@ -49,6 +49,7 @@ from redis.crc import key_slot
 from .fastredis import FastRedis
 
 if TYPE_CHECKING:
+    from redis.commands.core import AsyncScript
     from redis.typing import KeyT, StreamIdT, ZSetScoredMembers
 
 PREFIX: Final = "bl"
@@ -370,6 +371,18 @@ class Storage:
             await self.fast.close()
         await self.redis.aclose()
 
+    async def _script(self, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
+        """Run a registered script, on the lean connection when there is one."""
+        if self.fast is not None:
+            return await self.fast.evalsha(script.sha, script.script, keys, args)
+        return await script(keys=keys, args=args)
+
+    async def _command(self, *args: Any) -> Any:
+        """One command on the lean connection when there is one (its raw reply)."""
+        if self.fast is not None:
+            return await self.fast.execute(*args)
+        return await self.redis.execute_command(*args)
+
     async def ping(self) -> bool:
         """Whether Redis answers (for health checks)."""
         return bool(await self.redis.ping())
@@ -400,12 +413,12 @@ class Storage:
         in_script_clock = not self.cluster and deadline_ms
         if in_script_clock:
             keys.append(CLOCKS_KEY)
-        reply = await self._create(keys=keys, args=args)
+        reply = await self._script(self._create, keys, args)
         if _s(reply[0]) == "EXISTS":
             return CommitResult(CommitStatus.EXISTS)
         if deadline_ms and not in_script_clock:
             await self._index_deadline(match_id, deadline_ms)
-        await self.redis.zadd(LIVE_KEY, {match_id: created})
+        await self._command("ZADD", LIVE_KEY, created, match_id)
         return CommitResult(CommitStatus.OK, int(reply[1]), int(reply[2]))
 
     async def load(self, match_id: str, known: MatchRecord | None = None,
@@ -438,11 +451,7 @@ class Storage:
         pipeline, and a repeat never needs the state it would not use.
         """
         keys = [match_key(match_id, "m"), match_key(match_id, "idem")]
-        if self.fast is not None:
-            reply = await self.fast.evalsha(self._load_for_action.sha, _LOAD_FOR_ACTION_LUA,
-                                            keys, [action_key])
-        else:
-            reply = await self._load_for_action(keys=keys, args=[action_key])
+        reply = await self._script(self._load_for_action, keys, [action_key])
         if int(reply[0]):
             return None, bytes(reply[1])
         flat = reply[1]
@@ -508,10 +517,7 @@ class Storage:
         in_script_clock = not self.cluster and deadline_ms is not None
         if in_script_clock:
             keys.append(CLOCKS_KEY)
-        if self.fast is not None:
-            reply = await self.fast.evalsha(self._commit.sha, _COMMIT_LUA, keys, args)
-        else:
-            reply = await self._commit(keys=keys, args=args)
+        reply = await self._script(self._commit, keys, args)
         status_ = CommitStatus(_s(reply[0]))
         if status_ is CommitStatus.DUPLICATE:
             return CommitResult(status_, response=bytes(reply[1]))
@@ -633,7 +639,7 @@ class Storage:
         match_id, dot, _ = token.partition(".")
         if not dot or not _ID_RE.match(match_id):
             return None
-        seat = await self.redis.hget(match_key(match_id, "seats"), f"t{hash_token(token)}")
+        seat = await self._command("HGET", match_key(match_id, "seats"), f"t{hash_token(token)}")
         return (match_id, int(seat)) if seat is not None else None
 
     async def taken_seats(self, match_id: str) -> set[int]:

@@ -181,7 +181,7 @@ def _add_players(out: pb.MatchView, match: Match, view: GameState) -> None:
             display_name=names[seat],
             discards=[NAMES[c] for c in view.discards[seat]],
             tactics_played=view.tactics_played[seat],
-            flags_claimed=sum(1 for f in view.flags if f.claimed == seat),
+            flags_claimed=[f.claimed for f in view.flags].count(seat),
             series_score=score[seat],
             occupied=seat in occupied,
         )
@@ -263,7 +263,7 @@ def match_view(match: Match, viewer: int, now_ms: int, position: bool = False) -
     out.scout_returned.extend([NAMES[c] for c in reversed(view.returned[viewer])])
     if out.current_seat == SEATS[viewer]:
         legal = view.legal_actions()
-        out.legal_actions.extend([action_text(a) for a in legal])
+        out.legal_actions.extend(map(action_text, legal))
         for action in legal:
             if action.kind is not Kind.CLAIM:
                 break  # claims come first
