@@ -30,6 +30,7 @@ from battleline_rules import Action, GameState, Kind, Phase
 
 from .evaluation import position_value
 from .heuristic import HeuristicBot, ranked_plays
+from .processes import spawned_pool
 from .rollout import POLICIES, likely_plays
 
 DEFAULT_TIME_CAP = 10.0
@@ -250,8 +251,8 @@ class IsmctsBot:
         self.helper = HeuristicBot()
         self._pool: Any = None
         if self.params.workers > 1:
-            # Started once with the bot, so no move pays for forking.
-            self._pool = multiprocessing.get_context("fork").Pool(self.params.workers - 1)
+            # Started once with the bot, so no move pays for starting processes.
+            self._pool = spawned_pool(self.params.workers - 1)
 
     @classmethod
     def from_knobs(cls, knobs: dict[str, str]) -> IsmctsBot:
@@ -342,7 +343,7 @@ class IsmctsBot:
         if params.iterations is not None:
             share = replace(share, iterations=-(-params.iterations // workers))
         if self._pool is None:
-            self._pool = multiprocessing.get_context("fork").Pool(workers - 1)
+            self._pool = spawned_pool(workers - 1)
         pending = [
             self._pool.apply_async(_worker, ((view, roots, share, rng.getrandbits(63), deadline),))
             for _ in range(workers - 1)

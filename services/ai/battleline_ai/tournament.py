@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
 import os
 import random
 import time
@@ -22,6 +21,7 @@ from typing import Any
 from battleline_rules import new_game
 
 from .bots import Bot, make_bot
+from .processes import spawned_pool
 
 Z95 = 1.959963984540054
 # If set, every finished game appends a JSON line (a, b, seed, game, winner 0/1/null) here.
@@ -121,12 +121,12 @@ def run(
     progress: Callable[[int, int], None] | None = None,
 ) -> Result:
     """Play ``games`` games of ``a`` against ``b`` and summarise them."""
-    make_bot(a), make_bot(b)  # fail fast on bad specs, before forking
+    make_bot(a), make_bot(b)  # fail fast on bad specs, before starting processes
     start = time.perf_counter()
     jobs = [(a, b, ruleset, seed, g) for g in range(games)]
     outcomes: list[tuple[int | None, int]] = []
     if workers > 1:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        with spawned_pool(workers) as pool:
             for outcome in pool.imap_unordered(_job, jobs):
                 outcomes.append(outcome)
                 if progress:

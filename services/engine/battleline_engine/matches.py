@@ -162,9 +162,9 @@ class Matches:
 
     def view(self, match: Match, viewer: int, position: bool = False,
              ) -> game_pb2.GetViewResponse:
-        return game_pb2.GetViewResponse(
-            view=views.match_view(match, viewer, now_ms(), position)
-        )
+        response = game_pb2.GetViewResponse()
+        views.write_view(response.view, match, viewer, now_ms(), position)
+        return response
 
     # -- creating and joining -------------------------------------------------------
 
@@ -387,7 +387,7 @@ class Matches:
         first = match.record.last_event + 1
         for i, fields in enumerate(outcome.events):
             views.add_event(response.events, first + i, fields, seat)
-        response.view.CopyFrom(views.match_view(outcome.match, seat, now_ms(), position))
+        views.write_view(response.view, outcome.match, seat, now_ms(), position)
         return outcome, response
 
     async def resign(self, match_id: str, seat: int, action_id: str,
@@ -405,9 +405,8 @@ class Matches:
             state = match.state.clone()
             state.resign(seat)
             outcome = self._outcome(match, state, [], seat, end="resignation", loser=seat)
-            response = game_pb2.ResignResponse(
-                view=views.match_view(outcome.match, seat, now_ms(), position)
-            )
+            response = game_pb2.ResignResponse()
+            views.write_view(response.view, outcome.match, seat, now_ms(), position)
             try:
                 return await self._commit(match, outcome, key, response)
             except Refusal as refusal:

@@ -1,6 +1,6 @@
 """Everything a viewer receives is built here, from the rules core's view.
 
-`match_view` is the only function that turns a stored match into a MatchView
+`write_view` is the only function that turns a stored match into a MatchView
 and it starts from `state.view(viewer)`, so hands, deck order, the seed,
 deck52's removed cards and the opponent's Scout returns cannot leak through a
 forgotten field. `event_message` projects stored events with `redact_event`.
@@ -241,24 +241,26 @@ def _public_view(match: Match) -> bytes:
     return match.public_view
 
 
-def match_view(match: Match, viewer: int, now_ms: int, position: bool = False) -> pb.MatchView:
-    """The MatchView of `viewer` (0, 1 or SPECTATOR): the spectator's (shared by every
-    viewer, see `_public_view`) plus what `state.view(viewer)` shows only this viewer.
+def write_view(out: pb.MatchView, match: Match, viewer: int, now_ms: int,
+               position: bool = False) -> None:
+    """Write the MatchView of `viewer` (0, 1 or SPECTATOR) into `out`, an empty one (a
+    response's field: no copy): the spectator's (shared by every viewer, see
+    `_public_view`) plus what `state.view(viewer)` shows only this viewer.
 
     `position` (the request's include_position) adds the position text: writing it
     is a third of a view's cost and most clients never read it.
     """
-    out = pb.MatchView.FromString(_public_view(match))
+    out.MergeFromString(_public_view(match))
     out.viewer = seat_enum(viewer)
     if match.meta.clock != NO_CLOCK:
         out.clocks.extend(_clocks(match, now_ms))
     if viewer not in (0, 1) and not position:
-        return out
+        return
     view = match.state.view(viewer)
     if position:
         out.position = dump_position(view)
     if viewer not in (0, 1):
-        return out
+        return
     out.hand.extend([NAMES[c] for c in view.hands[viewer]])
     out.scout_returned.extend([NAMES[c] for c in reversed(view.returned[viewer])])
     if out.current_seat == SEATS[viewer]:
@@ -269,7 +271,6 @@ def match_view(match: Match, viewer: int, now_ms: int, position: bool = False) -
                 break  # claims come first
             verdict = view.claim_verdict(action.flag, viewer)
             out.claimable_flags.add(number=action.flag + 1, proof=verdict.reason)
-    return out
 
 
 def event_text(fields: dict[str, str], viewer: int) -> str:

@@ -54,8 +54,10 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         SUBSCRIBERS.inc()
         try:
             if backlog is None:
-                yield watch_pb2.WatchResponse(snapshot=views.match_view(
-                    match, viewer, now_ms(), request.include_position))
+                snapshot = watch_pb2.WatchResponse()
+                views.write_view(snapshot.snapshot, match, viewer, now_ms(),
+                                 request.include_position)
+                yield snapshot
                 if match.finished:
                     return
             queue = await self.rt.hub.subscribe(match_id, last)
@@ -97,5 +99,4 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         now = await self.rt.matches.read(match_id)
         if now.version != int(event.fields["v"]) or now.record.last_event != event.number:
             return
-        item.view.CopyFrom(views.match_view(now, viewer, now_ms(),
-                                            position))
+        views.write_view(item.view, now, viewer, now_ms(), position)
