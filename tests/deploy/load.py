@@ -65,6 +65,7 @@ class Stats:
     errors: dict[str, int] = field(default_factory=dict)  # retried status codes
     watched: int = 0
     resumes: int = 0
+    slowest_s: float = 0.0  # the longest call, retries included
 
 
 class Stubs:
@@ -110,13 +111,16 @@ class Driver:
                    token: str | None = None) -> T:
         """One RPC, on the next engine in turn; retried (on the other engines too) with the
         same request until it is answered."""
-        deadline = time.monotonic() + self.give_up_s
+        started = time.monotonic()
+        deadline = started + self.give_up_s
         delay = 0.05
         while True:
             stubs = self.engines[next(self._turn) % len(self.engines)]
             self.stats.requests += 1
             try:
-                return await rpc(stubs)(request, metadata=_auth(token), timeout=5)
+                reply = await rpc(stubs)(request, metadata=_auth(token), timeout=5)
+                self.stats.slowest_s = max(self.stats.slowest_s, time.monotonic() - started)
+                return reply
             except grpc.aio.AioRpcError as err:
                 if err.code() not in RETRIED or time.monotonic() > deadline:
                     raise

@@ -105,8 +105,9 @@ def _print(name: str, driver: Driver, kills: int, restarts: int, **more: Any) ->
     print(f"\n{name}: matches={s.matches} ai_matches={s.ai_matches} actions={s.actions} "
           f"acked_events={report['acked_events']} requests={s.requests} retries={s.retries} "
           f"retried_codes={s.errors} kills={kills} restarts={restarts} watched={s.watched} "
-          f"resumes={s.resumes} losses={report['losses']} unfinished={report['unfinished']} "
-          f"gaps={report['gaps']} timeouts_or_resigns={report['bad_ends']}{extra} "
+          f"resumes={s.resumes} slowest_call_s={s.slowest_s:.2f} losses={report['losses']} "
+          f"unfinished={report['unfinished']} gaps={report['gaps']} "
+          f"timeouts_or_resigns={report['bad_ends']}{extra} "
           f"seconds={report['seconds']}")
 
 
@@ -189,7 +190,9 @@ def test_engine_killed_and_restarted_on_redis_cluster(
     assert kills == restarts == 1
     assert not orphans, f"AI processes outlived the killed engine: {orphans}"
     assert left == {"ai_pending": 0, "vault_keys": 0}
-    assert driver.stats.retries > 0, "the kill was never noticed by a client"
+    # Noticed by a client: an error it retried, or a call that waited out the outage (the
+    # engine retries a lost Redis connection itself, so a short outage may show no error).
+    assert driver.stats.retries > 0 or driver.stats.slowest_s >= 0.9, driver.stats
     assert driver.stats.resumes > 0, "no watch stream was broken by the kill"
     assert held > 0, "the AI of the engine to kill held no match within 30 s"
     assert takeovers >= held, f"{held} AI match(es) held by the killed AI, {takeovers} taken over"
