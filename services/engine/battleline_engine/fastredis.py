@@ -3,11 +3,12 @@
 redis-py's asyncio client spends most of an engine call's Redis time in
 Python around the command: a pooled connection checked out and back under a
 lock, a timeout context, a retry wrapper, a stream reader. The few commands
-that every GetView and SubmitAction sends (one HGETALL or one EVALSHA) go
-here instead: one connection, commands written as they come (pipelined
-across concurrent calls) and replies handed back in order, parsed by
-hiredis. Everything else (blocking reads, pipelines, Redis Cluster, TLS)
-stays on redis-py.
+that every GetView and SubmitAction sends (one HGETALL or one EVALSHA), and
+a new match's live-index entry and a first seat-token lookup, go here
+instead: one connection, commands written as they come (pipelined across
+concurrent calls) and replies handed back in order, parsed by hiredis.
+Everything else (blocking reads, pipelines, Redis Cluster, TLS) stays on
+redis-py.
 
 A lost connection fails the commands waiting on it with redis-py's
 ConnectionError (the servicers answer UNAVAILABLE) after the same command

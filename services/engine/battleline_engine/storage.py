@@ -413,7 +413,9 @@ class Storage:
         in_script_clock = not self.cluster and deadline_ms
         if in_script_clock:
             keys.append(CLOCKS_KEY)
-        reply = await self._script(self._create, keys, args)
+        # Not on the lean connection, which repeats a command after a lost connection: a
+        # create that ran would then answer EXISTS instead of UNAVAILABLE.
+        reply = await self._create(keys=keys, args=args)
         if _s(reply[0]) == "EXISTS":
             return CommitResult(CommitStatus.EXISTS)
         if deadline_ms and not in_script_clock:
