@@ -10,19 +10,25 @@ tests/rules/test_compiled.py fails while one is older than its source.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from setuptools import Extension, setup
 
 RULES_CORE = "rules/battleline_rules"
+GROUP = "battleline_rules_native"  # mypyc's shared library for the group of modules
 
 
 def rules_core_extensions() -> list[Extension]:
     if os.environ.get("BATTLELINE_PURE_PYTHON") == "1":
+        # An editable install leaves extensions beside the sources: remove them, or
+        # they would still shadow the sources.
+        for built in [*Path(RULES_CORE).glob("*.so"), *Path().glob(f"{GROUP}__mypyc*.so")]:
+            built.unlink()
         return []
     from mypyc.build import mypycify
 
     extensions = mypycify(
-        ["--config-file=", RULES_CORE], opt_level="3", group_name="battleline_rules_native"
+        ["--config-file=", RULES_CORE], opt_level="3", group_name=GROUP
     )
     for extension in extensions:
         extension.optional = True  # no compiler: the pure modules serve

@@ -13,7 +13,7 @@ from battleline_rules import SPECTATOR
 from . import hints
 from .errors import Refusal, invalid
 from .matches import parse_actions
-from .metrics import ACTIONS
+from .metrics import ACTIONS, ACTIONS_APPLIED
 from .runtime import Runtime, match_id_of, unary
 
 
@@ -54,7 +54,7 @@ class GameServicer(game_pb2_grpc.GameServiceServicer):
         except Refusal as refusal:
             ACTIONS.labels("conflict" if refusal.reason == "stale-version" else "rejected").inc()
             raise
-        ACTIONS.labels("applied").inc()
+        ACTIONS_APPLIED.inc()
         return response
 
     @unary

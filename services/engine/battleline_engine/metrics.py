@@ -31,6 +31,7 @@ ACTIONS: Final = Counter(
     "battleline_actions_total", "Game actions submitted, by outcome.",
     ["result"], registry=REGISTRY,  # applied, rejected, conflict, duplicate
 )
+ACTIONS_APPLIED: Final = ACTIONS.labels("applied")  # every successful submit: resolved once
 LIVE_MATCHES: Final = Gauge(
     "battleline_live_matches", "Matches not yet finished (from Redis, all replicas).",
     registry=REGISTRY,
