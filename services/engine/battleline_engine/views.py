@@ -1,9 +1,10 @@
 """Everything a viewer receives is built here, from the rules core's view.
 
 `write_view` is the only function that turns a stored match into a MatchView
-and it starts from `state.view(viewer)`, so hands, deck order, the seed,
-deck52's removed cards and the opponent's Scout returns cannot leak through a
-forgotten field. `event_message` projects stored events with `redact_event`.
+and it reads only the rules core's views (`state.view(SPECTATOR)` for what
+every viewer shares, `state.view(viewer)` for the rest), so hands, deck order,
+the seed, deck52's removed cards and the opponent's Scout returns cannot leak
+through a forgotten field. `event_message` projects stored events with `redact_event`.
 """
 
 from __future__ import annotations
