@@ -42,6 +42,40 @@ def test_per_action_commands_use_the_pipelined_connection(redis_url: str) -> Non
     asyncio.run(body())
 
 
+def test_commands_of_many_calls_share_batches_and_keep_their_own_replies(
+        redis_url: str) -> None:
+    """Calls arriving at different moments (as gRPC calls do) leave in a few writes, at
+    most one per BATCH_INTERVAL_S, and each still gets the reply to its own command."""
+    from battleline_engine.fastredis import FastRedis
+
+    async def body() -> None:
+        fast = FastRedis(redis_url)
+        try:
+            await fast.execute("PING")
+            protocol = fast._protocol
+            assert protocol is not None and protocol.transport is not None
+            transport, writes = protocol.transport, []
+            write = transport.write
+
+            def counted(data: bytes) -> None:  # the real write, counted
+                writes.append(data)
+                write(data)
+
+            transport.write = counted
+
+            async def call(i: int) -> None:
+                await asyncio.sleep(i / 20000)  # one arrival every 50 us, over 5 ms
+                assert await fast.execute("SET", f"batch:{i}", f"v{i}") == b"OK"
+                assert await fast.execute("GET", f"batch:{i}") == f"v{i}".encode()
+
+            await asyncio.gather(*(call(i) for i in range(100)))
+            assert 0 < len(writes) <= 200 / 4, f"{len(writes)} writes for 200 commands"
+        finally:
+            await fast.close()
+
+    asyncio.run(body())
+
+
 def test_pipelined_connection_survives_a_killed_connection_and_a_script_flush(
         redis_url: str) -> None:
     admin = redis.Redis.from_url(redis_url)
