@@ -32,9 +32,10 @@ from redis._parsers.base import BaseParser
 from redis.asyncio.connection import parse_url
 
 CONNECT_TIMEOUT_S = 5.0
-# Commands leave in batches at most this often: under load a write, and the read of its
-# replies, then serve several calls, which costs far less CPU (here and in Redis) than
-# one per call; a command waits at most this long, and after a quiet spell not at all.
+# Under load (the last batch carried several commands), commands leave in batches at
+# most this often: a write, and the read of its replies, then serve many calls, which
+# costs far less CPU (here and in Redis) than one per call or two. A command then waits
+# at most this long; otherwise it leaves at the end of this turn of the event loop.
 BATCH_INTERVAL_S = 0.002
 RETRY_DELAYS_S = (0.05, 0.2, 0.5, 1.0, 2.0)  # a command is sent at most 1 + len(...) times
 
@@ -49,6 +50,7 @@ class _Protocol(asyncio.Protocol):
         self.lost = False
         self._outgoing: list[bytes] = []  # commands of the next batch
         self._last_batch = float("-inf")  # when the last batch left (event loop time)
+        self._last_size = 0  # how many commands it carried
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's is no subclass
@@ -81,13 +83,13 @@ class _Protocol(asyncio.Protocol):
 
     def send(self, packed: bytes) -> asyncio.Future[Any]:
         """Queue a command for the next batch: at the end of this turn of the event loop,
-        or once `BATCH_INTERVAL_S` has passed since the last batch."""
+        or under load once `BATCH_INTERVAL_S` has passed since the last batch."""
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
         self.waiters.append(waiter)
         if not self._outgoing:
             wait = self._last_batch + BATCH_INTERVAL_S - loop.time()
-            if wait > 0:
+            if wait > 0 and self._last_size > 1:
                 loop.call_later(wait, self._flush)
             else:
                 loop.call_soon(self._flush)
@@ -96,6 +98,7 @@ class _Protocol(asyncio.Protocol):
 
     def _flush(self) -> None:
         self._last_batch = asyncio.get_running_loop().time()
+        self._last_size = len(self._outgoing)
         data, self._outgoing = b"".join(self._outgoing), []
         if self.transport is not None and not self.lost:
             self.transport.write(data)
