@@ -13,7 +13,7 @@ from typing import Any, Final
 from .cards import COLOUR, DECK52_CARDS, STANDARD_TROOPS, TACTICS, VALUE, mask_of
 
 
-def constructor_args(value: Any) -> tuple[Any, ...]:
+def _constructor_args(value: Any) -> tuple[Any, ...]:
     """A dataclass's `__init__` arguments, in order: what its `__reduce__` pickles. The
     compiled classes (setup.py) are only built through their constructors."""
     return tuple(getattr(value, f.name) for f in fields(value) if f.init)
@@ -83,7 +83,7 @@ class Ruleset:
         )
 
     def __reduce__(self) -> tuple[type[Ruleset], tuple[Any, ...]]:
-        return Ruleset, constructor_args(self)
+        return Ruleset, _constructor_args(self)
 
     def has_won(self, flags_held: list[int]) -> bool:
         """Whether holding these flag indexes (0-based) wins the game."""
@@ -148,7 +148,7 @@ class Options:
     first_player: int = 0
 
     def __reduce__(self) -> tuple[type[Options], tuple[Any, ...]]:
-        return Options, constructor_args(self)
+        return Options, _constructor_args(self)
 
     def text(self) -> str:
         """Options in the position notation: ``claim=after-play hand=7 first=0``."""

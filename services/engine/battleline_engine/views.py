@@ -255,12 +255,13 @@ def write_view(out: pb.MatchView, match: Match, viewer: int, now_ms: int,
     out.viewer = seat_enum(viewer)
     if match.meta.clock != NO_CLOCK:
         out.clocks.extend(_clocks(match, now_ms))
-    if viewer not in (0, 1) and not position:
-        return
+    seated = viewer in (0, 1)
+    if not (seated or position):
+        return  # a spectator sees the shared part only
     view = match.state.view(viewer)
     if position:
         out.position = dump_position(view)
-    if viewer not in (0, 1):
+    if not seated:
         return
     out.hand.extend([NAMES[c] for c in view.hands[viewer]])
     out.scout_returned.extend([NAMES[c] for c in reversed(view.returned[viewer])])
