@@ -76,8 +76,12 @@ def make_bot(spec: str) -> Bot:
         from .heuristic import HeuristicBot
 
         return HeuristicBot.from_knobs(knobs)
+    if kind == "prob":
+        from .prob import ProbBot
+
+        return ProbBot.from_knobs(knobs)
     if kind == "ismcts":
         from .ismcts import IsmctsBot
 
         return IsmctsBot.from_knobs(knobs)
-    raise ValueError(f"unknown bot {kind!r}: use random, heuristic or ismcts[:knobs]")
+    raise ValueError(f"unknown bot {kind!r}: use random, heuristic, prob or ismcts[:knobs]")

@@ -27,7 +27,7 @@ OPEN_COST = 0.03  # starting a new flag commits a card early
 SCOUT_SCORE = -0.05  # worth it only when every play hurts
 
 
-class _Board:
+class Board:
     """One decision's context: the seat, its weights and cached chances per flag."""
 
     def __init__(self, view: GameState, seat: int) -> None:
@@ -57,7 +57,14 @@ class _Board:
         env = flag.env if env is None else env
         size = 4 if any(c == Tactic.MUD for c, _ in env) else 3
         fog = any(c == Tactic.FOG for c, _ in env)
-        return flag_chance(self.view, seat, mine, theirs, size, fog, self.hands, placed)
+        return self.estimate(mine, theirs, size, fog, placed)
+
+    def estimate(
+        self, mine: list[int], theirs: list[int], size: int, fog: bool, placed: int
+    ) -> float:
+        """The seat's chance at a flag with these sides: what another board may estimate
+        otherwise (`prob`'s board counts exact odds)."""
+        return flag_chance(self.view, self.seat, mine, theirs, size, fog, self.hands, placed)
 
     def now(self, index: int) -> float:
         if index not in self._now:
@@ -67,12 +74,16 @@ class _Board:
     def gain(self, index: int, after: float) -> float:
         return self.weights[index] * (after - self.now(index))
 
+    def score(self, action: Action) -> float:
+        """An action's score in the PLAY step (`score_action`)."""
+        return score_action(self, action)
+
 
 def _bit(card: int) -> int:
     return 1 << card if card >= 0 else 0
 
 
-def score_action(board: _Board, action: Action) -> float:
+def score_action(board: Board, action: Action) -> float:
     """How much an action in the PLAY step improves ``board.seat``'s flags, minus its price."""
     kind, card, i = action.kind, action.card, action.flag
     flags = board.view.flags
@@ -115,6 +126,7 @@ class HeuristicBot:
     """Greedy on `score_action`; ``noise`` > 0 plays that share of moves at random (level 1)."""
 
     name = "heuristic"
+    board_type: type[Board] = Board
 
     def __init__(self, noise: float = 0.0) -> None:
         self.noise = noise
@@ -138,18 +150,18 @@ class HeuristicBot:
         phase = view.phase
         if phase is Phase.FINISH or phase is Phase.SCOUT_DRAW:
             return choose_draw(view, actions)
+        board = self.board_type(view, view.current_player)
         if phase is Phase.SCOUT_RETURN:
-            return choose_return(view, actions)
+            return choose_return(board, actions)
         if phase is Phase.MUD_DISCARD:
-            board = _Board(view, view.current_player)
             return max(actions, key=lambda a: board.chance(a.flag, remove=[a.card]))
-        return max(ranked_plays(view, actions), key=lambda sa: sa[0] + rng.random() * 1e-9)[1]
+        ranked = ranked_plays(board, actions)
+        return max(ranked, key=lambda sa: sa[0] + rng.random() * 1e-9)[1]
 
 
-def ranked_plays(view: GameState, actions: list[Action]) -> list[tuple[float, Action]]:
-    """Every action of the PLAY step with its score, best first."""
-    board = _Board(view, view.current_player)
-    scored = [(score_action(board, a), a) for a in actions]
+def ranked_plays(board: Board, actions: list[Action]) -> list[tuple[float, Action]]:
+    """Every action of the PLAY step with its score on ``board``, best first."""
+    scored = [(board.score(a), a) for a in actions]
     scored.sort(key=lambda sa: -sa[0])
     return scored
 
@@ -167,10 +179,9 @@ def choose_draw(view: GameState, actions: list[Action]) -> Action:
     return kinds[TACTIC_DECK if want_tactic else TROOP_DECK]
 
 
-def choose_return(view: GameState, actions: list[Action]) -> Action:
+def choose_return(board: Board, actions: list[Action]) -> Action:
     """Put back the card worth least: a dead Leader, else the troop with the worst best play."""
-    seat = view.current_player
-    board = _Board(view, seat)
+    view, seat = board.view, board.seat
     open_flags = [i for i, f in enumerate(view.flags) if f.is_open(seat)]
 
     def keep_value(card: int) -> float:
@@ -179,6 +190,6 @@ def choose_return(view: GameState, actions: list[Action]) -> Action:
         if is_tactic(card):
             return 0.1
         plays = (Action(Kind.PLAY, card=card, flag=i) for i in open_flags)
-        return max((score_action(board, a) for a in plays), default=-0.5)
+        return max((board.score(a) for a in plays), default=-0.5)
 
     return min(actions, key=lambda a: keep_value(a.card))

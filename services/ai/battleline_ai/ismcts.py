@@ -29,7 +29,7 @@ from typing import Any
 from battleline_rules import Action, GameState, Kind, Phase
 
 from .evaluation import position_value
-from .heuristic import HeuristicBot, ranked_plays
+from .heuristic import Board, HeuristicBot, ranked_plays
 from .processes import spawned_pool
 from .rollout import POLICIES, likely_plays
 
@@ -292,7 +292,9 @@ class IsmctsBot:
         hard_deadline = start + budget * 0.99
         actions = view.legal_actions()
         ranked = (
-            ranked_plays(view, actions) if view.phase is Phase.PLAY else [(0.0, a) for a in actions]
+            ranked_plays(Board(view, view.current_player), actions)
+            if view.phase is Phase.PLAY
+            else [(0.0, a) for a in actions]
         )
         if params.width > 0:
             ranked = ranked[: params.width]
