@@ -65,6 +65,12 @@ def _any(message: Any) -> any_pb2.Any:
     return packed
 
 
+def shown(value: str, limit: int = 24) -> str:
+    """A caller's value quoted in a message, cut to `limit` characters: a message never
+    echoes a whole bad input (a long one would not fit in the status's metadata)."""
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}... ({len(value)} chars)"
+
+
 def invalid(reason: str, message: str) -> Refusal:
     """INVALID_ARGUMENT: the request itself is malformed."""
     return Refusal(grpc.StatusCode.INVALID_ARGUMENT, reason, message)

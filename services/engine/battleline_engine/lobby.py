@@ -15,9 +15,10 @@ from battleline_rules import RULESETS, ClaimTiming, Options
 from battleline_rules.rulesets import validate_options
 
 from . import views
-from .errors import invalid
+from .errors import invalid, shown
 from .model import AI, LOCAL, NO_CLOCK, OPEN, PER_GAME, PER_MOVE, Meta
 from .runtime import Runtime, match_id_of, unary
+from .storage import valid_id
 
 MAX_SERIES = 9
 MIN_CLOCK_MS = 1000
@@ -40,7 +41,8 @@ def meta_of(request: lobby_pb2.CreateMatchRequest, runtime: Runtime) -> Meta:
     """The match settings a CreateMatch asks for, checked field by field."""
     o = request.options
     if o.ruleset not in RULESETS:
-        raise invalid("bad-ruleset", f"ruleset {o.ruleset!r}: use one of {', '.join(RULESETS)}")
+        raise invalid("bad-ruleset",
+                      f"ruleset {shown(o.ruleset)}: use one of {', '.join(RULESETS)}")
     if o.claim_timing not in _TIMING:
         raise invalid("bad-option", f"unknown claim_timing {o.claim_timing}")
     hand = o.hand_size or None
@@ -127,7 +129,8 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                 raise invalid("bad-invite", "invite_code: 1-64 characters")
             match_id = await self.rt.matches.resolve("", request.invite_code)
         match, seat, token = await self.rt.matches.join(
-            match_id, name, request.seat_options.auto_claim, request.join_ticket)
+            match_id, name, request.seat_options.auto_claim, request.join_ticket,
+            by_invite=target == "invite_code")
         return lobby_pb2.JoinMatchResponse(match_id=match_id, seat=views.seat_enum(seat),
                                            seat_token=token, match=views.summary(match))
 
@@ -136,15 +139,17 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                               context: grpc.aio.ServicerContext[Any, Any],
                               ) -> lobby_pb2.ListOpenMatchesResponse:
         if request.ruleset and request.ruleset not in RULESETS:
-            raise invalid("bad-ruleset", f"ruleset {request.ruleset!r}: use one of "
+            raise invalid("bad-ruleset", f"ruleset {shown(request.ruleset)}: use one of "
                           f"{', '.join(RULESETS)}")
         limit = min(request.page_size or 50, 200)
         after = None
         if request.page_token:
             ms, dot, match_id = request.page_token.partition(".")
-            if not (dot and ms.isdigit() and len(ms) <= 20):
+            # isascii: str.isdigit() is also true of digits int() refuses ("²")
+            if not (dot and ms.isascii() and ms.isdigit() and len(ms) <= 20
+                    and valid_id(match_id)):
                 raise invalid("bad-page-token", "page_token: pass next_page_token back unchanged")
-            after = (int(ms), match_id_of(match_id))
+            after = (int(ms), match_id)
         found, cursor = await self.rt.matches.list_open(request.ruleset, limit, after)
         return lobby_pb2.ListOpenMatchesResponse(
             matches=[views.summary(m) for m in found],

@@ -223,11 +223,15 @@ class Matches:
             return found
         return match_id
 
-    async def join(self, match_id: str, name: str, auto_claim: bool,
-                   ticket: str) -> tuple[Match, int, str]:
-        """Take the open seat: returns the match, the seat and its token."""
+    async def join(self, match_id: str, name: str, auto_claim: bool, ticket: str,
+                   by_invite: bool = False) -> tuple[Match, int, str]:
+        """Take the open seat: returns the match, the seat and its token. A private
+        match is joined by its invite code only: its id is given to spectators too."""
         match = await self.read(match_id)
         meta = match.meta
+        if meta.private and not by_invite:
+            raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "invite-required",
+                          "this match is private: join it with its invite code")
         seat = meta.open_seat
         if match.status != WAITING or seat < 0:
             return await self._redeemed_again(match_id, meta, ticket)

@@ -7,6 +7,7 @@ once here for every RPC, so no servicer can forget them.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import time
@@ -14,7 +15,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
 import grpc
+from google.protobuf.message import DecodeError
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from .errors import abort, invalid
 
 REGISTRY: Final = CollectorRegistry(auto_describe=True)
 
@@ -50,6 +54,8 @@ def _code_name(context: grpc.aio.ServicerContext[Any, Any], error: BaseException
     code = context.code()
     if isinstance(code, grpc.StatusCode):
         return code.name
+    if isinstance(error, asyncio.CancelledError):  # the client hung up (or the server stopped)
+        return grpc.StatusCode.CANCELLED.name
     if error is not None and not isinstance(error, grpc.aio.AbortError):
         return grpc.StatusCode.UNKNOWN.name
     return grpc.StatusCode.OK.name
@@ -96,10 +102,12 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
 
 
 def _wrap(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    # Requests arrive as bytes and are decoded in the wrapper: gRPC's own decoding
+    # answers bytes that are not the message with UNKNOWN and a logged traceback.
+    decode = handler.request_deserializer
     if handler.unary_unary is not None:
         return grpc.unary_unary_rpc_method_handler(
-            _wrap_unary(method, handler.unary_unary),
-            request_deserializer=handler.request_deserializer,
+            _wrap_unary(method, handler.unary_unary, decode),
             response_serializer=handler.response_serializer,
         )
     if handler.unary_stream is not None:
@@ -107,18 +115,31 @@ def _wrap(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         stream = handler.unary_stream
         wrap = _wrap_stream if inspect.isasyncgenfunction(stream) else _wrap_unary
         return grpc.unary_stream_rpc_method_handler(
-            wrap(method, stream),
-            request_deserializer=handler.request_deserializer,
+            wrap(method, stream, decode),
             response_serializer=handler.response_serializer,
         )
     return handler
 
 
-def _wrap_unary(method: str, behaviour: Callable[..., Any]) -> Callable[..., Any]:
+Decode = Callable[[bytes], Any] | None
+
+
+async def _decoded(request: Any, decode: Decode, context: Any) -> Any:
+    """The request message, or INVALID_ARGUMENT `bad-request` for undecodable bytes."""
+    if decode is None:
+        return request
+    try:
+        return decode(request)
+    except DecodeError:
+        await abort(context, invalid("bad-request", "the request is not a valid protobuf "
+                                     "message of this method's request type"))
+
+
+def _wrap_unary(method: str, behaviour: Callable[..., Any], decode: Decode) -> Callable[..., Any]:
     async def wrapped(request: Any, context: Any) -> Any:
         started, error = time.perf_counter(), None
         try:
-            return await behaviour(request, context)
+            return await behaviour(await _decoded(request, decode, context), context)
         except BaseException as err:
             error = err
             raise
@@ -128,11 +149,12 @@ def _wrap_unary(method: str, behaviour: Callable[..., Any]) -> Callable[..., Any
     return wrapped
 
 
-def _wrap_stream(method: str, behaviour: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap_stream(method: str, behaviour: Callable[..., Any], decode: Decode,
+                 ) -> Callable[..., Any]:
     async def wrapped(request: Any, context: Any) -> AsyncIterator[Any]:
         started, error = time.perf_counter(), None
         try:
-            async for item in behaviour(request, context):
+            async for item in behaviour(await _decoded(request, decode, context), context):
                 yield item
         except BaseException as err:
             error = err

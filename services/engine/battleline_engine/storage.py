@@ -238,10 +238,16 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def valid_id(value: str) -> bool:
+    """Whether `value` can be an id inside a key (no braces, colons, spaces)."""
+    return _ID_RE.fullmatch(value) is not None  # fullmatch: `$` alone lets a final newline in
+
+
 def check_id(value: str, what: str = "match id") -> str:
     """Reject ids that could escape their key (braces, colons, spaces)."""
-    if not _ID_RE.match(value):
-        raise ValueError(f"bad {what} {value!r}: 1-64 of A-Z a-z 0-9 _ -")
+    if not valid_id(value):
+        # The value is not echoed: a long one would not fit in the status's metadata.
+        raise ValueError(f"bad {what} ({len(value)} characters): 1-64 of A-Z a-z 0-9 _ -")
     return value
 
 
@@ -639,7 +645,7 @@ class Storage:
     async def seat_of(self, token: str) -> tuple[str, int] | None:
         """(match id, seat) for a bearer token, or None if unknown or malformed."""
         match_id, dot, _ = token.partition(".")
-        if not dot or not _ID_RE.match(match_id):
+        if not dot or not valid_id(match_id):
             return None
         seat = await self._command("HGET", match_key(match_id, "seats"), f"t{hash_token(token)}")
         return (match_id, int(seat)) if seat is not None else None
@@ -675,7 +681,7 @@ class Storage:
 
     async def resolve_invite(self, code: str) -> str | None:
         """The match id of an invite code."""
-        if not _ID_RE.match(code):
+        if not valid_id(code):
             return None
         value = await self.redis.get(f"{PREFIX}:invite:{code}")
         return _s(value) if value is not None else None

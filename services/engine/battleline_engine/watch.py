@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import grpc
@@ -36,10 +37,25 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         viewer = SPECTATOR if seat is None else seat
         holder = seat if seat is not None else self.rt.callers.key(context)
         key = f"{match_id}/{holder}"
+        # Checked and counted with no await in between, so concurrent opens cannot all
+        # pass the check before any of them is counted.
         if self.open[key] >= self.rt.config.streams_per_seat:
             raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "too-many-streams",
                           f"at most {self.rt.config.streams_per_seat} open streams per seat",
                           retry_after_s=1.0)
+        self.open[key] += 1
+        try:
+            async with contextlib.aclosing(self._stream(request, match_id, viewer)) as items:
+                async for item in items:
+                    yield item
+        finally:
+            self.open[key] -= 1
+            if not self.open[key]:
+                del self.open[key]
+
+    async def _stream(self, request: watch_pb2.WatchRequest, match_id: str,
+                      viewer: int) -> AsyncGenerator[watch_pb2.WatchResponse]:
+        """The stream of one counted Watch: snapshot (or backlog), then live events."""
         match = await self.rt.matches.read(match_id)
         backlog: list[StoredEvent] | None = None
         last = match.record.last_event
@@ -50,7 +66,6 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
             page = await self.rt.storage.events_after(match_id, request.resume_after, PAGE)
             if page.complete:
                 backlog, last = page.events, request.resume_after
-        self.open[key] += 1
         SUBSCRIBERS.inc()
         try:
             if backlog is None:
@@ -83,9 +98,6 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
             finally:
                 self.rt.hub.unsubscribe(match_id, queue)
         finally:
-            self.open[key] -= 1
-            if not self.open[key]:
-                del self.open[key]
             SUBSCRIBERS.dec()
 
     async def _attach_view(self, item: watch_pb2.WatchResponse, match_id: str,

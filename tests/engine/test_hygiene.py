@@ -1,0 +1,140 @@
+"""Input hygiene and races found by the outside report of issue #14: a private match
+needs its invite code, the Watch limit holds under concurrent opens, bad input is
+INVALID_ARGUMENT without echoing itself back, and a client's cancel is no error."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+
+import grpc
+import pytest
+
+from battleline.v1 import lobby_pb2, types_pb2, watch_pb2, watch_pb2_grpc
+from battleline_engine.metrics import REGISTRY
+
+from .harness import OPEN_LIMITS, Client, Engine
+from .test_errors import details
+
+
+def _reason(err: grpc.RpcError) -> str:
+    info = details(err)["ErrorInfo"]
+    return info.reason  # type: ignore[attr-defined, no-any-return]
+
+
+def test_a_private_match_is_joined_only_by_its_invite_code(client: Client) -> None:
+    created = client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
+        options=types_pb2.MatchOptions(ruleset="standard"),
+        opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_OPEN, private=True)),
+        timeout=10)
+    with pytest.raises(grpc.RpcError) as refused:
+        client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id), timeout=10)
+    assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert _reason(refused.value) == "invite-required"
+    joined = client.lobby.JoinMatch(
+        lobby_pb2.JoinMatchRequest(invite_code=created.invite_code), timeout=10)
+    assert joined.match_id == created.match_id
+
+
+def test_a_public_match_is_still_joined_by_its_id(client: Client) -> None:
+    created = client.create(kind=types_pb2.OPPONENT_KIND_OPEN)
+    joined = client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id),
+                                    timeout=10)
+    assert joined.seat_token
+
+
+@pytest.fixture
+def four_streams(redis_url: str) -> Engine:
+    running = Engine(redis_url, config=dataclasses.replace(OPEN_LIMITS, streams_per_seat=4))
+    yield running  # type: ignore[misc]
+    running.close()
+
+
+async def _open_watches(address: str, match_id: str, n: int) -> tuple[int, int]:
+    """Open `n` spectator streams at once; (accepted, refused)."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = watch_pb2_grpc.WatchServiceStub(channel)
+        calls = [stub.Watch(watch_pb2.WatchRequest(match_id=match_id)) for _ in range(n)]
+
+        async def first(call: grpc.aio.UnaryStreamCall) -> bool:  # type: ignore[type-arg]
+            try:
+                await call.read()
+                return True
+            except grpc.aio.AioRpcError as err:
+                assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err
+                return False
+
+        results = await asyncio.gather(*(first(c) for c in calls))
+        for call in calls:
+            call.cancel()
+        return sum(results), n - sum(results)
+
+
+def test_concurrent_watch_opens_respect_the_stream_limit(four_streams: Engine) -> None:
+    client = Client.to(four_streams.address)
+    created = client.create()
+
+    async def rounds() -> list[tuple[int, int]]:
+        out = []
+        for _ in range(5):
+            out.append(await _open_watches(four_streams.address, created.match_id, 60))
+            await asyncio.sleep(0.3)  # the cancelled streams close
+        return out
+
+    assert asyncio.run(rounds()) == [(4, 56)] * 5
+    client.channel.close()
+
+
+def test_a_non_ascii_page_token_is_invalid_argument(client: Client) -> None:
+    for token in ("².abc", "١٢.abc", "12.a b"):
+        with pytest.raises(grpc.RpcError) as refused:
+            client.lobby.ListOpenMatches(lobby_pb2.ListOpenMatchesRequest(page_token=token),
+                                         timeout=10)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, token
+        assert _reason(refused.value) == "bad-page-token"
+
+
+def test_a_huge_input_is_refused_without_echoing_it(client: Client) -> None:
+    huge = "x" * 5000
+    with pytest.raises(grpc.RpcError) as refused:
+        client.view(huge + "!", None)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert _reason(refused.value) == "bad-match-id"
+    assert len(refused.value.details()) < 200
+    with pytest.raises(grpc.RpcError) as refused:
+        client.create(ruleset=huge)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert len(refused.value.details()) < 200
+
+
+def test_request_bytes_that_are_not_protobuf_are_invalid_argument(engine: Engine) -> None:
+    channel = grpc.insecure_channel(engine.address)
+    raw = channel.unary_unary("/battleline.v1.LobbyService/ListOpenMatches")
+    for garbage in (b"\xff\xff\xff", b"\x0a\x05ab", b"\x08"):
+        with pytest.raises(grpc.RpcError) as refused:
+            raw(garbage, timeout=10)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, garbage
+        assert _reason(refused.value) == "bad-request"
+        assert "Traceback" not in refused.value.details()
+    channel.close()
+
+
+def _errors(method: str, code: str) -> float:
+    value = REGISTRY.get_sample_value("battleline_rpc_errors_total",
+                                      {"method": method, "code": code})
+    return value or 0.0
+
+
+def test_a_cancelled_watch_is_not_counted_as_an_unknown_error(engine: Engine,
+                                                             client: Client) -> None:
+    created = client.create()
+    unknown = _errors("Watch", "UNKNOWN")
+    cancelled = _errors("Watch", "CANCELLED")
+    assert asyncio.run(_open_watches(engine.address, created.match_id, 3)) == (3, 0)
+    deadline = time.monotonic() + 10
+    while _errors("Watch", "CANCELLED") < cancelled + 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert _errors("Watch", "UNKNOWN") == unknown
+    assert _errors("Watch", "CANCELLED") > cancelled
