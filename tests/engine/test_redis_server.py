@@ -45,3 +45,29 @@ def test_one_server_per_data_dir(tmp_path: Path) -> None:
         with pytest.raises(RuntimeError, match="another process"):
             EmbeddedRedis(tmp_path).start()
         assert first.running
+
+
+def _modes(root: Path) -> dict[str, int]:
+    """Permission bits of `root` and of everything under it."""
+    return {str(p.relative_to(root.parent)): p.stat().st_mode & 0o777
+            for p in [root, *root.rglob("*")]}
+
+
+def test_the_data_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """Hands and seeds are in the append-only file: no other local user may read it,
+    also when the directory was made by an older version with 0755 / 0644."""
+    data = tmp_path / "data"
+    with EmbeddedRedis(data) as server:
+        redis.Redis.from_url(server.url).set("k", "v")
+    modes = _modes(data)
+    assert len(modes) >= 3, modes  # the directory, the lock, the append-only data
+    assert all(mode == (0o700 if (tmp_path / p).is_dir() else 0o600)
+               for p, mode in modes.items()), modes
+
+    for path in [data, *data.rglob("*")]:  # as an older version left them
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    with EmbeddedRedis(data) as server:
+        assert redis.Redis.from_url(server.url).get("k") == b"v"
+        modes = _modes(data)
+    assert all(mode == (0o700 if (tmp_path / p).is_dir() else 0o600)
+               for p, mode in modes.items()), modes

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import time
 import urllib.request
@@ -14,7 +16,9 @@ import redis
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from battleline_engine.redis_server import free_port
-from tests.processes import start_serve, stop_serve, web_url
+from tests.processes import children, command_line, is_alive, start_serve, stop_serve, web_url
+
+from .harness import Client
 
 
 def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
@@ -76,3 +80,40 @@ def test_serve_with_external_redis(redis_url: str, tmp_path: Path) -> None:
         err = _stop(process)
     assert "embedded redis" not in err
     assert not (tmp_path / "appendonly.aof").exists()
+
+
+@pytest.mark.timeout(90)
+def test_a_killed_embedded_redis_is_restarted_from_its_data(tmp_path: Path) -> None:
+    """SIGKILL of the embedded redis-server: serve reaps it (no zombie), starts it again
+    from the append-only file, health is SERVING again and the match is still there."""
+    with (tmp_path / "serve.log").open("w") as log:
+        process, address = start_serve("--web-port", "0", "--no-ai", "--data-dir",
+                                       str(tmp_path / "data"), env={"REDIS_URL": ""}, stderr=log)
+    client = Client.to(address)
+    try:
+        assert _serving(address) == health_pb2.HealthCheckResponse.SERVING
+        created = client.create()
+        time.sleep(1.5)  # appendfsync everysec: the match is on disk
+        first = _redis_child(process.pid)
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        second = first
+        while time.monotonic() < deadline and second in (first, 0):
+            time.sleep(0.1)
+            second = _redis_child(process.pid)
+        assert second not in (first, 0), "redis-server was not started again"
+        assert first not in children(process.pid), "the killed redis-server was not reaped"
+        assert _serving(address) == health_pb2.HealthCheckResponse.SERVING
+        view = client.view(created.match_id, created.seat_token)
+        assert view.match_id == created.match_id
+    finally:
+        client.channel.close()
+        _stop(process)
+
+
+def _redis_child(pid: int) -> int:
+    """The pid of serve's live redis-server child, 0 if none."""
+    for child in children(pid):
+        if is_alive(child) and "redis-server" in command_line(child)[0]:
+            return child
+    return 0

@@ -8,6 +8,7 @@ matches across restarts of the service.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import logging
@@ -47,6 +48,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def owner_only(root: Path) -> None:
+    """chmod 0700 for `root` and the directories under it, 0600 for its files: a data
+    directory made by an older version (0755, files 0644) is tightened on start."""
+    root.chmod(0o700)
+    for path in root.rglob("*"):
+        if not path.is_symlink():
+            path.chmod(0o700 if path.is_dir() else 0o600)
+
+
+def _owner_only_opener(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o600)
+
+
 class EmbeddedRedis:
     """A redis-server child process with its data under `data_dir`.
 
@@ -78,10 +92,45 @@ class EmbeddedRedis:
         """Start redis-server and wait until it answers PING; returns its URL."""
         if self.running:
             return self.url
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        owner_only(self.data_dir)
         self._take_lock()
-        port = self.port or free_port()
-        self.port = port
+        self.port = self.port or free_port()
+        self._spawn()
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        log.info("embedded redis started",
+                 extra={"port": self.port, "data_dir": str(self.data_dir)})
+        return self.url
+
+    async def supervise(self, interval_s: float = 0.5, timeout: float = 15.0) -> None:
+        """Until cancelled: reap a redis-server that died and start it again, on the same
+        port and password, from its append-only file (the engine's health turns SERVING
+        again once it answers). The child is started from the calling (main) thread, so
+        it keeps dying with the service (see die_with_parent)."""
+        while True:
+            await asyncio.sleep(interval_s)
+            process = self._process
+            if process is None or process.poll() is None:  # poll() reaps a dead child
+                continue
+            log.warning("embedded redis exited; restarting it from its append-only file",
+                        extra={"returncode": process.returncode})
+            if process.stderr is not None:
+                process.stderr.close()
+            self._spawn()
+            try:
+                await asyncio.to_thread(self._wait_ready, timeout)
+            except (RuntimeError, TimeoutError) as err:
+                log.error("embedded redis did not restart: %s", err)  # retried next turn
+            else:
+                log.info("embedded redis restarted", extra={"port": self.port})
+
+    def _spawn(self) -> None:
+        """Start the redis-server child (not waiting for it)."""
+        port = self.port
         args = [
             redis_executable(),
             "--bind", "127.0.0.1",
@@ -98,17 +147,11 @@ class EmbeddedRedis:
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C to the service must not kill Redis before we stop it
             preexec_fn=die_with_parent,  # ... but a SIGKILLed service must not leave it running
+            umask=0o077,  # its files (hands and seeds in the AOF) readable by the owner only
         )
-        try:
-            self._wait_ready(timeout)
-        except BaseException:
-            self.stop()
-            raise
-        log.info("embedded redis started", extra={"port": port, "data_dir": str(self.data_dir)})
-        return self.url
 
     def _take_lock(self) -> None:
-        lock = (self.data_dir / "redis.lock").open("w")
+        lock = open(self.data_dir / "redis.lock", "w", opener=_owner_only_opener)  # noqa: SIM115 (held until stop)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

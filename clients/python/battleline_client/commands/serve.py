@@ -17,6 +17,7 @@ import typer
 from .signals import stop_on_signals
 
 if TYPE_CHECKING:
+    from battleline_engine.redis_server import EmbeddedRedis
     from battleline_engine.runtime import EngineConfig
 
 log = logging.getLogger("battleline.serve")
@@ -127,7 +128,8 @@ def serve(
             ai_port = free_port()
             os.environ["BATTLELINE_AI_ADDRESS"] = f"127.0.0.1:{ai_port}"
         asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention, grace,
-                         config, ai_workers, ai_port, None if no_web else web_port))
+                         config, ai_workers, ai_port, None if no_web else web_port,
+                         embedded=embedded))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -136,7 +138,7 @@ def serve(
 async def _run(
     redis_url: str, port: int, host: str, tls_cert: Path | None, tls_key: Path | None,
     metrics_port: int, retention: int, grace: float, config: EngineConfig, ai_workers: int = 0,
-    ai_port: int = 0, web_port: int | None = None,
+    ai_port: int = 0, web_port: int | None = None, embedded: EmbeddedRedis | None = None,
 ) -> None:
     from battleline_engine import metrics
     from battleline_engine.server import ServerConfig, start_server
@@ -153,6 +155,8 @@ async def _run(
     engine = await start_server(server_config, storage, default_services(storage, config))
     ai: subprocess.Popen[bytes] | None = None
     web: WebGateway | None = None
+    # A killed embedded Redis is reaped and started again from its append-only file.
+    supervisor = asyncio.create_task(embedded.supervise()) if embedded is not None else None
     try:
         if metrics_port:
             metrics.serve_metrics(metrics_port, host)
@@ -166,6 +170,8 @@ async def _run(
         await stop.wait()
         log.info("shutting down")
     finally:
+        if supervisor is not None:
+            supervisor.cancel()
         if web is not None:
             await web.stop()
         if ai is not None:
