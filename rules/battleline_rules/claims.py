@@ -30,6 +30,7 @@ class Grounds(Enum):
     CANNOT_COMPLETE = "cannot-complete"
     UNBEATABLE = "unbeatable"
     REFUTED = "refuted"
+    DISCARD_PENDING = "discard-pending"
 
 
 class ClaimVerdict(NamedTuple):
@@ -59,6 +60,11 @@ class ClaimVerdict(NamedTuple):
             return f"{name} is already claimed"
         if grounds is Grounds.INCOMPLETE:
             return f"your side of {name} has {self.seat_cards} of {self.size} cards"
+        if grounds is Grounds.DISCARD_PENDING:
+            return (
+                f"{name}: Mud has left and a side still holds {self.size + 1} cards: "
+                "nothing can be proven there until the discard"
+            )
         if grounds is Grounds.EMPTY_SIDE:
             return f"{name}: your opponent has no card there"
         if grounds is Grounds.CANNOT_COMPLETE:
@@ -97,6 +103,9 @@ def decide_claim(
         return ClaimVerdict(False, Grounds.ALREADY_CLAIMED, ruleset, index)
     size, fog = flag.size, flag.fog
     mine, theirs = flag.cards[seat], flag.cards[1 - seat]
+    if len(mine) > size or len(theirs) > size:
+        # Only between Mud leaving and its owner's discard: neither side's formation exists yet.
+        return ClaimVerdict(False, Grounds.DISCARD_PENDING, ruleset, index, len(mine), size)
     if len(mine) < size:
         return ClaimVerdict(False, Grounds.INCOMPLETE, ruleset, index, len(mine), size)
     my_form = best_formation(ruleset, mine, 0, 0, fog)

@@ -34,6 +34,7 @@ from .cards import (
     Tactic,
     card_name,
     is_tactic,
+    mask_of,
 )
 from .claims import ClaimVerdict, Grounds, decide_claim
 from .errors import ErrorCode, RuleError
@@ -215,17 +216,22 @@ class GameState:
     def claim_verdict(self, flag: int, seat: int) -> ClaimVerdict:
         """Whether ``seat`` could claim ``flag`` now, and why (cached while exact).
 
-        A verdict stays exact while the flag is unchanged: a granted claim stays
-        granted (unseen cards only ever become fewer), and a refusal stays a
-        refusal while every card of its refutation is still unseen.
+        A verdict stays exact while the flag is unchanged and every card it
+        names is still unseen: the opponent's best completion can only get
+        weaker as unseen cards become fewer, so while its cards are all still
+        unseen it is still the best, and `best_formation` (deterministic, taking
+        the first cards that fit) picks the same cards again. Once one of them is
+        face up, the verdict (a granted claim stays granted) is decided afresh
+        so that its explanation never names a card already on the table.
         """
         f = self.flags[flag]
         cached = self._claim_cache.get((flag, seat))
         if cached is not None and cached[0] == f.version:
             verdict = cached[1]
-            if verdict.granted or not verdict.refutation:
+            theirs = verdict.theirs
+            if theirs is None or not theirs.added:
                 return verdict
-            mask = verdict.refutation_mask
+            mask = mask_of(theirs.added)
             if self.available & mask == mask:
                 return verdict
         verdict = decide_claim(self.ruleset, f, flag, seat, self.available)

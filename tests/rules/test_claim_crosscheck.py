@@ -87,8 +87,8 @@ class Checker:
         """Check one claim question: ``seat`` claims flag ``index`` given ``available``."""
         mine, theirs = flag.cards[seat], flag.cards[1 - seat]
         size, fog = flag.size, flag.fog
-        if flag.claimed != UNCLAIMED or len(mine) != size:
-            return
+        if flag.claimed != UNCLAIMED or len(mine) != size or len(theirs) > size:
+            return  # a side over size only waits for Mud's discard: tests/rules/test_claims.py
         complete = len(theirs) == size
         missing = size - len(theirs)
         avail = available & ruleset.troop_mask
@@ -191,8 +191,18 @@ class Checker:
         self.state = state
         for index, flag in enumerate(state.flags):
             for seat in (0, 1):
+                self.check_cached(state, index, seat, context)
                 self.check_flag(state.ruleset, flag, index, seat, state.available, context, state)
         self.state = None
+
+    def check_cached(self, state: GameState, index: int, seat: int, context: str) -> None:
+        """The state's cached verdict is the fresh decision, explanation included."""
+        cached = state.claim_verdict(index, seat)
+        fresh = decide_claim(state.ruleset, state.flags[index], index, seat, state.available)
+        self.counts["cached verdicts compared"] += 1
+        if cached != fresh:
+            self.fail(f"flag {index + 1}, seat {seat}: cached {cached.reason!r}, "
+                      f"fresh {fresh.reason!r}", context)
 
     def report(self, title: str) -> str:
         lines = [f"{title}:"] + [f"  {k}: {v}" for k, v in sorted(self.counts.items())]

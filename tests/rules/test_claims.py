@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from battleline_rules import Action, ErrorCode, Kind, RuleError, dump_position, parse_action
+from battleline_rules import (
+    Action,
+    ErrorCode,
+    Grounds,
+    Kind,
+    RuleError,
+    decide_claim,
+    dump_position,
+    parse_action,
+)
 
 from .positions import position
 
@@ -176,3 +185,36 @@ def test_refused_claims_name_their_reason() -> None:
         with pytest.raises(RuleError) as error:
             state.apply(parse_action(text))
         assert error.value.code is code
+
+
+def test_a_cached_granted_claim_explains_itself_as_a_fresh_decision_would() -> None:
+    # Issue #15: a granted verdict was cached with its explanation, which named
+    # G10 as a card the opponent could still add after G10 had been played.
+    state = position("basic", flags={1: "G8#1 G9#3 | P8#2 P9#4 P10#5 | - | -"},
+                     hands=("G10", "O1"), player=1, phase="finish")
+    assert "wedge, sum 27" in state.claim_verdict(0, 1).reason
+    for text in ("draw troop", "play G10@2", "draw troop", "play O1@3"):
+        state.apply(parse_action(text))
+    cached = state.claim_verdict(0, 1)
+    fresh = decide_claim(state.ruleset, state.flags[0], 0, 1, state.available)
+    assert cached.granted and cached == fresh
+    assert "wedge, sum 24" in cached.reason and "G10" not in cached.reason
+
+
+def test_no_claim_is_proven_while_mud_leaves_a_side_too_full() -> None:
+    # Issue #15: seat 0's four-card wedge stood on what is again a three-card flag.
+    state = position(flags={1: "R1 R2 R3 R4 | B5 G5 Y5 | MUD/0 | -"},
+                     hands=("", "DESERTER P2"), player=1)
+    state.apply(parse_action("deserter MUD@1"))
+    assert state.phase.name == "MUD_DISCARD"
+    for seat in (0, 1):
+        for verdict in (
+            state.claim_verdict(0, seat),
+            decide_claim(state.ruleset, state.flags[0], 0, seat, state.available),
+        ):
+            assert not verdict.granted, verdict.reason
+            assert verdict.grounds is Grounds.DISCARD_PENDING
+            assert "until the discard" in verdict.reason, verdict.reason
+    state.apply(parse_action("mud-discard R4@1"))
+    # R1 R2 R3 (wedge) beats B5 G5 Y5 (phalanx) once the flag is back to three.
+    assert state.claim_verdict(0, 0).granted and not state.claim_verdict(0, 1).granted
