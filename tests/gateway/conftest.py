@@ -4,6 +4,7 @@ gateway on its own event loop thread in front of that engine."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -19,11 +20,11 @@ class GatewayThread(LoopThread):
 
     call_timeout_s = 30.0
 
-    def __init__(self, engine_address: str) -> None:
+    def __init__(self, engine_address: str, **options: Any) -> None:
         super().__init__()
 
         async def started() -> WebGateway:
-            web = WebGateway(engine_address, port=0)
+            web = WebGateway(engine_address, port=0, **options)
             await web.start()
             return web
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -28,37 +29,60 @@ def bearer(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
 
 
 FORWARDED_FOR = "x-forwarded-for"
+# Sent by the web gateway: its per-deployment secret, and the address of its client.
+GATEWAY_SECRET = "x-battleline-gateway-secret"
+GATEWAY_CLIENT = "x-battleline-client"
 
 
 class Callers:
     """The caller's address for per-client limits.
 
-    Normally the connection's peer address (without its port: one client,
-    many connections). Behind the web gateway every browser arrives from the
-    gateway's address, so when the peer is a trusted proxy, the address it
-    forwards in `x-forwarded-for` (the last entry: the one it saw) is used.
+    The connection's peer address (without its port: one client, many connections),
+    except for two callers that speak for someone else:
+
+    - the web gateway, proven by the per-deployment secret it presents: the browser's
+      address it sends in `x-battleline-client`. Its address proves nothing, since
+      under `battleline serve` the gateway shares loopback with every local user;
+    - a configured proxy (`--trusted-proxy CIDR`, e.g. Envoy with
+      `use_remote_address`): the last `x-forwarded-for` entry, the peer it saw.
+
+    Nobody else chooses the address they are counted under, and a forwarded value
+    that is not an IP address is ignored (it would become a limiter key).
     """
 
-    def __init__(self, trusted_proxies: Iterable[str]) -> None:
+    def __init__(self, trusted_proxies: Iterable[str] = (), gateway_secret: str = "") -> None:
         self.trusted = tuple(ipaddress.ip_network(net) for net in trusted_proxies)
+        self.gateway_secret = gateway_secret.encode()
 
     def key(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
         peer = unquote(context.peer() or "")  # "ipv4:1.2.3.4:5", "ipv6:[::1]:5", "unix:..."
         kind, _, rest = peer.partition(":")
         host = rest.rsplit(":", 1)[0].strip("[]") if kind in ("ipv4", "ipv6") else peer
+        headers = {name: value for name, value in context.invocation_metadata() or ()}
+        secret = _text(headers.get(GATEWAY_SECRET, ""))
+        if self.gateway_secret and hmac.compare_digest(secret.encode(), self.gateway_secret):
+            return _address(_text(headers.get(GATEWAY_CLIENT, ""))) or host
         if self._trusted(host):
-            for name, value in context.invocation_metadata() or ():
-                if name == FORWARDED_FOR:
-                    text = value.decode() if isinstance(value, bytes) else value
-                    return text.rsplit(",", 1)[-1].strip() or host
+            forwarded = _text(headers.get(FORWARDED_FOR, ""))
+            return _address(forwarded.rsplit(",", 1)[-1]) or host
         return host
 
     def _trusted(self, host: str) -> bool:
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            return False
-        return any(address in net for net in self.trusted)
+        address = _address(host)
+        return bool(address) and any(ipaddress.ip_address(address) in net
+                                     for net in self.trusted)
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def _address(text: str) -> str:
+    """`text` as a normalised IP address, or "" if it is none."""
+    try:
+        return str(ipaddress.ip_address(text.strip()))
+    except ValueError:
+        return ""
 
 
 class Seats:

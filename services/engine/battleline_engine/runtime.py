@@ -31,8 +31,10 @@ class EngineConfig:
     action_rate: Rate = field(default_factory=lambda: Rate(per_s=20.0, burst=60))
     streams_per_seat: int = 4  # open Watch streams per seat (and per spectator address)
     sweep_interval_s: float = 0.5
-    # Peers whose x-forwarded-for is believed (the web gateway); see auth.Callers.
-    trusted_proxies: tuple[str, ...] = ("127.0.0.0/8", "::1/128")
+    # Proxies whose x-forwarded-for is believed (`--trusted-proxy`); see auth.Callers.
+    trusted_proxies: tuple[str, ...] = ()
+    # The secret the web gateway presents to have its client's address believed.
+    gateway_secret: str = field(default="", repr=False)
 
 
 class Runtime:
@@ -45,7 +47,7 @@ class Runtime:
         self.config = config
         self.matches = Matches(storage)
         self.seats = Seats(storage)
-        self.callers = Callers(config.trusted_proxies)
+        self.callers = Callers(config.trusted_proxies, config.gateway_secret)
         self.create_limit = RateLimiter(config.create_rate, "matches created")
         self.action_limit = RateLimiter(config.action_rate, "actions")
         self.hub = Hub(storage)

@@ -25,26 +25,30 @@ from google.rpc import status_pb2
 from protobuf.wkt import Any as DetailAny
 
 from battleline.v1 import game_pb2, lobby_pb2, record_pb2, watch_pb2
+from battleline_engine.auth import GATEWAY_CLIENT, GATEWAY_SECRET
 
 # The services a browser may call: the engine's public contract (not AiService).
 PUBLIC_SERVICES: tuple[ModuleType, ...] = (lobby_pb2, game_pb2, watch_pb2, record_pb2)
 
 # Request headers passed on to the engine: the seat token.
 FORWARDED_HEADERS = ("authorization",)
-# The browser's address, so the engine's per-client limits apply per browser, not to the
-# gateway as a whole (the engine believes it from trusted proxies only).
-FORWARDED_FOR = "x-forwarded-for"
 _DETAILS_KEY = "grpc-status-details-bin"
 # What a call cut by the gateway's shutdown gets: a Watch resumes from its last event.
 RESTARTING = ConnectError(Code.UNAVAILABLE, "the web gateway is restarting: call again")
 
 
 class Upstream:
-    """The gRPC channel to the engine, and whether the gateway is shutting it down."""
+    """The gRPC channel to the engine, and whether the gateway is shutting it down.
 
-    def __init__(self, engine_address: str) -> None:
+    With the engine's gateway secret, each call carries the browser's address, so the
+    engine's per-client limits apply per browser, not to the gateway as a whole; the
+    secret is what makes the engine believe it (see battleline_engine.auth.Callers).
+    """
+
+    def __init__(self, engine_address: str, secret: str = "") -> None:
         self.channel = grpc.aio.insecure_channel(engine_address)
         self.closing = False
+        self.secret = secret
 
     async def close(self, grace_s: float) -> None:
         """Let running calls finish for `grace_s`, then cancel the rest (watch streams)."""
@@ -106,7 +110,7 @@ def _forwarding_endpoint(upstream: Upstream,
 
         async def forward_stream(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
             try:
-                async for response in stream_call(request, metadata=_metadata(ctx),
+                async for response in stream_call(request, metadata=_metadata(ctx, upstream),
                                                   timeout=_timeout_s(ctx)):
                     yield response
             except grpc.aio.AioRpcError as error:
@@ -122,20 +126,22 @@ def _forwarding_endpoint(upstream: Upstream,
 
     async def forward_unary(request: Any, ctx: RequestContext[Any, Any]) -> Any:
         try:
-            return await unary_call(request, metadata=_metadata(ctx), timeout=_timeout_s(ctx))
+            return await unary_call(request, metadata=_metadata(ctx, upstream),
+                                    timeout=_timeout_s(ctx))
         except grpc.aio.AioRpcError as error:
             raise connect_error(error) from None
 
     return Endpoint.unary(info, forward_unary)
 
 
-def _metadata(ctx: RequestContext[Any, Any]) -> tuple[tuple[str, str], ...]:
+def _metadata(ctx: RequestContext[Any, Any], upstream: Upstream) -> tuple[tuple[str, str], ...]:
     headers = ctx.request_headers
     passed = tuple((name, headers[name]) for name in FORWARDED_HEADERS if name in headers)
     client = ctx.client_address  # "host:port", or None (unknown transport)
-    if client is None:
+    if client is None or not upstream.secret:
         return passed
-    return (*passed, (FORWARDED_FOR, client.rsplit(":", 1)[0].strip("[]")))
+    return (*passed, (GATEWAY_SECRET, upstream.secret),
+            (GATEWAY_CLIENT, client.rsplit(":", 1)[0].strip("[]")))
 
 
 def _timeout_s(ctx: RequestContext[Any, Any]) -> float | None:

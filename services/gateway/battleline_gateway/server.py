@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .bridge import EngineBridge, Upstream
 from .site import WebApp
+
+log = logging.getLogger(__name__)
 
 
 class _QuietSignals(uvicorn.Server):
@@ -20,13 +26,89 @@ class _QuietSignals(uvicorn.Server):
         yield
 
 
-class WebGateway:
-    """The web page and the Connect/gRPC-Web bridge to the engine at `engine_address`."""
+@dataclass(frozen=True, slots=True)
+class WebLimits:
+    """What one client may hold of the web port, which shares the process (and its
+    descriptor limit) with the engine under `battleline serve`."""
 
-    def __init__(self, engine_address: str, host: str = "127.0.0.1", port: int = 8080) -> None:
-        self.upstream = Upstream(engine_address)
+    max_connections: int = 512  # more are closed at once: the engine keeps its descriptors
+    request_timeout_s: float = 10.0  # for a request's headers and body to arrive in full
+    idle_timeout_s: int = 5  # a kept-alive connection with no next request is closed
+    max_header_bytes: int = 16 * 1024
+
+
+class _GuardedH11(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with a connection cap and a request deadline.
+
+    uvicorn arms no timer until a first response is sent, so a connection that sends
+    nothing, or its headers a byte at a time, stayed open for ever. Here every request
+    must arrive in full within `request_timeout_s` of the connection (or of the previous
+    response); the long part of a Watch, its response, is not limited.
+    """
+
+    limits = WebLimits()  # set per server by _guarded()
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.limits.max_connections:
+            log.warning("web connection refused: %d open", self.limits.max_connections)
+            transport.close()
+            return
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED):
+            self._disarm()  # the whole request is in
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm()  # the next request on this connection
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(self.limits.request_timeout_s, self._expire)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expire(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+def _guarded(limits: WebLimits) -> type[_GuardedH11]:
+    return type("GuardedH11", (_GuardedH11,), {"limits": limits})
+
+
+class WebGateway:
+    """The web page and the Connect/gRPC-Web bridge to the engine at `engine_address`.
+
+    `engine_secret`: the engine's gateway secret, sent with each call so the engine
+    counts every browser on its own. `trusted_proxies`: networks whose
+    x-forwarded-for names the browser (an ingress in front); nobody's by default.
+    """
+
+    def __init__(self, engine_address: str, host: str = "127.0.0.1", port: int = 8080, *,
+                 engine_secret: str = "", trusted_proxies: Sequence[str] = (),
+                 limits: WebLimits = WebLimits()) -> None:
+        self.upstream = Upstream(engine_address, engine_secret)
         config = uvicorn.Config(WebApp(EngineBridge(self.upstream)), host=host, port=port,
                                 lifespan="off", log_level="warning", access_log=False,
+                                http=_guarded(limits), ws="none",
+                                timeout_keep_alive=limits.idle_timeout_s,
+                                h11_max_incomplete_event_size=limits.max_header_bytes,
+                                proxy_headers=bool(trusted_proxies),
+                                forwarded_allow_ips=list(trusted_proxies) or None,
                                 timeout_graceful_shutdown=3)  # a bound, past our own grace
         self._server = _QuietSignals(config)
         self._task: asyncio.Task[None] | None = None

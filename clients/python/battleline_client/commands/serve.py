@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from .signals import stop_on_signals
 if TYPE_CHECKING:
     from battleline_engine.redis_server import EmbeddedRedis
     from battleline_engine.runtime import EngineConfig
+    from battleline_gateway.server import WebLimits
 
 log = logging.getLogger("battleline.serve")
 
@@ -69,10 +71,21 @@ def serve(
     ai_workers: Annotated[int, typer.Option(
         envvar="BATTLELINE_AI_WORKERS", min=1, help="Hosted-AI worker processes."
     )] = 1,
-    trusted_proxies: Annotated[str, typer.Option(
-        envvar="BATTLELINE_TRUSTED_PROXIES",
-        help="Comma-separated networks whose x-forwarded-for is believed (the web gateway).",
-    )] = "127.0.0.0/8,::1/128",
+    trusted_proxy: Annotated[list[str] | None, typer.Option(
+        help="A proxy network (CIDR) whose x-forwarded-for is believed (e.g. Envoy's); "
+             "repeatable. None by default.",
+    )] = None,
+    gateway_secret_file: Annotated[Path | None, typer.Option(
+        envvar="BATTLELINE_GATEWAY_SECRET_FILE",
+        help="File holding the secret web gateways (battleline web) present to have their "
+             "browsers' addresses believed; the gateway started here gets one of its own.",
+    )] = None,
+    web_max_connections: Annotated[int, typer.Option(
+        help="Open connections the web port accepts; more are closed at once.", min=1,
+    )] = 512,
+    web_request_timeout: Annotated[float, typer.Option(
+        help="Seconds a web request (headers and body) may take to arrive.", min=0.1,
+    )] = 10.0,
     web_port: Annotated[int, typer.Option(
         envvar="BATTLELINE_WEB_PORT", help="Web page and Connect/gRPC-Web port, 0: any."
     )] = 8080,
@@ -110,7 +123,9 @@ def serve(
             create_rate=Rate(create_rate, max(10.0, create_rate * 10)),
             action_rate=Rate(action_rate, max(30.0, action_rate * 3)),
             streams_per_seat=streams_per_seat,
-            trusted_proxies=_networks(trusted_proxies),
+            trusted_proxies=networks(trusted_proxy or []),
+            gateway_secret=read_secret(gateway_secret_file) if gateway_secret_file
+            else secrets.token_urlsafe(32),  # for the gateway started here
         )
         ai_workers = 0 if no_ai else ai_workers
         if ai_workers and tls_cert:
@@ -127,9 +142,13 @@ def serve(
 
             ai_port = free_port()
             os.environ["BATTLELINE_AI_ADDRESS"] = f"127.0.0.1:{ai_port}"
+        from battleline_gateway.server import WebLimits
+
+        web_limits = WebLimits(max_connections=web_max_connections,
+                               request_timeout_s=web_request_timeout)
         asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention, grace,
                          config, ai_workers, ai_port, None if no_web else web_port,
-                         embedded=embedded))
+                         embedded=embedded, web_limits=web_limits))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -139,12 +158,13 @@ async def _run(
     redis_url: str, port: int, host: str, tls_cert: Path | None, tls_key: Path | None,
     metrics_port: int, retention: int, grace: float, config: EngineConfig, ai_workers: int = 0,
     ai_port: int = 0, web_port: int | None = None, embedded: EmbeddedRedis | None = None,
+    web_limits: WebLimits | None = None,
 ) -> None:
     from battleline_engine import metrics
     from battleline_engine.server import ServerConfig, start_server
     from battleline_engine.storage import Storage
     from battleline_engine.wiring import default_services
-    from battleline_gateway.server import WebGateway
+    from battleline_gateway.server import WebGateway, WebLimits
 
     # Handlers first: a SIGTERM as soon as the address is printed is a clean stop.
     stop = stop_on_signals()
@@ -164,7 +184,8 @@ async def _run(
         print(f"battleline engine listening on {engine.address}", flush=True)
         ai = _start_ai(engine.address, redis_url, ai_workers, ai_port) if ai_workers else None
         if web_port is not None:
-            web = WebGateway(engine.address, host, web_port)
+            web = WebGateway(engine.address, host, web_port, engine_secret=config.gateway_secret,
+                             limits=web_limits or WebLimits())
             await web.start()
             print(f"battleline web page at {web.url}", flush=True)
         await stop.wait()
@@ -181,17 +202,26 @@ async def _run(
             await storage.close()
 
 
-def _networks(text: str) -> tuple[str, ...]:
-    """`--trusted-proxies`: comma-separated networks, each checked here."""
+def networks(values: list[str]) -> tuple[str, ...]:
+    """`--trusted-proxy` values (each a CIDR network), checked here."""
     import ipaddress
 
-    networks = tuple(filter(None, (item.strip() for item in text.split(","))))
-    for network in networks:
+    for network in values:
         try:
-            ipaddress.ip_network(network)
+            ipaddress.ip_network(network.strip())
         except ValueError as err:
-            raise typer.BadParameter(f"--trusted-proxies: {err}") from None
-    return networks
+            raise typer.BadParameter(f"--trusted-proxy: {err}") from None
+    return tuple(network.strip() for network in values)
+
+
+def read_secret(path: Path) -> str:
+    """A secret from a file that not every user can read (never from a command line)."""
+    if path.stat().st_mode & 0o004:
+        raise typer.BadParameter(f"{path} is readable by every user: chmod 600 it")
+    secret = path.read_text().strip()
+    if len(secret) < 16:
+        raise typer.BadParameter(f"{path}: the secret needs at least 16 characters")
+    return secret
 
 
 def _start_ai(address: str, redis_url: str, workers: int,

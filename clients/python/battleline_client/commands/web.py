@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from .serve import networks, read_secret
 from .signals import stop_on_signals
 
 
@@ -20,19 +22,31 @@ def web(
     host: Annotated[str, typer.Option(envvar="BATTLELINE_HOST", help="Address to bind.")] = (
         "127.0.0.1"
     ),
+    gateway_secret_file: Annotated[Path | None, typer.Option(
+        envvar="BATTLELINE_GATEWAY_SECRET_FILE",
+        help="The engine's gateway secret (serve --gateway-secret-file), so the engine "
+             "counts each browser on its own rather than this gateway as one client.",
+    )] = None,
+    trusted_proxy: Annotated[list[str] | None, typer.Option(
+        help="A network (CIDR) of a proxy in front of this gateway whose x-forwarded-for "
+             "is believed; repeatable. None by default.",
+    )] = None,
 ) -> None:
     """Serve the web page and the engine's services to browsers until SIGINT/SIGTERM.
 
     `battleline serve` already does this next to its engine; run this on its
     own to scale the web front apart from the engines (see deploy/).
     """
-    asyncio.run(_run(engine, host, port))
+    secret = read_secret(gateway_secret_file) if gateway_secret_file else ""
+    asyncio.run(_run(engine, host, port, secret, networks(trusted_proxy or [])))
 
 
-async def _run(engine: str, host: str, port: int) -> None:
+async def _run(engine: str, host: str, port: int, secret: str,
+               trusted_proxies: tuple[str, ...]) -> None:
     from battleline_gateway.server import WebGateway
 
-    gateway = WebGateway(engine, host, port)
+    gateway = WebGateway(engine, host, port, engine_secret=secret,
+                         trusted_proxies=trusted_proxies)
     await gateway.start()
     print(f"battleline web page at {gateway.url} (engine {engine})", flush=True)
     stop = stop_on_signals()
