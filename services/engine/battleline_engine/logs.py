@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from typing import Final
 
 _STANDARD: Final = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
@@ -32,9 +33,42 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
+class RepeatFilter(logging.Filter):
+    """At most `burst` records of one logger, level and message template per `window_s`;
+    the first let through after a cut says how many were dropped (`suppressed`).
+
+    A flood of one event (junk requests, a full web port, a failing dependency) then
+    costs a few lines instead of filling the disk.
+    """
+
+    def __init__(self, burst: int = 10, window_s: float = 10.0, max_keys: int = 1000) -> None:
+        super().__init__()
+        self.burst = burst
+        self.window_s = window_s
+        self.max_keys = max_keys
+        self._seen: dict[tuple[str, int, str], tuple[float, int, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.levelno, str(record.msg))
+        now = time.monotonic()
+        start, count, dropped = self._seen.get(key, (now, 0, 0))
+        if now - start >= self.window_s:
+            start, count = now, 0
+        if count >= self.burst:
+            self._seen[key] = (start, count, dropped + 1)
+            return False
+        if dropped:
+            record.suppressed = dropped
+        if len(self._seen) >= self.max_keys and key not in self._seen:
+            self._seen = {k: v for k, v in self._seen.items() if now - v[0] < self.window_s}
+        self._seen[key] = (start, count + 1, 0)
+        return True
+
+
 def configure(level: str = "info", fmt: str = "json") -> None:
-    """Route all logging to stderr in the chosen format."""
+    """Route all logging to stderr in the chosen format, repeats cut short."""
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RepeatFilter())
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:

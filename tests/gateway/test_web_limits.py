@@ -1,0 +1,70 @@
+"""The web port under a flood, through a real `battleline serve`: connections past the
+cap are closed at once, a request that does not arrive in time is cut, the engine's
+gRPC port keeps answering, and the log does not repeat itself (issue #14)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from grpc_health.v1 import health_pb2
+
+from tests.engine.test_serve_command import _serving
+from tests.processes import start_serve, stop_serve, web_url
+
+CAP = 100
+FLOOD = 300
+
+
+def _closed(sock: socket.socket) -> bool:
+    """Whether the server has closed `sock` (without waiting)."""
+    try:
+        return sock.recv(1, socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:  # reset
+        return True
+
+
+@pytest.mark.timeout(120)
+def test_a_flooded_web_port_leaves_the_engine_serving(redis_url: str, tmp_path: Path) -> None:
+    log = tmp_path / "serve.log"
+    with log.open("w") as err:
+        process, address = start_serve(
+            "--redis-url", redis_url, "--no-ai", "--web-port", "0",
+            "--web-max-connections", str(CAP), "--web-request-timeout", "2", stderr=err)
+    sockets: list[socket.socket] = []
+    try:
+        url = urlsplit(web_url(process))
+        target = (url.hostname or "127.0.0.1", url.port or 80)
+        sockets = [socket.create_connection(target, timeout=5) for _ in range(FLOOD)]
+        time.sleep(1.0)
+        refused = sum(_closed(s) for s in sockets)
+        assert refused >= FLOOD - CAP - 5, refused  # past the cap: closed at once
+        assert _serving(address) == health_pb2.HealthCheckResponse.SERVING
+
+        slow = socket.create_connection(target, timeout=5)
+        slow.sendall(b"GET / HTTP/1.1\r\n")
+        started = time.monotonic()
+        while not _closed(slow) and time.monotonic() - started < 10:
+            slow.sendall(b"X-Slow: 1\r\n")  # a header line every 0.2 s, never finishing
+            time.sleep(0.2)
+        assert time.monotonic() - started < 5, "a request trickling in was never cut"
+
+        deadline = time.monotonic() + 6
+        while not all(_closed(s) for s in sockets) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(_closed(s) for s in sockets), "idle connections were kept open"
+        with socket.create_connection(target, timeout=5) as page:  # served again
+            page.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert page.recv(12).startswith(b"HTTP/1.1 200")
+    finally:
+        for sock in sockets:
+            sock.close()
+        stop_serve(process)
+    refusals = [line for line in log.read_text().splitlines() if "connection refused" in line]
+    assert 1 <= len(refusals) <= 20, len(refusals)  # a flood of one warning is cut short
+    assert process.returncode == 0
