@@ -12,23 +12,27 @@ import random
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from battleline_client.bots import choose
 from battleline_client.client import Client, Seat
 from battleline_client.common import is_finished, is_my_turn
+from battleline_client.local import OPEN_LIMITS
 
-SECRET = "tests-ai-vault-secret-0123456789"
+AI_KEY = "tests-hosted-ai-key-0123456789"
+# A local engine that admits the hosted AI with AI_KEY.
+WITH_AI = replace(OPEN_LIMITS, ai_key=AI_KEY)
 
 
 def start_worker(engine: str, redis_url: str, log: Path, *, claim_idle: float = 30.0,
                  move_cap: float = 0.3, concurrency: int = 8) -> subprocess.Popen[bytes]:
     """One worker process; its log goes to `log` (appended)."""
-    env = {**os.environ, "BATTLELINE_AI_SECRET": SECRET}
+    env = {**os.environ, "BATTLELINE_AI_KEY": AI_KEY, "REDIS_URL": redis_url}
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "battleline_ai.worker", "--engine", engine, "--redis-url",
-             redis_url, "--claim-idle", str(claim_idle), "--move-cap", str(move_cap),
+            [sys.executable, "-m", "battleline_ai.worker", "--engine", engine,
+             "--claim-idle", str(claim_idle), "--move-cap", str(move_cap),
              "--concurrency", str(concurrency)],
             stdout=out, stderr=subprocess.STDOUT, env=env)
 

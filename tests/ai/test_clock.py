@@ -13,7 +13,7 @@ from battleline.v1 import types_pb2
 from battleline_ai.budget import MARGIN_S, move_deadline
 from battleline_client.client import Client
 from battleline_client.local import LocalService
-from tests.ai.service_harness import play_random, start_worker, stop
+from tests.ai.service_harness import WITH_AI, play_random, start_worker, stop
 from tests.engine.conftest import redis_server, redis_url
 
 __all__ = ["redis_server", "redis_url"]
@@ -45,7 +45,7 @@ def test_think_time_comes_from_the_seats_clock() -> None:
 
 @pytest.fixture
 def engine(redis_url: str) -> Iterator[LocalService]:
-    with LocalService(redis_url) as running:
+    with LocalService(redis_url, config=WITH_AI) as running:
         yield running
 
 

@@ -5,10 +5,14 @@ and matches between two people get nothing."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import grpc
 import pytest
@@ -16,9 +20,9 @@ import pytest
 from battleline.v1 import game_pb2, game_pb2_grpc
 from battleline_client.aio import AsyncClient
 from battleline_client.client import Client
-from battleline_client.common import is_my_turn
+from battleline_client.common import SeatHandle, is_my_turn
 from battleline_client.local import LocalService
-from battleline_engine import hints
+from tests.ai.service_harness import AI_KEY, WITH_AI
 from tests.engine.conftest import redis_server, redis_url
 
 __all__ = ["redis_server", "redis_url"]
@@ -28,17 +32,17 @@ __all__ = ["redis_server", "redis_url"]
 def engine(redis_url: str) -> Iterator[LocalService]:
     process = subprocess.Popen(
         [sys.executable, "-m", "battleline_client.cli", "ai", "--workers", "0", "--port", "0",
-         "--engine", "127.0.0.1:1", "--redis-url", redis_url],
-        stdout=subprocess.PIPE, text=True)
+         "--engine", "127.0.0.1:1"],
+        stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "BATTLELINE_AI_KEY": AI_KEY, "REDIS_URL": redis_url})
     assert process.stdout is not None
     line = process.stdout.readline()
     assert "listening on" in line, line
-    hints._client = hints.HintClient(line.split()[-1])  # what --ai-address configures
+    config = replace(WITH_AI, ai_address=line.split()[-1])  # what --ai-address configures
     try:
-        with LocalService(redis_url) as running:
+        with LocalService(redis_url, config=config) as running:
             yield running
     finally:
-        hints._client = None
         process.send_signal(signal.SIGTERM)
         process.wait(15)
 
@@ -93,3 +97,40 @@ def test_no_hints_between_two_people(engine: LocalService) -> None:
             code, details = _code(lambda h=handle: _hint(engine.address, created.match_id,
                                                          h.token))
             assert code == grpc.StatusCode.PERMISSION_DENIED and "two people" in details
+
+
+def test_one_seats_hint_burst_does_not_starve_another_seats_hint(engine: LocalService) -> None:
+    """Finding 8: four concurrent 5-second hints for one seat (the AI service has one
+    search process) used to queue up and make another player's hint time out
+    (UNAVAILABLE). One search per seat at a time: the extra three are refused at once
+    (RESOURCE_EXHAUSTED) and the other seat's hint is answered."""
+    with Client(engine.address) as client:
+        movers = []
+        for _ in range(2):
+            created = client.create(opponent="local", clock="none")
+            assert created.other is not None
+            handles = [created.seat, created.other]
+            views = [client.view(created.match_id, h.token) for h in handles]
+            movers.append(handles[0 if is_my_turn(views[0]) else 1])
+        hog, other = movers
+
+        def ask(handle: SeatHandle, budget_ms: int) -> grpc.StatusCode:
+            try:
+                with grpc.insecure_channel(engine.address) as channel:
+                    game_pb2_grpc.GameServiceStub(channel).GetHint(
+                        game_pb2.GetHintRequest(match_id=handle.match_id, budget_ms=budget_ms),
+                        metadata=(("authorization", f"Bearer {handle.token}"),), timeout=60)
+                return grpc.StatusCode.OK
+            except grpc.RpcError as err:
+                return err.code()
+
+        with ThreadPoolExecutor(5) as pool:
+            burst = [pool.submit(ask, hog, 5000) for _ in range(4)]
+            time.sleep(0.3)  # the burst first
+            start = time.monotonic()
+            answered = ask(other, 300)
+            waited = time.monotonic() - start
+            codes = sorted(f.result().name for f in burst)
+    assert answered == grpc.StatusCode.OK, answered
+    assert waited < 8, waited  # behind one 5-second search at most, not four
+    assert codes == ["OK", "RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED"]

@@ -21,12 +21,12 @@ import pytest
 import redis
 
 from battleline.v1 import ai_pb2, ai_pb2_grpc, types_pb2
-from battleline_ai.vault import Sealer, vault_key
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 from battleline_client.local import LocalService
-from tests.ai.service_harness import SECRET, play_random, start_worker, stop
+from tests.ai.service_harness import AI_KEY, WITH_AI, play_random, start_worker, stop
 from tests.engine.conftest import redis_server, redis_url
+from tests.processes import descendants
 
 __all__ = ["redis_server", "redis_url"]
 
@@ -38,7 +38,7 @@ FAIR_ENDS = {types_pb2.END_REASON_BREAKTHROUGH, types_pb2.END_REASON_ENVELOPMENT
 
 @pytest.fixture
 def engine(redis_url: str) -> Iterator[LocalService]:
-    with LocalService(redis_url) as running:
+    with LocalService(redis_url, config=WITH_AI) as running:
         yield running
 
 
@@ -77,8 +77,6 @@ def test_ai_plays_complete_matches_in_every_ruleset(engine: LocalService, redis_
                 assert ai_info.display_name.startswith("AI level")
                 assert sum(e.seat == ai_seat for e in record.events) > 5, ruleset
         _wait_acked(store)
-        for c in created:
-            assert not store.exists(vault_key(c.match_id)), "sealed token left behind"
     finally:
         stop(worker)
         store.close()
@@ -99,12 +97,8 @@ def test_a_killed_worker_is_replaced_and_the_match_finishes(engine: LocalService
                                     clock_seconds=60, seat="first")
             seat = client.seat(created.seat)
             play_random(client, [seat], rng, until=4, timeout_s=60)  # the AI answered 3 times
-            sealed = store.hget(vault_key(created.match_id), "token")
-            assert sealed is not None, "the worker keeps the seat token only sealed"
-            token = Sealer(SECRET.encode()).open(created.match_id, sealed.decode())
-            public = repr(store.xrange(STREAM)) + sealed.decode()
-            assert token not in public, "a seat token in plain text"
-            assert client.view(created.match_id, token).viewer == types_pb2.SEAT_SECOND
+            assert AI_KEY not in repr(store.xrange(STREAM)), "a credential in the stream"
+            assert client.view(created.match_id, AI_KEY).viewer == types_pb2.SEAT_SECOND
 
             first.send_signal(signal.SIGKILL)
             first.wait(5)
@@ -121,19 +115,17 @@ def test_a_killed_worker_is_replaced_and_the_match_finishes(engine: LocalService
         store.close()
 
 
-def test_a_holder_that_died_before_sealing_the_token_loses_no_seat(
+def test_a_holder_that_died_right_after_joining_loses_no_seat(
         engine: LocalService, redis_url: str, tmp_path: Path) -> None:
-    """The seat request's ticket was redeemed (JoinMatch answered) but the token never
-    reached the vault: the next worker redeems the ticket again and plays on."""
+    """A holder joined the AI's seat (JoinMatch answered) and died before playing: the
+    next worker joins with the same key, gets the same seat, and plays on."""
     store = redis.Redis.from_url(redis_url)
     worker: subprocess.Popen[bytes] | None = None
     try:
         with Client(engine.address) as client:
             created = client.create(opponent="ai", ai_level=3, clock="per-move",
                                     clock_seconds=60, seat="first")
-            fields = {k.decode(): v.decode() for k, v in store.xrange(STREAM)[-1][1].items()}
-            lost = client.join(match_id=created.match_id, join_ticket=fields["ticket"])
-            assert not store.exists(vault_key(created.match_id))  # died before sealing
+            lost = client.join(match_id=created.match_id, token=AI_KEY)
             worker = start_worker(engine.address, redis_url, tmp_path / "worker.log")
             seat = client.seat(created.seat)
             play_random(client, [seat], random.Random(4), timeout_s=90)
@@ -174,26 +166,33 @@ def test_a_stopped_worker_hands_its_matches_over_at_once(engine: LocalService, r
         store.close()
 
 
+KEYED = (("authorization", f"Bearer {AI_KEY}"),)  # AiService answers the AI key's holders
+
+
+def _ai_env(redis_url: str) -> dict[str, str]:
+    return {**os.environ, "BATTLELINE_AI_KEY": AI_KEY, "REDIS_URL": redis_url}
+
+
 @pytest.fixture
-def ai_service(redis_url: str, engine: LocalService) -> Iterator[str]:
-    """`battleline ai --workers 0 --port 0`: the Suggest RPC alone."""
+def ai_service(redis_url: str, engine: LocalService) -> Iterator[tuple[str, int]]:
+    """`battleline ai --workers 0 --port 0`: the Suggest RPC alone (address, pid)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "battleline_client.cli", "ai", "--workers", "0", "--port", "0",
-         "--engine", engine.address, "--redis-url", redis_url],
-        stdout=subprocess.PIPE, text=True)
+         "--engine", engine.address],
+        stdout=subprocess.PIPE, text=True, env=_ai_env(redis_url))
     assert process.stdout is not None
     line = process.stdout.readline()
     assert "listening on" in line, line
     try:
-        yield line.split()[-1]
+        yield line.split()[-1], process.pid
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(15)
 
 
-def test_suggest_returns_a_legal_action_with_statistics(ai_service: str,
+def test_suggest_returns_a_legal_action_with_statistics(ai_service: tuple[str, int],
                                                         engine: LocalService) -> None:
-    with Client(engine.address) as client, grpc.insecure_channel(ai_service) as channel:
+    with Client(engine.address) as client, grpc.insecure_channel(ai_service[0]) as channel:
         created = client.create(opponent="local", clock="none", seed=11)
         assert created.other is not None
         seats = [client.seat(created.seat), client.seat(created.other)]
@@ -201,31 +200,57 @@ def test_suggest_returns_a_legal_action_with_statistics(ai_service: str,
         stub = ai_pb2_grpc.AiServiceStub(channel)
         reply = stub.Suggest(ai_pb2.SuggestRequest(view=view, bot="ismcts:level=5",
                                                    iterations=60, budget_ms=3000, seed=1),
-                             timeout=30)
+                             timeout=30, metadata=KEYED)
         assert reply.action in view.legal_actions
         assert 0 < reply.iterations <= 60 and 0.0 <= reply.win_estimate <= 1.0
         assert reply.top_actions and reply.top_actions[0].action in view.legal_actions
         assert sum(a.visits for a in reply.top_actions) <= reply.iterations
         by_text = stub.Suggest(ai_pb2.SuggestRequest(position=view.position, bot="heuristic"),
-                               timeout=30)
+                               timeout=30, metadata=KEYED)
         assert by_text.action in view.legal_actions
         with pytest.raises(grpc.RpcError) as bad:
-            stub.Suggest(ai_pb2.SuggestRequest(position="not a position"), timeout=30)
+            stub.Suggest(ai_pb2.SuggestRequest(position="not a position"), timeout=30,
+                         metadata=KEYED)
         assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         with pytest.raises(grpc.RpcError) as too_much:
-            stub.Suggest(ai_pb2.SuggestRequest(view=view, budget_ms=10**6), timeout=30)
+            stub.Suggest(ai_pb2.SuggestRequest(view=view, budget_ms=10**6), timeout=30,
+                         metadata=KEYED)
         assert too_much.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
-def test_sealed_tokens_open_only_with_the_secret_and_for_their_match() -> None:
-    sealer = Sealer(b"one secret of enough length")
-    sealed = sealer.seal("m1", "seat-token-xyz")
-    assert "seat-token-xyz" not in sealed
-    assert sealer.open("m1", sealed) == "seat-token-xyz"
-    with pytest.raises(ValueError):
-        sealer.open("m2", sealed)
-    with pytest.raises(ValueError):
-        Sealer(b"another secret, long enough").open("m1", sealed)
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def test_suggest_answers_key_holders_only_and_refuses_oversize_first(
+        ai_service: tuple[str, int]) -> None:
+    """Finding 8: Suggest without the AI's key is UNAUTHENTICATED; a short position that
+    asks for 50 million cards is INVALID_ARGUMENT at once, before anything is built."""
+    address, pid = ai_service
+    position = (Path(__file__).parents[2] / "examples" / "positions"
+                / "standard-fog-mud-leader-view.txt").read_text()
+    huge = position.replace("deck troop: ?troop*19", "deck troop: ?troop*50000000")
+    assert len(huge) < 1000 and huge != position
+    with grpc.insecure_channel(address) as channel:
+        stub = ai_pb2_grpc.AiServiceStub(channel)
+        for request in (ai_pb2.SuggestRequest(position=position, bot="heuristic"),
+                        ai_pb2.SuggestRequest(position=huge)):
+            with pytest.raises(grpc.RpcError) as anonymous:
+                stub.Suggest(request, timeout=30)
+            assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        start = time.monotonic()
+        with pytest.raises(grpc.RpcError) as oversize:
+            stub.Suggest(ai_pb2.SuggestRequest(position=huge, budget_ms=100), timeout=30,
+                         metadata=KEYED)
+        assert oversize.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert time.monotonic() - start < 2
+        for process in (pid, *descendants(pid)):
+            assert _rss_mb(process) < 300, f"process {process} grew to {_rss_mb(process)} MB"
+        assert stub.Suggest(ai_pb2.SuggestRequest(position=position, bot="heuristic"),
+                            timeout=30, metadata=KEYED).action
 
 
 def test_battleline_ai_restarts_a_killed_worker_which_takes_the_match_over(
@@ -234,8 +259,8 @@ def test_battleline_ai_restarts_a_killed_worker_which_takes_the_match_over(
     with log.open("ab") as out:
         service = subprocess.Popen(
             [sys.executable, "-m", "battleline_client.cli", "ai", "--engine", engine.address,
-             "--redis-url", redis_url, "--claim-idle", "2", "--move-cap", "0.3"],
-            stdout=out, stderr=subprocess.STDOUT)
+             "--claim-idle", "2", "--move-cap", "0.3"],
+            stdout=out, stderr=subprocess.STDOUT, env=_ai_env(redis_url))
     rng = random.Random(21)
     try:
         with Client(engine.address) as client:

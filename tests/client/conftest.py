@@ -13,6 +13,7 @@ import pytest
 from battleline_client.client import Client
 from battleline_client.local import LocalService
 from battleline_engine.redis_server import free_port
+from tests.ai.service_harness import WITH_AI
 from tests.engine.conftest import redis_server, redis_url
 
 __all__ = ["redis_server", "redis_url"]
@@ -20,8 +21,9 @@ __all__ = ["redis_server", "redis_url"]
 
 @pytest.fixture(scope="session")
 def service(redis_server: str) -> Iterator[LocalService]:
-    """One engine for the session, with a local service's open rate limits."""
-    running = LocalService(redis_server)
+    """One engine for the session, with a local service's open rate limits (and the
+    hosted AI admitted, though no AI worker runs)."""
+    running = LocalService(redis_server, config=WITH_AI)
     running.start()
     yield running
     running.stop()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from battleline_client.local import LocalService
-from tests.ai.service_harness import start_worker, stop
+from tests.ai.service_harness import WITH_AI, start_worker, stop
 
 NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
 pytestmark = pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None,
@@ -45,7 +45,7 @@ def test_node_client_plays_a_local_match(node_modules: Path, service: LocalServi
 def test_node_client_plays_one_seat_against_a_hosted_ai(
     node_modules: Path, redis_url: str, tmp_path: Path
 ) -> None:
-    with LocalService(redis_url) as engine:
+    with LocalService(redis_url, config=WITH_AI) as engine:
         worker = start_worker(engine.address, redis_url, tmp_path / "worker.log")
         try:
             out = _play("--target", engine.address, "--ai", "3", "--timeout", "30")

@@ -15,7 +15,7 @@ from battleline_client.bots import choose
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 from battleline_client.local import LocalService
-from tests.ai.service_harness import start_worker, stop
+from tests.ai.service_harness import WITH_AI, start_worker, stop
 from tests.client import terminal
 
 BATTLELINE = shutil.which("battleline") or str(Path(sys.executable).parent / "battleline")
@@ -29,7 +29,7 @@ def test_play_local_hot_seat_game_to_the_end() -> None:
 
 
 def test_play_against_a_hosted_ai_seat_to_the_end(redis_url: str, tmp_path: Path) -> None:
-    with LocalService(redis_url) as engine:
+    with LocalService(redis_url, config=WITH_AI) as engine:
         worker = start_worker(engine.address, redis_url, tmp_path / "worker.log")
         try:
             session = terminal.run([BATTLELINE, "play", "--target", engine.address, "--ai", "4",
@@ -43,7 +43,7 @@ def test_play_against_a_hosted_ai_seat_to_the_end(redis_url: str, tmp_path: Path
 
 
 def test_play_gives_up_when_no_ai_worker_comes(redis_url: str) -> None:
-    with LocalService(redis_url) as engine:
+    with LocalService(redis_url, config=WITH_AI) as engine:  # admits an AI that never comes
         session = terminal.run([BATTLELINE, "play", "--target", engine.address, "--ai", "2",
                                 "--wait", "1"], answer=False)
     assert session.exitstatus == 2

@@ -23,7 +23,7 @@ from battleline_engine.errors import DOCUMENTED
 from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
 
-from .harness import OPEN_LIMITS, SEATS, Client, Engine, auth
+from .harness import AI_KEY, OPEN_LIMITS, SEATS, Client, Engine, auth
 
 
 @pytest.fixture(scope="module")
@@ -234,36 +234,53 @@ def test_lobby_rejects_bad_options(shared: Engine) -> None:
     assert OPEN_LIMITS.action_rate.per_s > 100
 
 
-def test_hosted_ai_seat_is_requested_with_a_join_ticket(shared: Engine) -> None:
-    """Only the ticket takes the AI's seat; the same ticket again gets the same seat and
-    token (a worker that died before keeping the token loses nothing), nothing else does."""
+def test_hosted_ai_seat_is_taken_with_the_ai_key_only(shared: Engine) -> None:
+    """Only the AI's key takes the AI's seat, and it is then that seat's credential (no
+    token is issued); the key again gets the same seat (a worker taking over needs
+    nothing stored). The request stream and the match keep no credential; a join ticket
+    is refused; the key takes no other seat."""
     client = Client.to(shared.address)
+    key = auth(AI_KEY)
     created = client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
         options=types_pb2.MatchOptions(ruleset="standard"), seat=types_pb2.SEAT_CHOICE_FIRST,
         opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_AI, ai_level=3)))
     requests = shared.call(shared.storage.redis.xrange("bl:ai:requests"))
     entry = {k.decode(): v.decode() for k, v in requests[-1][1].items()}
-    assert entry["match"] == created.match_id and "token" not in entry
-    stored = shared.call(shared.storage.redis.hgetall(f"bl:{{{created.match_id}}}:m"))
-    assert entry["ticket"].encode() not in b"".join(stored.values())
-    with pytest.raises(grpc.RpcError) as err:  # a stranger cannot take the AI's seat
-        client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id))
-    assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
-    joined = client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
-        match_id=created.match_id, join_ticket=entry["ticket"]))
-    assert joined.seat == types_pb2.SEAT_SECOND and joined.seat_token
-    assert client.view(created.match_id, joined.seat_token).players[1].display_name == \
-        "AI level 3"
-    version = client.view(created.match_id, joined.seat_token).version
-    again = client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
-        match_id=created.match_id, join_ticket=entry["ticket"]))
-    assert (again.seat, again.seat_token) == (joined.seat, joined.seat_token)
-    assert client.view(created.match_id, joined.seat_token).version == version  # no 2nd join
-    for ticket in ("", entry["ticket"] + "x"):
-        with pytest.raises(grpc.RpcError) as taken:
-            client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
-                match_id=created.match_id, join_ticket=ticket))
-        assert taken.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert entry == {"match": created.match_id, "seat": "1", "level": "3"}
+    for refused_with in ({}, {"join_ticket": "anything"}):
+        with pytest.raises(grpc.RpcError) as err:  # a stranger cannot take the AI's seat
+            client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id,
+                                                              **refused_with))
+        assert err.value.code() in (grpc.StatusCode.PERMISSION_DENIED,
+                                    grpc.StatusCode.INVALID_ARGUMENT)
+    joined = client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id),
+                                    metadata=key)
+    assert joined.seat == types_pb2.SEAT_SECOND and joined.seat_token == ""
+    view = client.view(created.match_id, AI_KEY)
+    assert view.viewer == types_pb2.SEAT_SECOND and view.players[1].display_name == "AI level 3"
+    again = client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id),
+                                   metadata=key)
+    assert again.seat == joined.seat
+    assert client.view(created.match_id, AI_KEY).version == view.version  # no 2nd join
+    stored = shared.call(shared.storage.redis.hgetall(f"bl:{{{created.match_id}}}:seats"))
+    assert AI_KEY.encode() not in b"".join([*stored, *stored.values()])
+    local = client.create()
+    with pytest.raises(grpc.RpcError) as other:
+        client.view(local.match_id, AI_KEY)
+    assert other.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_no_seed_where_the_other_seat_is_not_the_creators(shared: Engine) -> None:
+    """Whoever knows the seed knows the deck: LOCAL only (both seats are the caller's)."""
+    client = Client.to(shared.address)
+    assert client.create(seed=4).match_id
+    for kind in (types_pb2.OPPONENT_KIND_AI, types_pb2.OPPONENT_KIND_OPEN):
+        with pytest.raises(grpc.RpcError) as err:
+            client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
+                options=types_pb2.MatchOptions(ruleset="standard"), seed=4,
+                opponent=types_pb2.Opponent(kind=kind, ai_level=3)))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert details(err.value)["ErrorInfo"].reason == "seed-refused"
 
 
 @settings(max_examples=150, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],

@@ -269,13 +269,27 @@ def test_ai_requests_through_consumer_group(redis_url: str) -> None:
     async def body(s: Storage) -> None:
         await s.ensure_ai_group()
         await s.ensure_ai_group()  # idempotent
-        request_id = await s.request_ai_seat("m1", 1, 4, "m1.tok")
+        request_id = await s.request_ai_seat("m1", 1, 4)
         got = await s.read_ai_requests("w1", block_ms=1000)
-        assert got == [(request_id, {"match": "m1", "seat": "1", "level": "4", "ticket": "m1.tok"})]
+        assert got == [(request_id, {"match": "m1", "seat": "1", "level": "4"})]
         assert await s.read_ai_requests("w2", block_ms=100) == []  # delivered once per group
         await s.ack_ai_request(request_id)
         pending = await s.redis.xpending(st.AI_REQUESTS_KEY, st.AI_GROUP)
         assert pending["pending"] == 0
+
+    run(redis_url, body)
+
+
+def test_ai_places_of_a_client_are_checked_and_counted_together(redis_url: str) -> None:
+    async def body(s: Storage) -> None:
+        client = "2001:db8::{7}"  # any text: the key holds its hash
+        held = await asyncio.gather(*(s.hold_ai_place(client, f"m{i}", 3) for i in range(8)))
+        assert sum(held) == 3
+        assert sorted(await s.ai_matches_of(client)) == sorted(
+            f"m{i}" for i, ok in enumerate(held) if ok)
+        await s.free_ai_places(client, (await s.ai_matches_of(client))[0])
+        assert await s.hold_ai_place(client, "m9", 3)
+        assert not await s.hold_ai_place(client, "m10", 3)
 
     run(redis_url, body)
 

@@ -108,12 +108,13 @@ class Client:
         return common.created_from(response)
 
     def join(self, *, match_id: str = "", invite_code: str = "", name: str = "",
-             auto_claim: bool = False, join_ticket: str = "") -> SeatHandle:
-        """Take the open seat of a match, by id or invite code."""
+             auto_claim: bool = False, token: str | None = None) -> SeatHandle:
+        """Take the open seat of a match, by id or invite code. `token`: sent as the
+        caller's credential (the hosted AI's key, which gets no seat token back)."""
         request = common.join_request(match_id=match_id, invite_code=invite_code, name=name,
-                                      auto_claim=auto_claim, join_ticket=join_ticket)
-        response = self._unary("JoinMatch", self._lobby.JoinMatch, request,
-                                    idempotent=False)
+                                      auto_claim=auto_claim)
+        response = self._unary("JoinMatch", self._lobby.JoinMatch, request, token,
+                               idempotent=False)
         return SeatHandle(response.match_id, response.seat_token, response.seat)
 
     def list_open(self, ruleset: str = "", page_size: int = 0,

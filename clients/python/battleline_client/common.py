@@ -129,14 +129,13 @@ def created_from(response: lobby_pb2.CreateMatchResponse) -> Created:
 
 
 def join_request(*, match_id: str = "", invite_code: str = "", name: str = "",
-                 auto_claim: bool = False, join_ticket: str = "") -> lobby_pb2.JoinMatchRequest:
+                 auto_claim: bool = False) -> lobby_pb2.JoinMatchRequest:
     """A JoinMatchRequest by match id or invite code (exactly one)."""
     if bool(match_id) == bool(invite_code):
         raise ValueError("give exactly one of match_id and invite_code")
     options = types_pb2.SeatOptions(auto_claim=auto_claim, display_name=name)
     if match_id:
-        return lobby_pb2.JoinMatchRequest(match_id=match_id, seat_options=options,
-                                          join_ticket=join_ticket)
+        return lobby_pb2.JoinMatchRequest(match_id=match_id, seat_options=options)
     return lobby_pb2.JoinMatchRequest(invite_code=invite_code, seat_options=options)
 
 

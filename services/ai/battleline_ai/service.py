@@ -3,8 +3,9 @@
 Why processes: each worker's event loop serves many matches, but Python runs
 one search per core, so throughput comes from worker processes (and their
 search pools), and a crash costs one process, whose requests others reclaim.
-All workers started here share one vault secret (`vault.SECRET_ENV`, made up
-when not given), so any of them can take over another's seat.
+Every worker holds the AI's key, so any of them (here or in another `battleline
+ai`) can take over another's seat. Secrets reach the workers by environment,
+never by command line: /proc/PID/cmdline is readable by every local user.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import os
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from battleline_engine.children import die_with_parent
 
 from .suggest import AiServer
-from .vault import secret_from_env
+from .worker import KEY_ENV, WorkerConfig
 
 log = logging.getLogger("battleline.ai")
 
@@ -33,9 +34,10 @@ QUICK_EXIT_S = 10.0  # a worker exiting sooner than this after its start is cras
 @dataclass(frozen=True)
 class ServiceConfig:
     engine: str
-    redis_url: str
+    redis_url: str = field(repr=False)  # may carry the Redis password
+    key: str = field(repr=False)  # the AI's key (BATTLELINE_AI_KEY)
     workers: int = 1
-    concurrency: int = 16
+    concurrency: int = WorkerConfig.concurrency
     search_processes: int = 1
     claim_idle_s: float = 30.0
     move_cap_s: float = 5.0
@@ -44,20 +46,24 @@ class ServiceConfig:
 
 
 def worker_command(config: ServiceConfig) -> list[str]:
-    """The command line of one worker process."""
+    """The command line of one worker process (no secret: see `worker_env`)."""
     return [sys.executable, "-m", "battleline_ai.worker", "--engine", config.engine,
-            "--redis-url", config.redis_url, "--concurrency", str(config.concurrency),
+            "--concurrency", str(config.concurrency),
             "--search-processes", str(config.search_processes),
             "--claim-idle", str(config.claim_idle_s), "--move-cap", str(config.move_cap_s)]
 
 
+def worker_env(config: ServiceConfig) -> dict[str, str]:
+    """The environment of a worker process: ours plus its Redis URL and the AI's key."""
+    return {**os.environ, "REDIS_URL": config.redis_url, KEY_ENV: config.key}
+
+
 async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
     """Run until `stop` is set: keep `workers` worker processes alive, serve AiService."""
-    secret_from_env()  # exported, so every child gets the same secret
     children: list[subprocess.Popen[bytes] | None] = [None] * config.workers
     server: AiServer | None = None
     if config.port is not None:
-        server = AiServer(config.host, config.port, config.search_processes)
+        server = AiServer(config.host, config.port, config.key, config.search_processes)
         print(f"battleline ai service listening on {await server.start()}", flush=True)
     print(f"battleline ai: {config.workers} worker(s) for engine {config.engine}", flush=True)
     loop = asyncio.get_running_loop()
@@ -78,7 +84,7 @@ async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
                     next_start[i] = now + delay
                     children[i] = child = None
                 if child is None and now >= next_start[i]:
-                    children[i] = subprocess.Popen(worker_command(config), env=os.environ,
+                    children[i] = subprocess.Popen(worker_command(config), env=worker_env(config),
                                                    preexec_fn=die_with_parent)
                     started[i] = now
             with contextlib.suppress(TimeoutError):

@@ -3,6 +3,13 @@
 Why a service of its own rather than a function the engine imports: the
 search is CPU-heavy and runs in this service's process pool, so engines stay
 responsive and hints scale with AI capacity, not engine capacity.
+
+Who may call: holders of the AI's key (the engines asking for hints, operators'
+harnesses), sent as `authorization: Bearer <key>`; players get hints through the
+engine's GetHint, which checks their seat. Capacity is shared: one search per
+seat (a view's match and viewer) at a time, and no more than `QUEUE_PER_PROCESS`
+searches per search process running or waiting; past that the call is refused at
+once (RESOURCE_EXHAUSTED) instead of timing out behind others.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import random
+import re
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -17,12 +25,31 @@ import grpc
 import grpc.aio
 
 from battleline.v1 import ai_pb2, ai_pb2_grpc
+from battleline_engine.auth import AiKey, bearer
+from battleline_engine.errors import Refusal, abort, invalid
 
 from .decide import decide, level_spec
 
 DEFAULT_BUDGET_MS = 2000
 MAX_BUDGET_MS = 30_000
 MAX_ITERATIONS = 100_000
+QUEUE_PER_PROCESS = 3
+# A whole position is under 1,000 characters; no deck holds more than 60 cards of a kind.
+MAX_POSITION_CHARS = 4096
+MAX_REPEAT = 70
+_REPEAT = re.compile(r"\*(\d+)")
+
+
+def check_position_size(text: str) -> None:
+    """Refuse a position no game can have before anything is built from it: the
+    notation's `card*N` makes N cards, so a short text could ask for millions."""
+    if len(text) > MAX_POSITION_CHARS:
+        raise invalid("position-too-large",
+                      f"position: at most {MAX_POSITION_CHARS} characters, not {len(text)}")
+    for count in _REPEAT.findall(text):
+        if len(count) > 3 or int(count) > MAX_REPEAT:
+            raise invalid("position-too-large",
+                          f"position: a card repeated at most {MAX_REPEAT} times")
 
 
 def request_spec(request: ai_pb2.SuggestRequest) -> str:
@@ -38,27 +65,60 @@ def request_spec(request: ai_pb2.SuggestRequest) -> str:
 class AiServicer(ai_pb2_grpc.AiServiceServicer):
     """Suggest: one search per call, in the process pool."""
 
-    def __init__(self, pool: ProcessPoolExecutor) -> None:
+    def __init__(self, pool: ProcessPoolExecutor, key: AiKey, processes: int = 1) -> None:
         self.pool = pool
+        self.key = key
+        self.max_searches = QUEUE_PER_PROCESS * processes
+        self.searching: set[str] = set()  # seats with a search running or waiting
+        self.searches = 0
 
     async def Suggest(self, request: ai_pb2.SuggestRequest,
                       context: grpc.aio.ServicerContext[Any, Any]) -> ai_pb2.SuggestResponse:
+        try:
+            return await self._suggest(request, context)
+        except Refusal as refusal:
+            await abort(context, refusal)
+
+    async def _suggest(self, request: ai_pb2.SuggestRequest,
+                       context: grpc.aio.ServicerContext[Any, Any]) -> ai_pb2.SuggestResponse:
+        token = bearer(context)
+        if token is None or not self.key.matches(token):
+            raise Refusal(grpc.StatusCode.UNAUTHENTICATED, "no-ai-key",
+                          "AiService answers holders of the AI's key; players ask the "
+                          "engine (GameService.GetHint)")
         position = request.view.position if request.HasField("view") else request.position
         if not position:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                "give view (with its position) or position")
+            raise invalid("no-position", "give view (with its position) or position")
+        check_position_size(position)
         budget_ms = request.budget_ms or DEFAULT_BUDGET_MS
         if budget_ms > MAX_BUDGET_MS or request.iterations > MAX_ITERATIONS:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"budget: at most {MAX_BUDGET_MS} ms and "
-                                f"{MAX_ITERATIONS} iterations")
-        seed = request.seed or random.SystemRandom().getrandbits(63)
+            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "budget-too-large",
+                          f"budget: at most {MAX_BUDGET_MS} ms and {MAX_ITERATIONS} iterations")
         try:
             spec = request_spec(request)
+        except ValueError as err:
+            raise invalid("bad-bot", str(err)) from None
+        seat = f"{request.view.match_id}/{request.view.viewer}" if request.view.match_id else ""
+        if seat in self.searching:
+            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "seat-busy",
+                          "a search for this seat is running: one at a time",
+                          retry_after_s=budget_ms / 1000)
+        if self.searches >= self.max_searches:
+            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "ai-busy",
+                          f"{self.searches} searches running or waiting: retry shortly",
+                          retry_after_s=1.0)
+        seed = request.seed or random.SystemRandom().getrandbits(63)
+        self.searches += 1
+        if seat:
+            self.searching.add(seat)
+        try:
             decision = await asyncio.get_running_loop().run_in_executor(
                 self.pool, decide, position, spec, budget_ms / 1000, seed)
         except ValueError as err:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+            raise invalid("bad-position", str(err)) from None
+        finally:
+            self.searches -= 1
+            self.searching.discard(seat)
         return ai_pb2.SuggestResponse(
             action=decision.action, win_estimate=decision.value,
             iterations=decision.iterations, seconds=decision.seconds, bot=spec,
@@ -70,8 +130,9 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
 class AiServer:
     """AiService on host:port (0: any) with its own search pool."""
 
-    def __init__(self, host: str, port: int, processes: int = 1) -> None:
+    def __init__(self, host: str, port: int, key: str, processes: int = 1) -> None:
         self.host, self.port, self.processes = host, port, processes
+        self.key = AiKey(key)
         self.server: grpc.aio.Server | None = None
         self.pool: ProcessPoolExecutor | None = None
 
@@ -81,7 +142,8 @@ class AiServer:
         self.pool = ProcessPoolExecutor(self.processes,
                                         mp_context=multiprocessing.get_context("spawn"))
         self.server = grpc.aio.server()
-        ai_pb2_grpc.add_AiServiceServicer_to_server(AiServicer(self.pool), self.server)
+        ai_pb2_grpc.add_AiServiceServicer_to_server(
+            AiServicer(self.pool, self.key, self.processes), self.server)
         self.port = self.server.add_insecure_port(f"{self.host}:{self.port}")
         await self.server.start()
         return f"{self.host}:{self.port}"

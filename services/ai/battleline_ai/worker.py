@@ -7,13 +7,13 @@ loop. A request's life:
 
 1. taken from ``bl:ai:requests`` through the consumer group (XREADGROUP), or
    reclaimed (XAUTOCLAIM) after its holder stayed silent ``claim_idle_s``;
-2. the seat: the sealed token in `vault` if an earlier holder joined already,
-   otherwise the join ticket is redeemed with JoinMatch and the token sealed (a
-   ticket redeemed again gives the same token, so a holder that died before
-   sealing it costs nothing);
+2. the seat: JoinMatch with the AI's key (``BATTLELINE_AI_KEY``, the one
+   credential of the hosted AI; the engine lets it act for the seats reserved for
+   the AI). Joining a match the AI joined already answers the same seat, so a
+   worker taking over, or one started after a restart, needs nothing stored;
 3. the match is watched (the client resumes across reconnects) and every view
    that asks this seat to act is answered from that view's position text only;
-4. when the match is over the request is acknowledged (XACK), the vault key dropped.
+4. when the match is over the request is acknowledged (XACK).
 
 Liveness: while it plays, a worker re-claims its own pending entries every
 ``claim_idle_s / 3`` (XCLAIM JUSTID resets their idle time), so only a dead or
@@ -34,7 +34,7 @@ import signal
 import socket
 import uuid
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -50,7 +50,6 @@ from battleline_client.errors import (
     NotFound,
     NotYourTurn,
     PermissionDenied,
-    RateLimited,
     StaleVersion,
 )
 from battleline_engine.children import die_with_parent
@@ -58,16 +57,12 @@ from battleline_engine.storage import AI_GROUP, AI_REQUESTS_KEY, Storage
 
 from .budget import move_deadline
 from .decide import decide_by, level_spec
-from .vault import Sealer, Vault, secret_from_env
 
 log = logging.getLogger("battleline.ai")
 
 _SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)
 JOIN_ATTEMPTS = 20
-
-
-class OtherSecret(Exception):
-    """The seat token was sealed by a worker with another secret: leave it to one that has it."""
+KEY_ENV = "BATTLELINE_AI_KEY"
 
 
 # The request cannot be served and never will be: acknowledge it and move on.
@@ -79,8 +74,11 @@ class WorkerConfig:
     """Where to play and how much at once."""
 
     engine: str
-    redis_url: str
-    concurrency: int = 16  # matches held by this process at once
+    redis_url: str = field(repr=False)  # may carry the Redis password
+    key: str = field(repr=False)  # the AI's key: acts for the AI's seats
+    # Matches held by this process at once. A match waiting for its human costs a
+    # watch stream and no CPU (searches queue for `search_processes`), so this is high.
+    concurrency: int = 64
     search_processes: int = 1  # the decision pool
     claim_idle_s: float = 30.0  # a request idle this long is taken from its silent holder
     move_cap_s: float = 5.0  # longest think per move (also without a clock)
@@ -94,17 +92,15 @@ def _seed() -> int:
 class AiWorker:
     """One worker process: the request loop, the per-match players and the heartbeat."""
 
-    def __init__(self, config: WorkerConfig, sealer: Sealer) -> None:
+    def __init__(self, config: WorkerConfig) -> None:
         self.config = config
         self.name = config.name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        self.sealer = sealer
         self.active: dict[str, asyncio.Task[None]] = {}  # request id -> its player
         self.stopping = asyncio.Event()
 
     async def run(self) -> None:
         """Serve requests until `stop()`; unfinished matches stay pending for others."""
         self.storage = Storage.from_url(self.config.redis_url)
-        self.vault = Vault(self.storage.redis, self.sealer)
         # spawn, not fork: this process runs gRPC threads, which a fork would copy half-way.
         # Searchers die with the worker, even when it is SIGKILLed and takes no leave.
         self.pool = ProcessPoolExecutor(self.config.search_processes,
@@ -219,48 +215,33 @@ class AiWorker:
         match_id = fields.get("match", "")
         try:
             handle = await self._seat(fields)
-            if handle is not None:
-                await self._play(AsyncSeat(self.client, handle), fields)
+            await self._play(AsyncSeat(self.client, handle), fields)
         except _HOPELESS as err:
             log.warning("ai worker %s: request %s for match %s dropped: %s", self.name,
                         entry_id, match_id, err)
         except asyncio.CancelledError:
             raise
-        except OtherSecret as err:
-            log.error("ai worker %s: %s; left for reclaim", self.name, err)
-            return
         except Exception:
             # Left pending and no longer kept fresh: reclaimed (by anyone) after claim_idle_s.
             log.exception("ai worker %s: match %s failed; left for reclaim", self.name, match_id)
             return
         await self.storage.ack_ai_request(entry_id)
-        await self.vault.drop(match_id)
         log.info("ai worker %s: match %s done", self.name, match_id)
 
-    async def _seat(self, fields: dict[str, str]) -> SeatHandle | None:
-        """The AI's seat: the sealed token of an earlier holder, else the ticket redeemed."""
-        match_id, seat = fields["match"], _SEATS[int(fields["seat"])]
-        try:
-            token = await self.vault.get(match_id)
-        except ValueError:
-            raise OtherSecret(f"match {match_id}: the seat token was sealed with another "
-                              "secret (set the same BATTLELINE_AI_SECRET on every AI "
-                              "worker)") from None
-        if token is not None:
-            return SeatHandle(match_id, token, seat)
+    async def _seat(self, fields: dict[str, str]) -> SeatHandle:
+        """The AI's seat, joined with the AI's key (again, after a takeover: the same seat).
+        The key is the seat's token: the engine issues none for it."""
+        match_id = fields["match"]
         for attempt in range(JOIN_ATTEMPTS):
             try:
-                handle = await self.client.join(match_id=match_id, join_ticket=fields["ticket"])
+                handle = await self.client.join(match_id=match_id, token=self.config.key)
                 break
             except StaleVersion:  # the match changed while joining (a clock, a resign)
                 if attempt == JOIN_ATTEMPTS - 1:
                     raise
-            except RateLimited as err:  # all AI joins come from one peer: a burst is normal
-                if attempt == JOIN_ATTEMPTS - 1:
-                    raise
-                await asyncio.sleep(err.retry_after or 0.5)
-        await self.vault.put(match_id, handle.token)
-        return handle
+        if handle.seat != _SEATS[int(fields["seat"])]:
+            raise PermissionDenied(f"match {match_id}: the AI holds another seat than asked")
+        return SeatHandle(match_id, self.config.key, handle.seat)
 
     async def _play(self, seat: AsyncSeat, fields: dict[str, str]) -> None:
         """Answer every view that asks this seat to act, until the match is over."""
@@ -295,7 +276,7 @@ def _s(value: object) -> str:
 
 
 async def _main(config: WorkerConfig) -> None:
-    worker = AiWorker(config, Sealer(secret_from_env()))
+    worker = AiWorker(config)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, worker.stop)
@@ -303,11 +284,14 @@ async def _main(config: WorkerConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m battleline_ai.worker`: one worker process (what `battleline ai` starts)."""
+    """`python -m battleline_ai.worker`: one worker process (what `battleline ai` starts).
+
+    Its secrets come from the environment, never the command line (which every local
+    user can read): the Redis URL from REDIS_URL, the AI's key from BATTLELINE_AI_KEY.
+    """
     parser = argparse.ArgumentParser(description="a Battle Line hosted-AI worker process")
     parser.add_argument("--engine", required=True, help="engine HOST:PORT")
-    parser.add_argument("--redis-url", required=True)
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--concurrency", type=int, default=WorkerConfig.concurrency)
     parser.add_argument("--search-processes", type=int, default=1)
     parser.add_argument("--claim-idle", type=float, default=30.0)
     parser.add_argument("--move-cap", type=float, default=5.0)
@@ -316,7 +300,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    config = WorkerConfig(args.engine, args.redis_url, args.concurrency, args.search_processes,
+    redis_url, key = os.environ.get("REDIS_URL", ""), os.environ.get(KEY_ENV, "")
+    if not redis_url or not key:
+        parser.error(f"set REDIS_URL and {KEY_ENV} in the environment")
+    config = WorkerConfig(args.engine, redis_url, key, args.concurrency, args.search_processes,
                           args.claim_idle, args.move_cap, args.name)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_main(config))

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 import grpc
 
 from .errors import Refusal
-from .storage import Storage
+from .storage import Storage, hash_token
 
 
 def bearer(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
@@ -85,13 +85,39 @@ def _address(text: str) -> str:
         return ""
 
 
-class Seats:
-    """Token -> (match id, seat), with a cache: a token's seat never changes."""
+class AiKey:
+    """The hosted AI's key, kept only as its SHA-256 hash and compared in constant time.
 
-    def __init__(self, storage: Storage, size: int = 50_000) -> None:
+    Why one key rather than a token per match: whichever AI worker holds a match
+    (after a takeover, after a restart) can act for its seat with nothing stored
+    per match, and nothing in Redis (which keeps only this hash, as the seat's
+    token hash) lets anyone else act for it.
+    """
+
+    def __init__(self, key: str) -> None:
+        self.hash = hash_token(key) if key else ""
+
+    def __bool__(self) -> bool:
+        return bool(self.hash)
+
+    def __repr__(self) -> str:
+        return f"AiKey(set={bool(self)})"
+
+    def matches(self, token: str) -> bool:
+        return bool(self.hash) and hmac.compare_digest(hash_token(token), self.hash)
+
+
+class Seats:
+    """Token -> (match id, seat), with a cache: a token's seat never changes. The AI's
+    key acts for the seat the hosted AI took in each match (cached too: it never moves)."""
+
+    def __init__(self, storage: Storage, ai_key: AiKey | None = None,
+                 size: int = 50_000) -> None:
         self.storage = storage
+        self.ai_key = ai_key or AiKey("")
         self.size = size
         self._cache: OrderedDict[str, tuple[str, int]] = OrderedDict()
+        self._ai_seats: OrderedDict[str, int] = OrderedDict()  # match id -> the AI's seat
 
     async def of(self, token: str) -> tuple[str, int] | None:
         found = self._cache.get(token)
@@ -117,6 +143,8 @@ class Seats:
         token = bearer(context)
         if token is None:
             return None
+        if self.ai_key.matches(token):
+            return await self._ai_seat(match_id)
         found = await self.of(token)
         if found is None:
             raise Refusal(grpc.StatusCode.UNAUTHENTICATED, "unknown-token",
@@ -125,3 +153,21 @@ class Seats:
             raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "other-match",
                           "this seat token belongs to another match")
         return found[1]
+
+    def is_ai(self, context: grpc.aio.ServicerContext[Any, Any]) -> bool:
+        """Whether the caller presents the hosted AI's key."""
+        token = bearer(context)
+        return token is not None and self.ai_key.matches(token)
+
+    async def _ai_seat(self, match_id: str) -> int:
+        seat = self._ai_seats.get(match_id)
+        if seat is None:
+            seat = await self.storage.seat_by_hash(match_id, self.ai_key.hash)
+            if seat is None:
+                raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "not-ai-seat",
+                              "the AI key acts only for a seat the hosted AI took in this "
+                              "match (JoinMatch with the key first)")
+            self._ai_seats[match_id] = seat
+            if len(self._ai_seats) > self.size:
+                self._ai_seats.popitem(last=False)
+        return seat

@@ -14,7 +14,6 @@ engine helping one player.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import grpc
@@ -26,18 +25,22 @@ from .errors import Refusal, precondition
 from .model import AI, LOCAL
 from .runtime import Runtime, match_id_of
 
-AI_ADDRESS_ENV = "BATTLELINE_AI_ADDRESS"
 DEFAULT_BUDGET_MS = 1000
 MAX_BUDGET_MS = 5000
+# How long a hint may wait for a search process: the AI service runs one search per
+# seat at a time and refuses at once past a short queue, so this covers a few searches.
+QUEUE_WAIT_S = 3 * MAX_BUDGET_MS / 1000
 HINT_BOT = "ismcts:level=5"
 _OPPONENTS_WITH_HINTS = frozenset({AI, LOCAL})
 
 
 class HintClient:
-    """A lazily opened channel to the AI service at `BATTLELINE_AI_ADDRESS`."""
+    """A lazily opened channel to the AI service (EngineConfig.ai_address), called with
+    the AI's key: AiService answers no one else."""
 
-    def __init__(self, address: str | None = None) -> None:
-        self.address = address if address is not None else os.environ.get(AI_ADDRESS_ENV, "")
+    def __init__(self, address: str, key: str) -> None:
+        self.address = address
+        self._metadata = (("authorization", f"Bearer {key}"),)
         self._stub: ai_pb2_grpc.AiServiceAsyncStub | None = None
 
     async def suggest(self, request: ai_pb2.SuggestRequest,
@@ -48,23 +51,15 @@ class HintClient:
         if self._stub is None:
             self._stub = ai_pb2_grpc.AiServiceStub(grpc.aio.insecure_channel(self.address))
         try:
-            response: ai_pb2.SuggestResponse = await self._stub.Suggest(request,
-                                                                        timeout=timeout_s)
+            response: ai_pb2.SuggestResponse = await self._stub.Suggest(
+                request, timeout=timeout_s, metadata=self._metadata)
             return response
         except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "hint-busy",
+                              f"the AI is busy: {err.details()}", retry_after_s=1.0) from None
             raise Refusal(grpc.StatusCode.UNAVAILABLE, "ai-service-failed",
                           f"the AI service did not answer: {err.code().name}") from None
-
-
-_client: HintClient | None = None
-
-
-def client() -> HintClient:
-    """The process's hint client (one channel per engine process)."""
-    global _client
-    if _client is None:
-        _client = HintClient()
-    return _client
 
 
 async def get_hint(runtime: Runtime, request: game_pb2.GetHintRequest,
@@ -81,9 +76,9 @@ async def get_hint(runtime: Runtime, request: game_pb2.GetHintRequest,
     if not view.legal_actions:
         raise precondition("not-your-turn", "a hint is for a seat that has something to do")
     budget_ms = min(request.budget_ms or DEFAULT_BUDGET_MS, MAX_BUDGET_MS)
-    suggestion = await client().suggest(
+    suggestion = await runtime.hints.suggest(
         ai_pb2.SuggestRequest(view=view, bot=HINT_BOT, budget_ms=budget_ms),
-        timeout_s=budget_ms / 1000 + 5)
+        timeout_s=budget_ms / 1000 + QUEUE_WAIT_S)
     return game_pb2.GetHintResponse(version=view.version, suggestion=suggestion)
 
 

@@ -15,7 +15,7 @@ from battleline_rules import RULESETS, ClaimTiming, Options
 from battleline_rules.rulesets import validate_options
 
 from . import views
-from .errors import invalid, shown
+from .errors import invalid, precondition, shown
 from .model import AI, LOCAL, NO_CLOCK, OPEN, PER_GAME, PER_MOVE, Meta
 from .runtime import Runtime, match_id_of, unary
 from .storage import valid_id
@@ -57,15 +57,20 @@ def meta_of(request: lobby_pb2.CreateMatchRequest, runtime: Runtime) -> Meta:
         raise invalid("bad-opponent", "opponent.kind: OPEN, AI or LOCAL")
     if opponent == AI and not 1 <= request.opponent.ai_level <= 10:
         raise invalid("bad-opponent", "opponent.ai_level: 1 to 10")
-    if request.HasField("seed") and opponent == OPEN:
-        raise invalid("seed-refused", "a seed is refused when another person can take a "
-                      "seat: whoever knows the seed knows the deck")
+    if opponent == AI and not runtime.ai_key:
+        raise precondition("no-hosted-ai", "this server runs no hosted AI (started with "
+                           "--no-ai or --tls-cert): play a person or a LOCAL match")
+    if request.HasField("seed") and opponent != LOCAL:
+        raise invalid("seed-refused", "a seed is accepted only when both seats are the "
+                      "creator's (LOCAL): whoever knows the seed knows the other seat's hand")
     tc = o.time_control
     clock, clock_ms = runtime.config.default_clock, runtime.config.default_clock_ms
     if tc.kind == pb.TIME_CONTROL_KIND_NONE:
         if opponent == OPEN:
             raise invalid("bad-clock", "a match against a person needs a clock")
         clock, clock_ms = NO_CLOCK, 0
+        if opponent == AI:  # a match nobody moves in must still end: it holds an AI's place
+            clock, clock_ms = PER_MOVE, runtime.config.ai_idle_ms
     elif tc.kind in (pb.TIME_CONTROL_KIND_PER_MOVE, pb.TIME_CONTROL_KIND_PER_GAME):
         clock = PER_MOVE if tc.kind == pb.TIME_CONTROL_KIND_PER_MOVE else PER_GAME
         clock_ms = tc.limit.ToMilliseconds()
@@ -107,7 +112,8 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             names = [meta.names[0]] * 2
             names[1 - seat] = f"AI level {meta.ai_level}" if meta.opponent == AI else ""
             meta = replace(meta, names=(names[0], names[1]))
-        created = await self.rt.matches.create(meta, seat)
+        created = await self.rt.matches.create(meta, seat, self.rt.callers.key(context),
+                                               self.rt.config.ai_matches_per_client)
         return lobby_pb2.CreateMatchResponse(
             match_id=created.match.match_id, invite_code=created.invite,
             seat=views.seat_enum(seat), seat_token=created.token,
@@ -121,7 +127,12 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         if target is None:
             raise invalid("no-target", "give a match_id or an invite_code")
         name = display_name(request.seat_options)
-        self.rt.create_limit.take(self.rt.callers.key(context))
+        if request.join_ticket:
+            raise invalid("ticket-retired", "join_ticket is no longer accepted: the hosted "
+                          "AI joins with its key (authorization metadata)")
+        ai = self.rt.seats.is_ai(context)
+        if not ai:  # the AI joins every AI match from one address: it is no stranger
+            self.rt.create_limit.take(self.rt.callers.key(context))
         if target == "match_id":
             match_id = match_id_of(request.match_id)
         else:
@@ -129,8 +140,8 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                 raise invalid("bad-invite", "invite_code: 1-64 characters")
             match_id = await self.rt.matches.resolve("", request.invite_code)
         match, seat, token = await self.rt.matches.join(
-            match_id, name, request.seat_options.auto_claim, request.join_ticket,
-            by_invite=target == "invite_code")
+            match_id, name, request.seat_options.auto_claim,
+            self.rt.ai_key.hash if ai else "", by_invite=target == "invite_code")
         return lobby_pb2.JoinMatchResponse(match_id=match_id, seat=views.seat_enum(seat),
                                            seat_token=token, match=views.summary(match))
 

@@ -36,6 +36,7 @@ from . import views
 from .clocks import ClockState, advance, start_clock
 from .errors import Refusal, from_rule_error, invalid, not_found, precondition
 from .model import (
+    AI,
     FINISHED,
     LOCAL,
     OPEN,
@@ -56,7 +57,6 @@ from .storage import (
     new_match_id,
     new_seat_token,
     now_ms,
-    ticket_seat_token,
 )
 
 _Reply = TypeVar("_Reply", game_pb2.SubmitActionResponse, game_pb2.ResignResponse)
@@ -168,14 +168,15 @@ class Matches:
 
     # -- creating and joining -------------------------------------------------------
 
-    async def create(self, meta: Meta, creator: int) -> Created:
-        """Store a new match; LOCAL starts at once, OPEN and AI wait for the other seat."""
+    async def create(self, meta: Meta, creator: int, client: str = "",
+                     ai_cap: int = 0) -> Created:
+        """Store a new match; LOCAL starts at once, OPEN and AI wait for the other seat.
+        An AI match counts against `client`'s `ai_cap` unfinished AI matches."""
         match_id = new_match_id()
         other = 1 - creator
         token = new_seat_token(match_id)
         seats = {creator: hash_token(token)}
         other_token = invite = ""
-        ai_ticket = ""
         if meta.opponent == LOCAL:
             other_token = new_seat_token(match_id)
             seats[other] = hash_token(other_token)
@@ -185,8 +186,8 @@ class Matches:
                 invite = new_invite_code()
                 meta = replace(meta, invite=invite)
             else:
-                ai_ticket = secrets.token_urlsafe(24)
-                meta = replace(meta, ai_ticket_hash=hash_token(ai_ticket))
+                meta = replace(meta, ai_seat=other)
+                await self._hold_ai_place(client, match_id, ai_cap)
         status = PLAYING if meta.opponent == LOCAL else WAITING
         state = deal(meta, 1, 0)
         now = now_ms()
@@ -198,20 +199,42 @@ class Matches:
             clock = advance(meta, clock, state, True, now)
         fields = {"meta": meta.to_json(), **progress_fields(1, (0, 0), None, ""),
                   **clock.fields()}
-        result = await self.storage.create_match(
-            match_id, dump_position(state), status=status, seats=seats, fields=fields,
-            events=events, deadline_ms=clock.deadline_ms(meta) if status == PLAYING else 0,
-        )
+        created = False
+        try:
+            result = await self.storage.create_match(
+                match_id, dump_position(state), status=status, seats=seats, fields=fields,
+                events=events, deadline_ms=clock.deadline_ms(meta) if status == PLAYING else 0,
+            )
+            created = result.status is CommitStatus.OK
+        finally:
+            if meta.opponent == AI and not created:  # its place is not held by anything
+                await self.storage.free_ai_places(client, match_id)
         if result.status is not CommitStatus.OK:  # a 96-bit id collided: practically never
             raise Refusal(grpc.StatusCode.ABORTED, "retry", "could not allocate a match id")
         if invite:
             await self.storage.set_invite(invite, match_id, self.storage.idle_ttl_s or 86400)
             if not meta.private:
                 await self.storage.add_open(match_id, now)
-        if ai_ticket:
-            await self.storage.request_ai_seat(match_id, other, meta.ai_level, ai_ticket)
+        if meta.opponent == AI:
+            await self.storage.request_ai_seat(match_id, other, meta.ai_level)
         match = await self.read(match_id)
         return Created(match, creator, token, other_token, invite)
+
+    async def _hold_ai_place(self, client: str, match_id: str, cap: int) -> None:
+        """Count a new AI match against its creator, or refuse once the creator holds
+        `cap` unfinished ones. Why: each holds a place in an AI worker until it ends.
+        Finished matches are dropped from the count first; the check and the count
+        are one script, so concurrent creates cannot pass the cap together."""
+        held = await self.storage.ai_matches_of(client)
+        if len(held) >= cap:
+            records = await self.storage.load_many(held)
+            done = [m for m, r in zip(held, records, strict=True)
+                    if r is None or r.status == FINISHED]
+            await self.storage.free_ai_places(client, *done)
+        if not await self.storage.hold_ai_place(client, match_id, cap):
+            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "ai-matches-per-client",
+                          f"at most {cap} unfinished matches against the hosted AI per "
+                          "client: finish or resign one first")
 
     async def resolve(self, match_id: str, invite: str) -> str:
         """The match id of a JoinMatch target."""
@@ -223,26 +246,36 @@ class Matches:
             return found
         return match_id
 
-    async def join(self, match_id: str, name: str, auto_claim: bool, ticket: str,
+    async def join(self, match_id: str, name: str, auto_claim: bool, ai_key_hash: str = "",
                    by_invite: bool = False) -> tuple[Match, int, str]:
         """Take the open seat: returns the match, the seat and its token. A private
-        match is joined by its invite code only: its id is given to spectators too."""
+        match is joined by its invite code only: its id is given to spectators too.
+
+        The seat reserved for the hosted AI is taken only by a caller that presented
+        the AI's key (`ai_key_hash`, its hash, given then). No token is issued for it:
+        the key's hash is the seat's token hash, and joining again answers the same
+        seat, so a worker taking a match over (or a restarted one) needs nothing stored.
+        """
         match = await self.read(match_id)
         meta = match.meta
         if meta.private and not by_invite:
             raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "invite-required",
                           "this match is private: join it with its invite code")
+        if meta.opponent == AI and not ai_key_hash:
+            raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "seat-reserved",
+                          "this seat is reserved for the hosted AI")
+        if ai_key_hash and meta.opponent != AI:
+            raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "not-ai-seat",
+                          "the AI key joins only matches against the hosted AI")
         seat = meta.open_seat
         if match.status != WAITING or seat < 0:
-            return await self._redeemed_again(match_id, meta, ticket)
-        if meta.opponent != OPEN:
-            if not ticket or hash_token(ticket) != meta.ai_ticket_hash:
-                raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "seat-reserved",
-                              "this seat is reserved for the hosted AI")
+            return await self._joined_again(match_id, meta, ai_key_hash)
+        if ai_key_hash:
             name = name or f"AI level {meta.ai_level}"
-            token = ticket_seat_token(match_id, ticket)
+            token, token_hash = "", ai_key_hash
         else:
             token = new_seat_token(match_id)
+            token_hash = hash_token(token)
         new_meta = meta.with_seat(seat, name, auto_claim)
         now = now_ms()
         version = match.version + 1
@@ -254,10 +287,10 @@ class Matches:
             match_id, expected_version=match.version, state=match.record.state, events=events,
             status=PLAYING, deadline_ms=clock.deadline_ms(new_meta),
             fields={"meta": new_meta.to_json(), **clock.fields()},
-            claim_seat=(seat, hash_token(token)),
+            claim_seat=(seat, token_hash),
         )
         if result.status is CommitStatus.SEAT_TAKEN:
-            return await self._redeemed_again(match_id, meta, ticket)
+            return await self._joined_again(match_id, meta, ai_key_hash)
         if result.status is CommitStatus.CONFLICT:
             raise Refusal(grpc.StatusCode.ABORTED, "stale-version",
                           "the match changed while joining: try again")
@@ -276,15 +309,12 @@ class Matches:
                         exc_info=True)
         return await self.read(match_id), seat, token
 
-    async def _redeemed_again(self, match_id: str, meta: Meta,
-                              ticket: str) -> tuple[Match, int, str]:
-        """A taken seat: the AI seat again for the ticket that took it (its token is
-        derived from the ticket), else FAILED_PRECONDITION match-full."""
-        if ticket and meta.ai_ticket_hash and hash_token(ticket) == meta.ai_ticket_hash:
-            token = ticket_seat_token(match_id, ticket)
-            found = await self.storage.seat_of(token)
-            if found is not None and found[0] == match_id:
-                return await self.read(match_id), found[1], token
+    async def _joined_again(self, match_id: str, meta: Meta,
+                            ai_key_hash: str) -> tuple[Match, int, str]:
+        """A taken seat: the AI's seat again for the AI's key (a worker taking the
+        match over), else FAILED_PRECONDITION match-full."""
+        if ai_key_hash and await self.storage.seat_by_hash(match_id, ai_key_hash) == meta.ai_seat:
+            return await self.read(match_id), meta.ai_seat, ""
         raise precondition("match-full", "the match has no open seat")
 
     async def list_open(self, ruleset: str, limit: int, after: tuple[int, str] | None,

@@ -45,7 +45,7 @@ class Meta:
     opponent: str = OPEN
     private: bool = False
     ai_level: int = 0
-    ai_ticket_hash: str = ""  # join ticket of the AI seat (hash only; see ticket_seat_token)
+    ai_seat: int = -1  # the seat reserved for the hosted AI (its key acts for it)
     seed: int | None = None  # a client-chosen base seed (never for OPEN matches)
     names: tuple[str, str] = ("", "")
     auto_claim: tuple[bool, bool] = (False, False)
@@ -64,6 +64,8 @@ class Meta:
         data = json.loads(text)
         data["names"] = tuple(data["names"])
         data["auto_claim"] = tuple(data["auto_claim"])
+        # Matches stored before the AI's key: their join ticket is no credential any more.
+        data.pop("ai_ticket_hash", None)
         return cls(**data)
 
     @property
@@ -91,7 +93,7 @@ class Meta:
         names[seat], autos[seat] = name, auto_claim
         return replace(
             self, names=(names[0], names[1]), auto_claim=(autos[0], autos[1]), open_seat=-1,
-        )  # ai_ticket_hash stays: a second redemption of the ticket gets the same seat
+        )
 
 
 @functools.lru_cache(maxsize=4096)

@@ -133,9 +133,9 @@ class EmbeddedRedis:
         port = self.port
         args = [
             redis_executable(),
+            "-",  # the rest of the configuration from stdin: the password (never on argv)
             "--bind", "127.0.0.1",
             "--port", str(port),
-            "--requirepass", self.password,
             "--dir", str(self.data_dir.resolve()),
             "--appendonly", "yes",
             "--appendfsync", "everysec",
@@ -144,11 +144,14 @@ class EmbeddedRedis:
             "--logfile", "redis.log",
         ]
         self._process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C to the service must not kill Redis before we stop it
             preexec_fn=die_with_parent,  # ... but a SIGKILLed service must not leave it running
             umask=0o077,  # its files (hands and seeds in the AOF) readable by the owner only
         )
+        assert self._process.stdin is not None
+        with self._process.stdin:  # /proc/PID/cmdline is readable by every local user
+            self._process.stdin.write(f"requirepass {self.password}\n".encode())
 
     def _take_lock(self) -> None:
         lock = open(self.data_dir / "redis.lock", "w", opener=_owner_only_opener)  # noqa: SIM115 (held until stop)

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import grpc
 import redis.exceptions
 
-from .auth import Callers, Seats
+from .auth import AiKey, Callers, Seats
 from .errors import Refusal, abort, invalid
 from .matches import Matches
 from .model import PER_MOVE
@@ -35,22 +35,32 @@ class EngineConfig:
     trusted_proxies: tuple[str, ...] = ()
     # The secret the web gateway presents to have its client's address believed.
     gateway_secret: str = field(default="", repr=False)
+    # The hosted AI's key (what `battleline ai` holds): it acts for the seats reserved for
+    # the AI and authenticates hint requests to AiService. "": no hosted AI here, so AI
+    # matches are refused at once. Never printed (repr=False); compared by its hash.
+    ai_key: str = field(default="", repr=False)
+    ai_address: str = ""  # AiService (`battleline ai --port`) for hints; "": no hints
+    ai_matches_per_client: int = 4  # unfinished AI matches one client may hold at once
+    ai_idle_ms: int = 15 * 60 * 1000  # the per-move limit of an AI match asked without a clock
 
 
 class Runtime:
     """The shared objects; one per process."""
 
     def __init__(self, storage: Storage, config: EngineConfig) -> None:
+        from .hints import HintClient
         from .hub import Hub
 
         self.storage = storage
         self.config = config
         self.matches = Matches(storage)
-        self.seats = Seats(storage)
+        self.ai_key = AiKey(config.ai_key)
+        self.seats = Seats(storage, self.ai_key)
         self.callers = Callers(config.trusted_proxies, config.gateway_secret)
         self.create_limit = RateLimiter(config.create_rate, "matches created")
         self.action_limit = RateLimiter(config.action_rate, "actions")
         self.hub = Hub(storage)
+        self.hints = HintClient(config.ai_address, config.ai_key)
 
 
 def match_id_of(value: str) -> str:

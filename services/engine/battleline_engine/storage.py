@@ -22,7 +22,8 @@ Global keys (indexes; the match hash stays authoritative)::
     bl:invite:<code>   string  match id
     bl:clocks          zset    match id -> deadline (ms), read by the sweeper
     bl:live            zset    unfinished matches by creation time (ms), for metrics
-    bl:ai:requests     stream  requests for a hosted AI to take a seat
+    bl:ai:requests     stream  requests for a hosted AI to take a seat: match, seat, level
+    bl:ai:client:<h>   zset    a client's unfinished AI matches (h: hash of its address)
 
 No grpc here: callers map `CommitStatus` to their own error codes.
 """
@@ -30,10 +31,8 @@ No grpc here: callers map `CommitStatus` to their own error codes.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import hashlib
-import hmac
 import re
 import secrets
 import time
@@ -59,6 +58,16 @@ LIVE_KEY: Final = f"{PREFIX}:live"
 AI_REQUESTS_KEY: Final = f"{PREFIX}:ai:requests"
 AI_GROUP: Final = "ai-workers"
 CLUSTER_POLL_S: Final = 0.02  # event poll interval on Redis Cluster (no cross-slot XREAD)
+
+AI_PLACE_TTL_S: Final = 8 * 24 * 3600  # a client's AI match list outlives its matches
+
+# KEYS: the client's AI match set. ARGV: 1 cap, 2 match id, 3 now ms, 4 ttl s. 1 if counted.
+_HOLD_AI_PLACE_LUA: Final = """
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+return 1
+"""
 
 _ID_RE: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _RESERVED: Final = frozenset(
@@ -265,16 +274,9 @@ def new_seat_token(match_id: str) -> str:
     return f"{check_id(match_id)}.{secrets.token_urlsafe(32)}"
 
 
-def ticket_seat_token(match_id: str, ticket: str) -> str:
-    """The hosted-AI seat's token, derived from its one-time join ticket (HMAC-SHA-256).
-
-    Redeeming the same ticket again yields the same token, so a worker that died
-    between JoinMatch and keeping the token can redeem it once more instead of
-    losing the seat. The ticket is therefore as secret as the token: only the
-    engine (which stores its hash) and the AI workers' request stream hold it.
-    """
-    digest = hmac.new(ticket.encode(), b"battleline.v1 ai seat token", hashlib.sha256).digest()
-    return f"{check_id(match_id)}.{base64.urlsafe_b64encode(digest).rstrip(b'=').decode()}"
+def _ai_client_key(client: str) -> str:
+    """A client address as a key: hashed, since a forwarded address is the caller's text."""
+    return f"{PREFIX}:ai:client:{hashlib.sha256(client.encode()).hexdigest()[:32]}"
 
 
 def hash_token(token: str) -> str:
@@ -346,6 +348,7 @@ class Storage:
         self._commit = client.register_script(_COMMIT_LUA)
         self._create = client.register_script(_CREATE_LUA)
         self._load_for_action = client.register_script(_LOAD_FOR_ACTION_LUA)
+        self._hold_ai_place = client.register_script(_HOLD_AI_PLACE_LUA)
 
     @classmethod
     def from_url(cls, url: str, **options: int | bool) -> Storage:
@@ -650,6 +653,12 @@ class Storage:
         seat = await self._command("HGET", match_key(match_id, "seats"), f"t{hash_token(token)}")
         return (match_id, int(seat)) if seat is not None else None
 
+    async def seat_by_hash(self, match_id: str, token_hash: str) -> int | None:
+        """The seat whose token has this hash in `match_id` (the hosted AI's key acts
+        for a seat this way: its token hash is the key's hash), or None."""
+        seat = await self._command("HGET", match_key(match_id, "seats"), f"t{token_hash}")
+        return int(seat) if seat is not None else None
+
     async def taken_seats(self, match_id: str) -> set[int]:
         """Seats that have a token."""
         raw = await self.redis.hkeys(match_key(match_id, "seats"))
@@ -717,16 +726,30 @@ class Storage:
             if "BUSYGROUP" not in str(err):
                 raise
 
-    async def request_ai_seat(self, match_id: str, seat: int, level: int, ticket: str) -> str:
+    async def request_ai_seat(self, match_id: str, seat: int, level: int) -> str:
         """Ask an AI worker to play `seat` of a match; returns the request id.
 
-        `ticket` is a one-time join ticket, not a seat token: the match stores only
-        its hash, the worker redeems it with JoinMatch (getting its own seat token
-        there), and once redeemed it is worthless, so the stream keeps no credential.
+        The entry holds no credential: the worker joins with the AI's own key.
         """
-        entry = {"match": check_id(match_id), "seat": str(seat), "level": str(level),
-                 "ticket": ticket}
+        entry = {"match": check_id(match_id), "seat": str(seat), "level": str(level)}
         return _s(await self.redis.xadd(AI_REQUESTS_KEY, entry))  # type: ignore[arg-type]
+
+    async def ai_matches_of(self, client: str) -> list[str]:
+        """The AI matches counted against a client (some may have finished since)."""
+        raw = cast("list[bytes]", await self.redis.zrange(_ai_client_key(client), 0, -1))
+        return [_s(m) for m in raw]
+
+    async def hold_ai_place(self, client: str, match_id: str, cap: int) -> bool:
+        """Count `match_id` against the client's AI matches if fewer than `cap` are
+        counted (checked and counted in one script); False when full."""
+        key = _ai_client_key(client)
+        return bool(await self._hold_ai_place(keys=[key], args=[cap, match_id, now_ms(),
+                                                                AI_PLACE_TTL_S]))
+
+    async def free_ai_places(self, client: str, *match_ids: str) -> None:
+        """Stop counting these matches (finished, gone, or never created)."""
+        if match_ids:
+            await self.redis.zrem(_ai_client_key(client), *match_ids)
 
     async def read_ai_requests(
         self, consumer: str, count: int = 10, block_ms: int = 5000

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import Annotated
 
 import typer
@@ -21,7 +22,7 @@ def ai(
     workers: Annotated[int, typer.Option(
         envvar="BATTLELINE_AI_WORKERS", min=0, help="Worker processes.")] = 1,
     concurrency: Annotated[int, typer.Option(
-        envvar="BATTLELINE_AI_CONCURRENCY", min=1, help="Matches per worker at once.")] = 16,
+        envvar="BATTLELINE_AI_CONCURRENCY", min=1, help="Matches per worker at once.")] = 64,
     search_processes: Annotated[int, typer.Option(
         envvar="BATTLELINE_AI_SEARCH_PROCESSES", min=1,
         help="Search processes per worker (and for the RPC).")] = 1,
@@ -37,17 +38,25 @@ def ai(
 ) -> None:
     """Play hosted-AI seats of an engine until SIGINT/SIGTERM.
 
-    Workers sharing the secret in BATTLELINE_AI_SECRET can take over each
-    other's matches; without it one is made up for this run's workers. Every
-    option also reads an environment variable, so `battleline serve` (which
-    starts this command) passes them on.
+    The AI's key comes from BATTLELINE_AI_KEY (the engines get the same one): it is
+    the hosted AI's one credential, with which any worker joins and plays the seats
+    reserved for the AI, and the only one AiService answers. Every option also reads
+    an environment variable, so `battleline serve` (which starts this command) passes
+    them on; pass the Redis URL by REDIS_URL rather than --redis-url when it carries
+    a password (command lines are readable by every local user).
     """
     from battleline_ai.service import ServiceConfig, run_service
+    from battleline_ai.worker import KEY_ENV
 
+    key = os.environ.get(KEY_ENV, "")
+    if len(key) < 16:
+        raise typer.BadParameter(f"set {KEY_ENV} (at least 16 characters; the engines need "
+                                 "the same one)")
     logging.basicConfig(level=log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    config = ServiceConfig(engine, redis_url, workers, concurrency, search_processes,
-                           claim_idle, move_cap, host, port)
+    config = ServiceConfig(engine=engine, redis_url=redis_url, key=key, workers=workers,
+                           concurrency=concurrency, search_processes=search_processes,
+                           claim_idle_s=claim_idle, move_cap_s=move_cap, host=host, port=port)
 
     async def main() -> None:
         await run_service(config, stop_on_signals())

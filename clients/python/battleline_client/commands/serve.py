@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from battleline_gateway.server import WebLimits
 
 log = logging.getLogger("battleline.serve")
+AI_KEY_ENV = "BATTLELINE_AI_KEY"  # the hosted AI's key (the engine keeps only its hash)
 
 
 def serve(
@@ -96,6 +97,14 @@ def serve(
         envvar="BATTLELINE_AI_ADDRESS",
         help="AI service (battleline ai --port) for hints; default: the AI started here.",
     )] = "",
+    ai_idle: Annotated[float, typer.Option(
+        envvar="BATTLELINE_AI_IDLE_S",
+        help="Per-move limit, seconds, of an AI match created without a clock.",
+    )] = 900.0,
+    ai_matches_per_client: Annotated[int, typer.Option(
+        envvar="BATTLELINE_AI_MATCHES_PER_CLIENT", min=1,
+        help="Unfinished matches against the hosted AI one client may hold.",
+    )] = 4,
 ) -> None:
     """Start the Battle Line engine (gRPC), its hosted AI and the web page until SIGINT/SIGTERM."""
     from battleline_engine import logs
@@ -117,6 +126,20 @@ def serve(
 
         if clock not in ("per-move", "per-game"):
             raise typer.BadParameter("--clock: per-move or per-game")
+        ai_workers = 0 if no_ai else ai_workers
+        if ai_workers and tls_cert:
+            log.warning("no hosted AI with --tls-cert (AI matches are refused): run "
+                        "`battleline ai` apart, with BATTLELINE_AI_KEY, against a plain port")
+            ai_workers = 0
+        if not no_web and tls_cert:
+            log.warning("no web page with --tls-cert: run `battleline web` behind your TLS proxy")
+            no_web = True
+        ai_port = 0
+        if ai_workers and not ai_address:
+            from battleline_engine.redis_server import free_port
+
+            ai_port = free_port()
+            ai_address = f"127.0.0.1:{ai_port}"
         config = EngineConfig(
             default_clock=PER_MOVE if clock == "per-move" else PER_GAME,
             default_clock_ms=int(clock_s * 1000),
@@ -126,22 +149,13 @@ def serve(
             trusted_proxies=networks(trusted_proxy or []),
             gateway_secret=read_secret(gateway_secret_file) if gateway_secret_file
             else secrets.token_urlsafe(32),  # for the gateway started here
+            # With no AI started here, AI matches are accepted only for an AI run
+            # elsewhere with the key given to both (BATTLELINE_AI_KEY).
+            ai_key=_ai_key(data_dir) if ai_workers else os.environ.get(AI_KEY_ENV, ""),
+            ai_address=ai_address,
+            ai_matches_per_client=ai_matches_per_client,
+            ai_idle_ms=int(ai_idle * 1000),
         )
-        ai_workers = 0 if no_ai else ai_workers
-        if ai_workers and tls_cert:
-            log.warning("no hosted AI with --tls-cert: run `battleline ai` with the engine's CA")
-            ai_workers = 0
-        if not no_web and tls_cert:
-            log.warning("no web page with --tls-cert: run `battleline web` behind your TLS proxy")
-            no_web = True
-        ai_port = 0
-        if ai_address:
-            os.environ["BATTLELINE_AI_ADDRESS"] = ai_address  # read by battleline_engine.hints
-        elif ai_workers:
-            from battleline_engine.redis_server import free_port
-
-            ai_port = free_port()
-            os.environ["BATTLELINE_AI_ADDRESS"] = f"127.0.0.1:{ai_port}"
         from battleline_gateway.server import WebLimits
 
         web_limits = WebLimits(max_connections=web_max_connections,
@@ -182,7 +196,8 @@ async def _run(
             metrics.serve_metrics(metrics_port, host)
         # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
         print(f"battleline engine listening on {engine.address}", flush=True)
-        ai = _start_ai(engine.address, redis_url, ai_workers, ai_port) if ai_workers else None
+        ai = (_start_ai(engine.address, redis_url, config.ai_key, ai_workers, ai_port)
+              if ai_workers else None)
         if web_port is not None:
             web = WebGateway(engine.address, host, web_port, engine_secret=config.gateway_secret,
                              limits=web_limits or WebLimits())
@@ -224,17 +239,39 @@ def read_secret(path: Path) -> str:
     return secret
 
 
-def _start_ai(address: str, redis_url: str, workers: int,
+def _ai_key(data_dir: Path) -> str:
+    """The AI's key: BATTLELINE_AI_KEY, else the one kept in DATA_DIR/ai.key (made on the
+    first start, readable by its owner only), so the AI of a restarted serve acts for
+    the seats the AI of the last one held."""
+    import secrets
+
+    given = os.environ.get(AI_KEY_ENV, "")
+    if given:
+        return given
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = data_dir / "ai.key"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as out:
+        out.write(secrets.token_urlsafe(32) + "\n")
+    return path.read_text().strip()
+
+
+def _start_ai(address: str, redis_url: str, key: str, workers: int,
               rpc_port: int = 0) -> subprocess.Popen[bytes]:
-    """`battleline ai` as a child process on the same engine and Redis (one process, so
-    its workers share one vault secret and take over each other's matches)."""
+    """`battleline ai` as a child process on the same engine and Redis. Its secrets (the
+    Redis URL with its password, the AI's key) go by environment: a command line is
+    readable by every local user."""
     from battleline_engine.children import die_with_parent
 
     command = [sys.executable, "-m", "battleline_client.cli", "ai", "--engine", address,
-               "--redis-url", redis_url, "--workers", str(workers)]
+               "--workers", str(workers)]
     if rpc_port:
         command += ["--port", str(rpc_port)]  # AiService for the engine's hints
-    return subprocess.Popen(command, preexec_fn=die_with_parent)
+    env = {**os.environ, "REDIS_URL": redis_url, AI_KEY_ENV: key}
+    return subprocess.Popen(command, env=env, preexec_fn=die_with_parent)
 
 
 def _stop_child(child: subprocess.Popen[bytes]) -> None:
