@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -15,8 +15,19 @@ from battleline.v1 import types_pb2
 
 from .. import tui
 from ..client import Client, Seat
-from ..common import is_finished, is_my_turn
+from ..common import DEFAULT_TARGET, is_finished, is_my_turn
 from ..errors import BattleLineError
+
+if TYPE_CHECKING:
+    from ..hosting import ServeChild
+    from ..local import LocalService
+
+# The levels the web page offers, and its default (clients/web/src/lobby.ts).
+AI_LEVELS = range(1, 6)
+DEFAULT_AI_LEVEL = 1
+# A hosted AI takes its seat within a second or two (a few more while a just-started
+# worker loads): past this, no worker serves the engine, and waiting longer is no use.
+AI_WAIT_S = 20.0
 
 HELP = ("Type the number of an action, or actions in the notation separated by commas "
         "(\"play R7@3, draw troop\"); 'resign' gives up the match. See docs/RULES.md.")
@@ -101,22 +112,27 @@ def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool
 
 def _wait_for_opponent(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchView:
     view = seat.view()
-    deadline = time.monotonic() + wait_s
     names = [p.display_name for p in view.players if not p.occupied]
-    waiting = f"waiting for {names[0]} to take its seat" if names and names[0].startswith(
-        "AI level") else "waiting for the other seat to be taken"
+    ai = bool(names) and names[0].startswith("AI level")
+    if ai:
+        wait_s = min(wait_s, AI_WAIT_S)
+    deadline = time.monotonic() + wait_s
+    waiting = f"waiting for {names[0]} to take its seat" if ai else (
+        "waiting for the other seat to be taken")
     with term.console.status(f"{waiting} (up to {wait_s:g} s)..."):
         while view.phase == types_pb2.MATCH_PHASE_WAITING:
             if time.monotonic() > deadline:
-                raise typer.Exit(_gave_up(term, seat, wait_s))
+                raise typer.Exit(_gave_up(term, seat, wait_s, ai))
             time.sleep(0.5)
             view = seat.view()
     return view
 
 
-def _gave_up(term: Terminal, seat: Seat, wait_s: float) -> int:
-    term.console.print(f"[red]nobody took the other seat within {wait_s:g} s[/] (for a hosted "
-                        "AI, no AI worker is serving this engine); resigning the match.")
+def _gave_up(term: Terminal, seat: Seat, wait_s: float, ai: bool) -> int:
+    why = ("no hosted-AI worker is serving this engine (`battleline serve` starts one "
+           "unless given --no-ai)" if ai else "nobody joined")
+    term.console.print(f"[red]nobody took the other seat within {wait_s:g} s[/]: {why}; "
+                       "resigning the match.")
     with contextlib.suppress(BattleLineError):
         seat.resign()
     return 2
@@ -148,9 +164,11 @@ def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchVie
 
 def play(
     target: Annotated[str | None, typer.Option(
-        help="Engine host:port; without it a local engine (embedded Redis) is started.")] = None,
+        help=f"Engine host:port; without it, the `battleline serve` on {DEFAULT_TARGET} if one "
+        "runs, else a local engine with a hosted AI is started for this game.")] = None,
     ai: Annotated[int | None, typer.Option(
-        "--ai", min=1, max=10, help="Play the hosted AI at this level (the default, level 3).",
+        "--ai", help=f"Play the hosted AI at this level, {AI_LEVELS[0]} (weakest) to "
+        f"{AI_LEVELS[-1]} (the default, level {DEFAULT_AI_LEVEL}).",
     )] = None,
     friend: Annotated[bool, typer.Option(
         "--friend", help="Create a private match and print its invite code.")] = False,
@@ -165,17 +183,16 @@ def play(
     wait: Annotated[float, typer.Option(help="Seconds to wait for the other seat.")] = 300.0,
 ) -> None:
     """Play Battle Line in the terminal: numbered legal actions, claim proofs, live moves."""
-    from ..local import LocalService
-
     if sum([ai is not None, friend, join is not None, local]) > 1:
         raise typer.BadParameter("choose one of --ai, --friend, --join and --local")
+    if ai is not None and ai not in AI_LEVELS:
+        raise typer.BadParameter(
+            f"the hosted AI has levels {AI_LEVELS[0]} to {AI_LEVELS[-1]}, not {ai}",
+            param_hint="--ai")
     console = Console(highlight=False)
     service = None
     if target is None:
-        service = LocalService()
-        with console.status("starting a local engine..."):
-            target = service.start()
-        console.print(f"local engine on {target}")
+        target, service = _engine(console, local)
     term = Terminal(console)
     try:
         with Client(target) as client:
@@ -186,7 +203,8 @@ def play(
                 final = play_remote(term, client.seat(handle), wait)
             else:
                 kind = "open" if friend else "ai"
-                created = client.create(opponent=kind, private=friend, ai_level=ai or 3,
+                created = client.create(opponent=kind, private=friend,
+                                        ai_level=ai or DEFAULT_AI_LEVEL,
                                         ruleset=ruleset, name=name, auto_claim=auto_claim,
                                         seed=None if friend else seed, seat="random")
                 if friend:
@@ -197,10 +215,40 @@ def play(
             term.final(final)
     except BattleLineError as err:
         console.print(f"[red]{err}[/]")
+        if err.reason == "no-hosted-ai":
+            console.print(f"the engine at {target} runs no hosted AI: play without --target "
+                          "(a local engine with one is started), or start the engine with "
+                          "`battleline serve`")
         raise typer.Exit(1) from None
     except (KeyboardInterrupt, EOFError):
-        console.print("\nleft the table (the match goes on without you; your clock runs)")
+        if service is None:
+            console.print("\nleft the table (the match goes on without you; your clock runs)")
+        else:
+            console.print("\nleft the table; the engine started for this game stops, and "
+                          "the match with it")
         raise typer.Exit(130) from None
     finally:
         if service is not None:
             service.stop()
+
+
+def _engine(console: Console, local: bool) -> tuple[str, LocalService | ServeChild | None]:
+    """The engine to play on when no --target is given, and what to stop afterwards:
+    the running `battleline serve` (nothing to stop), else one started here (a hot-seat
+    game needs no AI, so a lighter in-process engine serves it)."""
+    from ..hosting import ServeChild, is_serving
+    from ..local import LocalService
+
+    if is_serving(DEFAULT_TARGET):
+        console.print(f"playing on the engine at {DEFAULT_TARGET} (battleline serve)")
+        return DEFAULT_TARGET, None
+    service: LocalService | ServeChild = LocalService() if local else ServeChild()
+    what = "a local engine" if local else "a local engine with its hosted AI"
+    try:
+        with console.status(f"no engine on {DEFAULT_TARGET}: starting {what}..."):
+            target = service.start()
+    except RuntimeError as err:
+        console.print(f"[red]{err}[/]")
+        raise typer.Exit(1) from None
+    console.print(f"{what} on {target}, for this game only")
+    return target, service

@@ -1,0 +1,93 @@
+"""Where `battleline play` plays when no --target is given: the running service, else its own.
+
+A first game must just work: the README starts `battleline serve` (engine on
+127.0.0.1:50051 with hosted-AI workers), so `play` asks that address's gRPC
+health service first. With nothing serving there, it starts `battleline serve`
+itself as a child process (the same start-up code, hosted AI included, no
+web page), with its data, the AI's key and its log in a private temporary
+directory, and stops it when the game ends.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from battleline_engine.children import die_with_parent
+
+
+def is_serving(target: str, timeout_s: float = 1.0) -> bool:
+    """Whether an engine answers SERVING on ``target``'s gRPC health service."""
+    with grpc.insecure_channel(target) as channel:
+        stub: Any = health_pb2_grpc.HealthStub(channel)  # its methods are set at run time
+        try:
+            answer = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout_s)
+        except grpc.RpcError:
+            return False
+    return bool(answer.status == health_pb2.HealthCheckResponse.SERVING)
+
+
+class ServeChild:
+    """`battleline serve --port 0 --no-web` as a child process; `start()` returns its address.
+
+    Its output goes to ``serve.log`` in its data directory, not to the terminal
+    the game is drawn on (`log_path` names it for error messages).
+    """
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[bytes] | None = None
+        self.data_dir = Path(tempfile.mkdtemp(prefix="battleline-play-"))  # mode 0700
+        self.log_path = self.data_dir / "serve.log"
+        self.address = ""
+
+    def start(self, timeout_s: float = 60.0) -> str:
+        """Start serve and wait until it prints the address it listens on."""
+        command = [sys.executable, "-m", "battleline_client.cli", "serve", "--port", "0",
+                   "--host", "127.0.0.1", "--no-web", "--grace", "1", "--log-format", "text",
+                   "--log-level", "warning", "--data-dir", str(self.data_dir / "data")]
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                            stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+        deadline = time.monotonic() + timeout_s
+        marker = "battleline engine listening on "
+        while time.monotonic() < deadline:
+            for line in self.log_path.read_text(errors="replace").splitlines():
+                if line.startswith(marker):
+                    self.address = line[len(marker):].strip()
+                    return self.address
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.1)
+        tail = self.log_path.read_text(errors="replace")[-2000:]
+        self.stop()
+        raise RuntimeError(f"battleline serve did not start:\n{tail}")
+
+    def stop(self) -> None:
+        """SIGTERM (serve stops its AI workers and Redis), SIGKILL after 20 s; then the
+        temporary directory goes."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> ServeChild:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,102 @@
+"""`battleline play` with no --target, as the README has a new user type it (issue #15):
+it plays on the running `battleline serve` (127.0.0.1:50051), else starts an engine
+with a hosted AI for the game; an AI that cannot come is an error at once, not a
+five-minute wait. Driven in a real terminal (pexpect), against real processes."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from battleline_client.common import DEFAULT_TARGET
+from battleline_client.hosting import is_serving
+from battleline_client.local import LocalService
+from tests.ai.service_harness import WITH_AI
+from tests.client import terminal
+from tests.processes import BATTLELINE, start_serve, stop_serve
+
+
+@pytest.fixture
+def free_default_port() -> None:
+    """The README's port must be free: these tests play there as a new user would."""
+    if is_serving(DEFAULT_TARGET):
+        pytest.skip(f"a Battle Line engine already serves {DEFAULT_TARGET}")
+
+
+def _finished(session: terminal.Session) -> None:
+    assert session.exitstatus == 0, session.output
+    assert session.prompts > 5, session.output
+    assert session.result.startswith("match over"), session.output
+
+
+def _play(tmp_path: Path, *args: str) -> tuple[terminal.Session, str]:
+    """A whole game answered with the first legal action; the session and all it showed."""
+    log = tmp_path / "terminal.log"
+    pool, pending = terminal.start([BATTLELINE, "play", *args], timeout_s=240,
+                                   log_path=str(log))
+    with pool:
+        session = pending.get(270)
+    return session, log.read_text(encoding="utf-8")
+
+
+def test_play_uses_the_running_serve(free_default_port: None, tmp_path: Path) -> None:
+    serve, address = start_serve("--port", "50051", "--no-web", "--data-dir", str(tmp_path))
+    try:
+        assert address == DEFAULT_TARGET
+        session, shown = _play(tmp_path, "--auto-claim")
+    finally:
+        stop_serve(serve)
+    _finished(session)
+    assert f"playing on the engine at {DEFAULT_TARGET}" in shown
+
+
+def test_play_with_no_engine_starts_one_with_its_ai(free_default_port: None,
+                                                   tmp_path: Path) -> None:
+    session, shown = _play(tmp_path, "--auto-claim")
+    _finished(session)
+    assert "a local engine with its hosted AI on 127.0.0.1:" in shown
+    time.sleep(1)
+    assert _left_behind() == [], "the engine started for the game outlived it"
+
+
+def _left_behind() -> list[str]:
+    """Command lines of processes still running from a play-started engine's directory."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "battleline-play-" in text:
+            found.append(text)
+    return found
+
+
+def test_play_refuses_an_ai_level_the_page_does_not_offer() -> None:
+    done = subprocess.run([BATTLELINE, "play", "--ai", "7"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2
+    assert "the hosted AI has levels 1 to 5, not 7" in done.stderr
+
+
+def test_play_against_an_engine_without_a_hosted_ai_fails_at_once(redis_url: str) -> None:
+    with LocalService(redis_url) as engine:
+        started = time.monotonic()
+        session = terminal.run([BATTLELINE, "play", "--target", engine.address], answer=False)
+        took = time.monotonic() - started
+    assert session.exitstatus == 1
+    assert f"the engine at {engine.address} runs no hosted AI" in session.output
+    assert took < 20
+
+
+def test_play_waits_for_a_hosted_ai_worker_seconds_not_minutes(redis_url: str) -> None:
+    # The engine admits the hosted AI, but no worker serves it (a crashed `battleline ai`).
+    with LocalService(redis_url, config=WITH_AI) as engine:
+        session = terminal.run([BATTLELINE, "play", "--target", engine.address, "--wait", "300"],
+                               answer=False, timeout_s=90)
+    assert session.exitstatus == 2
+    assert "nobody took the other seat within 20 s" in session.output
+    assert "no hosted-AI worker is serving this" in session.output
