@@ -4,8 +4,12 @@ gRPC port keeps answering, and the log does not repeat itself (issue #14)."""
 
 from __future__ import annotations
 
+import json
+import logging
 import socket
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -68,3 +72,31 @@ def test_a_flooded_web_port_leaves_the_engine_serving(redis_url: str, tmp_path: 
     refusals = [line for line in log.read_text().splitlines() if "connection refused" in line]
     assert 1 <= len(refusals) <= 20, len(refusals)  # a flood of one warning is cut short
     assert process.returncode == 0
+
+
+def _post(url: str, content_type: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"content-type": content_type})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def test_native_grpc_over_http1_is_refused_plainly(gateway: str,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """A native gRPC call cannot be served over HTTP/1.1 (no trailers): 415 with
+    UNIMPLEMENTED and where to go instead, not an internal error and a traceback."""
+    url = gateway + "battleline.v1.LobbyService/ListOpenMatches"
+    with caplog.at_level(logging.WARNING):
+        status, headers, body = _post(url, "application/grpc", b"\0\0\0\0\0")
+    assert status == 415 and headers["grpc-status"] == "12", (status, headers)
+    assert b"HTTP/2" in body
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_a_bad_page_token_through_the_gateway_is_invalid_argument(gateway: str) -> None:
+    url = gateway + "battleline.v1.LobbyService/ListOpenMatches"
+    status, _, body = _post(url, "application/json", json.dumps({"pageToken": "².abc"}).encode())
+    assert status == 400 and json.loads(body)["code"] == "invalid_argument", (status, body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -26,6 +27,28 @@ class WebApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"].startswith(RPC_PREFIX):
-            await self.bridge(scope, receive, send)
+            if _native_grpc(scope):
+                await _refuse_native_grpc(send)
+            else:
+                await self.bridge(scope, receive, send)
         else:
             await self.page(scope, receive, send)
+
+
+def _native_grpc(scope: Scope) -> bool:
+    """A native gRPC call (not gRPC-Web): it needs HTTP/2 trailers, which this server
+    cannot send, and the bridge would answer it with an internal error."""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return value.startswith(b"application/grpc") and not value.startswith(
+                b"application/grpc-web")
+    return False
+
+
+async def _refuse_native_grpc(send: Send) -> None:
+    """415, as the gRPC protocol answers a content type it cannot serve, saying where to go."""
+    message = b"native gRPC needs HTTP/2: call the engine's gRPC port, or use gRPC-Web here"
+    await send({"type": "http.response.start", "status": 415, "headers": [
+        (b"content-type", b"text/plain"), (b"grpc-status", b"12"),
+        (b"grpc-message", quote(message).encode())]})
+    await send({"type": "http.response.body", "body": message})
