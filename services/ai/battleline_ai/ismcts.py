@@ -28,12 +28,14 @@ from typing import Any
 
 from battleline_rules import Action, GameState, Kind, Phase
 
-from .evaluation import position_value
-from .heuristic import Board, HeuristicBot, ranked_plays
+from . import evaluation, odds
+from .heuristic import HeuristicBot, ranked_plays
+from .prob import ProbBot
 from .processes import spawned_pool
 from .rollout import POLICIES, likely_plays
 
 DEFAULT_TIME_CAP = 10.0
+LEAVES = {"heuristic": evaluation.position_value, "odds": odds.position_value}
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class SearchParams:
     final: str = "visits"  # final-move rule: most "visits", or best mean "value"
     root: str = "ucb"  # root policy: "ucb" (UCB1), or "halving" (sequential halving, shared worlds)
     workers: int = 1  # root parallelism across processes
+    leaf: str = "heuristic"  # leaf evaluation: the "heuristic"'s flag estimate, or exact "odds"
+    rank: str = "heuristic"  # who ranks root candidates and takes the small decisions: or "prob"
 
     def __post_init__(self) -> None:
         if self.iterations is None and self.seconds is None:
@@ -61,6 +65,10 @@ class SearchParams:
             raise ValueError("final must be visits or value")
         if self.root not in ("ucb", "halving"):
             raise ValueError("root must be ucb or halving")
+        if self.leaf not in LEAVES:
+            raise ValueError(f"leaf must be one of {', '.join(LEAVES)}")
+        if self.rank not in ("heuristic", "prob"):
+            raise ValueError("rank must be heuristic or prob")
 
 
 class Node:
@@ -157,6 +165,7 @@ def _run(
         return _run_halving(view, roots, params, rng, deadline)
     seat = view.current_player
     policy = POLICIES[params.rollout]
+    leaf = LEAVES[params.leaf]
     root = Node(None, 1 - seat)
     c, bias, limit, inner = params.c, params.bias, params.iterations, params.inner_width
     done = 0
@@ -164,7 +173,7 @@ def _run(
     while (limit is None or done < limit) and time.perf_counter() < deadline:
         world = view.sample_world(rng)
         path = _descend(world, root, legal, c, inner, rng, root, roots, bias)
-        _backup(path, seat, rollout_value(world, seat, policy, rng, params.depth))
+        _backup(path, seat, rollout_value(world, seat, policy, rng, params.depth, leaf))
         done += 1
     return {a: (n.visits, n.reward) for a, n in root.children.items()}, done
 
@@ -187,6 +196,7 @@ def _run_halving(
     """
     seat = view.current_player
     policy = POLICIES[params.rollout]
+    leaf = LEAVES[params.leaf]
     c, inner, depth = params.c, params.inner_width, params.depth
     assert params.iterations is not None
     root = Node(None, 1 - seat)
@@ -210,7 +220,7 @@ def _run_halving(
                 w.apply_unchecked(action)
                 walk = random.Random(seed)
                 path = _descend(w, child, _candidates(w, inner), c, inner, walk)
-                _backup(path, seat, rollout_value(w, seat, policy, walk, depth))
+                _backup(path, seat, rollout_value(w, seat, policy, walk, depth, leaf))
                 done += 1
         if len(alive) > 1:
             # Keep the better half; ties keep the heuristic's order.
@@ -223,7 +233,12 @@ def _run_halving(
 
 
 def rollout_value(
-    world: GameState, seat: int, policy: Any, rng: random.Random, depth: int | None
+    world: GameState,
+    seat: int,
+    policy: Any,
+    rng: random.Random,
+    depth: int | None,
+    leaf: Any = evaluation.position_value,
 ) -> float:
     """Play ``depth`` turns (None: to the end) with ``policy``; ``seat``'s chance of winning."""
     turns_left = depth if depth is not None else 10**9
@@ -233,7 +248,7 @@ def rollout_value(
         if world.ply != ply:
             ply = world.ply
             turns_left -= 1
-    return position_value(world, seat)
+    return leaf(world, seat)
 
 
 def _worker(job: tuple[GameState, dict[Action, float], SearchParams, int, float]) -> Any:
@@ -248,7 +263,7 @@ class IsmctsBot:
 
     def __init__(self, params: SearchParams | None = None) -> None:
         self.params = params or SearchParams()
-        self.helper = HeuristicBot()
+        self.helper: HeuristicBot = ProbBot() if self.params.rank == "prob" else HeuristicBot()
         self._pool: Any = None
         if self.params.workers > 1:
             # Started once with the bot, so no move pays for starting processes.
@@ -269,6 +284,8 @@ class IsmctsBot:
             "final": str,
             "workers": int,
             "root": str,
+            "leaf": str,
+            "rank": str,
         }
         for key, value in knobs.items():
             if key not in types:
@@ -292,7 +309,7 @@ class IsmctsBot:
         hard_deadline = start + budget * 0.99
         actions = view.legal_actions()
         ranked = (
-            ranked_plays(Board(view, view.current_player), actions)
+            ranked_plays(self.helper.board_type(view, view.current_player), actions)
             if view.phase is Phase.PLAY
             else [(0.0, a) for a in actions]
         )

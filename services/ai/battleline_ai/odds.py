@@ -23,19 +23,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations, permutations
-from math import comb
+from math import comb, exp
 
 from battleline_rules import GameState, Ruleset, best_formation
+from battleline_rules.board import UNCLAIMED
 from battleline_rules.cards import COLOUR, UNKNOWN_TROOP, VALUE, Tactic
 from battleline_rules.formations import FOG_CATEGORY, WILD_VALUES
 from battleline_rules.rulesets import Category
 
+from .evaluation import flag_weights
+
 # A target: its sum, and the probability the side reaches it.
 Target = tuple[int, float]
-# Per category of the ruleset (strongest first), the side's targets in it.
-Outlook = tuple[tuple[Target, ...], ...]
+# Targets of one category, and the odds of reaching at least one of them.
+Reach = tuple[list[Target], float]
+# Per category of the ruleset (strongest first): the odds of reaching it, and its targets.
+Outlook = tuple[tuple[float, tuple[Target, ...]], ...]
+# Above this many targets, a category's odds treat its targets as independent.
+MAX_EXACT_UNION = 4
 # Under Fog only the sum counts: a spread of plausible sums, each with its weight.
-FOG_SPREAD = 4.0
+# How sharply the weighted flag odds turn into a game-winning chance.
+LEAF_SCALE = 1.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,25 +94,33 @@ def none_drawn(pool: int, draws: int, bad: int) -> float:
     return comb(pool - bad, draws) / comb(pool, draws)
 
 
-class _Side:
-    """One side of one flag with its supply: builds the targets of each category."""
+class _Shape:
+    """The fixed part of a side: its troops, its wilds, and the runs it could still be."""
 
-    def __init__(self, ruleset: Ruleset, cards: list[int], size: int, supply: Supply) -> None:
+    def __init__(self, ruleset: Ruleset, cards: tuple[int, ...], size: int) -> None:
         self.ruleset = ruleset
         self.troops = [c for c in cards if c not in WILD_VALUES]
         self.wilds = [WILD_VALUES[c] for c in cards if c in WILD_VALUES]
         self.values = [VALUE[c] for c in self.troops]
         self.size = size
         self.missing = size - len(cards)
-        self.supply = supply
-        self.n_pool = supply.pool.bit_count()
-        self.draws = min(supply.draws, self.n_pool)
         colours = {COLOUR[c] for c in self.troops}
-        self.colours: tuple[int, ...] = (
-            tuple(colours) if len(colours) == 1 else () if colours else tuple(range(ruleset.colours))
-        )
-
-    # --- the ways to fill open slots ------------------------------------------------
+        # The colours a flush could still be: the troops' one, any while there are none.
+        self.colours: tuple[int, ...] = tuple(colours) if len(colours) == 1 else ()
+        if not colours:
+            self.colours = tuple(range(ruleset.colours))
+        self.fixed_total = sum(self.values) + sum(max(w) for w in self.wilds)
+        masks, value_masks = ruleset.colour_masks, ruleset.value_masks
+        # Run targets: (sum, ways), a way being one (value, group) per open slot.
+        self.run_flushes = [
+            (total, [[(v, masks[colour] & value_masks[v]) for v in rest] for rest in ways])
+            for total, ways in self._windows()
+            for colour in self.colours
+        ]
+        self.runs = [
+            (total, [[(v, value_masks[v]) for v in rest] for rest in ways])
+            for total, ways in self._windows()
+        ]
 
     def _assignments(self, open_values: list[int]) -> list[list[int]]:
         """Slot values left for troops once the side's own wilds take compatible slots."""
@@ -117,30 +133,8 @@ class _Side:
                 result.append([v for v in open_values if v not in taken])
         return result
 
-    def _named_odds(self, cards: list[int]) -> float:
-        """Odds of holding every named card (a hand wild may stand in for one)."""
-        certain, pool = self.supply.certain, self.supply.pool
-        unseen = 0
-        blocked: list[int] = []
-        for card in cards:
-            if certain >> card & 1:
-                continue
-            if pool >> card & 1:
-                unseen += 1
-            else:
-                blocked.append(card)
-        hand_wilds = self.supply.wilds
-        if blocked:
-            if len(blocked) > 1 or not any(VALUE[blocked[0]] in w for w in hand_wilds):
-                return 0.0
-            return all_drawn(self.n_pool, self.draws, unseen)
-        p = all_drawn(self.n_pool, self.draws, unseen)
-        if unseen and hand_wilds and any(VALUE[c] in w for c in cards for w in hand_wilds):
-            p = max(p, all_drawn(self.n_pool, self.draws, unseen - 1))
-        return p
-
-    def _windows(self) -> list[tuple[int, list[int]]]:
-        """Runs the side's troops fit: (sum, open values) per window, highest first."""
+    def _windows(self) -> list[tuple[int, list[list[int]]]]:
+        """Runs the troops fit: (sum, the troop values still needed, per wild assignment)."""
         values = self.values
         if len(set(values)) != len(values):
             return []
@@ -153,23 +147,101 @@ class _Side:
         windows = []
         for top in range(top_max, top_min - 1, -1):
             low = top - size + 1
-            windows.append(((low + top) * size // 2, [v for v in range(low, top + 1)
-                                                      if v not in values]))
+            open_values = [v for v in range(low, top + 1) if v not in values]
+            ways = self._assignments(open_values)
+            if ways:
+                windows.append(((low + top) * size // 2, ways))
         return windows
 
-    def run_flush(self) -> list[Target]:
-        targets = []
-        masks = self.ruleset.colour_masks
-        values = self.ruleset.value_masks
-        for total, open_values in self._windows():
-            for colour in self.colours:
-                best = 0.0
-                for rest in self._assignments(open_values):
-                    cards = [(masks[colour] & values[v]).bit_length() - 1 for v in rest]
-                    best = max(best, self._named_odds(cards))
-                if best > 0.0:
-                    targets.append((total, best))
-        return targets
+
+@lru_cache(maxsize=8192)
+def _shape(ruleset: Ruleset, cards: tuple[int, ...], size: int) -> _Shape:
+    return _Shape(ruleset, cards, size)
+
+
+class _Side:
+    """One side of one flag with its supply: the odds of each category's targets."""
+
+    def __init__(self, ruleset: Ruleset, cards: list[int], size: int, supply: Supply) -> None:
+        self.ruleset = ruleset
+        shape = self.shape = _shape(ruleset, tuple(cards), size)
+        self.values, self.wilds = shape.values, shape.wilds
+        self.size, self.missing, self.colours = size, shape.missing, shape.colours
+        self.supply = supply
+        self.n_pool = supply.pool.bit_count()
+        self.draws = min(supply.draws, self.n_pool)
+
+    def _needs(self, groups: list[int]) -> tuple[int, ...] | None:
+        """The unseen groups a target must hit, one card each: groups already held drop
+        out; None when a group can be neither held nor drawn."""
+        certain, pool = self.supply.certain, self.supply.pool
+        needs = []
+        for group in groups:
+            if certain & group:
+                continue
+            unseen = pool & group
+            if not unseen:
+                return None
+            needs.append(unseen)
+        return tuple(sorted(needs))
+
+    def _category(self, targets: list[tuple[int, list[list[tuple[int, int]]]]]) -> Reach:
+        """Odds of each target and of the whole category, from every target's slot groups.
+
+        A target lists one group of cards per open slot (a named card, or every
+        card of a value): it is reached when the side holds or draws one card of
+        each group. The side's own wilds may take compatible slots (several
+        ways, given as alternatives); a wild in hand may fill one more.
+        """
+        reached: list[Target] = []
+        plain: list[tuple[int, ...]] = []
+        best_with_wild = 0.0
+        hand_wilds = self.supply.wilds
+        for total, ways in targets:
+            best = 0.0
+            for slots in ways:
+                needs = self._needs([g for _, g in slots])
+                if needs is not None:
+                    plain.append(needs)
+                    best = max(best, self.cover(needs))
+                if hand_wilds:
+                    for i, (value, _) in enumerate(slots):
+                        if any(value in w for w in hand_wilds):
+                            rest = self._needs([g for j, (_, g) in enumerate(slots) if j != i])
+                            if rest is not None:
+                                best_with_wild = max(best_with_wild, self.cover(rest))
+                                best = max(best, self.cover(rest))
+            if best > 0.0:
+                reached.append((total, best))
+        return reached, max(self._union(plain), best_with_wild)
+
+    def cover(self, needs: tuple[int, ...]) -> float:
+        return cover_odds(self.n_pool, self.draws, needs)
+
+    def _union(self, needs: list[tuple[int, ...]]) -> float:
+        """Odds of reaching at least one target: inclusion-exclusion over a few targets
+        (exact), as if independent over many (an empty side's dozens of windows)."""
+        distinct = list(dict.fromkeys(needs))
+        if not distinct:
+            return 0.0
+        if len(distinct) > MAX_EXACT_UNION:
+            miss = 1.0
+            for need in distinct:
+                miss *= 1.0 - self.cover(need)
+            return 1.0 - miss
+        total = 0.0
+        for r in range(1, len(distinct) + 1):
+            sign = 1.0 if r % 2 else -1.0
+            for subset in combinations(distinct, r):
+                joined = tuple(sorted({g for need in subset for g in need}))
+                total += sign * self.cover(joined)
+        return min(1.0, max(0.0, total))
+
+    def run_flush(self) -> Reach:
+        return self._category(self.shape.run_flushes)
+
+    def run(self) -> Reach:
+        return self._category(self.shape.runs)
 
     def _count_odds(self, mask: int, needed: int, wild_fits: bool) -> float:
         """Odds of adding ``needed`` cards from ``mask`` (a fitting hand wild counts as one)."""
@@ -181,10 +253,10 @@ class _Side:
             p = max(p, at_least(self.n_pool, self.draws, good, short - 1))
         return p
 
-    def kind(self) -> list[Target]:
+    def kind(self) -> Reach:
         values = set(self.values)
         if len(values) > 1:
-            return []
+            return [], 0.0
         ruleset = self.ruleset
         candidates = values or range(ruleset.min_value, ruleset.max_value + 1)
         targets = []
@@ -195,83 +267,38 @@ class _Side:
             p = self._count_odds(ruleset.value_masks[value], self.missing, fits)
             if p > 0.0:
                 targets.append((value * self.size, p))
-        return targets
+        return targets, _independent(targets)
 
-    def flush(self) -> list[Target]:
+    def flush(self) -> Reach:
         targets = []
-        fixed = sum(self.values) + sum(max(w) for w in self.wilds)
+        fixed = self.shape.fixed_total
         for colour in self.colours:
             mask = self.ruleset.colour_masks[colour]
             p = self._count_odds(mask, self.missing, bool(self.supply.wilds))
             if p > 0.0:
                 targets.append((fixed + self._likely_values(mask), p))
-        return targets
+        return targets, _independent(targets)
 
-    def run(self) -> list[Target]:
-        targets = []
-        value_masks = self.ruleset.value_masks
-        certain, pool = self.supply.certain, self.supply.pool
-        hand_wilds = self.supply.wilds
-        for total, open_values in self._windows():
-            best = 0.0
-            for rest in self._assignments(open_values):
-                needed = [v for v in rest if not certain & value_masks[v]]
-                options = [needed]
-                if hand_wilds:
-                    options += [
-                        [u for u in needed if u != v]
-                        for v in needed
-                        if any(v in w for w in hand_wilds)
-                    ]
-                for values in options:
-                    best = max(best, self._cover_odds([pool & value_masks[v] for v in values]))
-            if best > 0.0:
-                targets.append((total, best))
-        return targets
-
-    def _cover_odds(self, groups: list[int]) -> float:
-        """Odds of drawing at least one card of each group (inclusion-exclusion)."""
-        if len(groups) > self.draws:
-            return 0.0
-        p = 0.0
-        n, k = self.n_pool, self.draws
-        for r in range(len(groups) + 1):
-            sign = -1.0 if r % 2 else 1.0
-            for subset in combinations(groups, r):
-                union = 0
-                for g in subset:
-                    union |= g
-                p += sign * none_drawn(n, k, union.bit_count())
-        return max(0.0, p)
-
-    def any(self) -> list[Target]:
-        fixed = sum(self.values) + sum(max(w) for w in self.wilds)
+    def any(self) -> Reach:
+        fixed = self.shape.fixed_total
         held = self.supply.certain.bit_count()
         if held + self.draws + len(self.supply.wilds) < self.missing:
-            return []
-        return [(fixed + self._likely_values(self.ruleset.troop_mask), 1.0)]
+            return [], 0.0
+        return [(fixed + self._likely_values(self.ruleset.troop_mask), 1.0)], 1.0
 
     def _likely_values(self, mask: int) -> int:
-        """A plausible sum for the open slots from ``mask``: held cards first, then the
-        average unseen card of the better half."""
-        certain = sorted((VALUE[c] for c in _bits(self.supply.certain & mask)), reverse=True)
-        chosen = certain[: self.missing]
-        left = self.missing - len(chosen)
-        if left:
-            unseen = sorted((VALUE[c] for c in _bits(self.supply.pool & mask)), reverse=True)
-            better = unseen[: max(left, len(unseen) // 2)] or [0]
-            chosen += [round(sum(better) / len(better))] * left
-        return sum(chosen)
+        return _likely_sum(self.supply.certain & mask, self.supply.pool & mask, self.missing)
 
     def outlook(self, fog: bool) -> Outlook:
         categories = self.ruleset.categories
         if fog:
-            found = self.any()
-            spread: tuple[Target, ...] = ()
-            if found:
-                total = found[0][0]
-                spread = tuple((total + d, 1.0) for d in (-2, 0, 2)) if self.missing else found[0:1]
-            return tuple(spread if c is Category.ANY else () for c in categories)
+            targets, p = self.any()
+            if targets and self.missing:
+                total = targets[0][0]
+                targets = [(total + d, 1.0) for d in (-2, 0, 2)]
+            return tuple(
+                (p, tuple(targets)) if c is Category.ANY else (0.0, ()) for c in categories
+            )
         builders = {
             Category.RUN_FLUSH: self.run_flush,
             Category.KIND: self.kind,
@@ -279,7 +306,46 @@ class _Side:
             Category.RUN: self.run,
             Category.ANY: self.any,
         }
-        return tuple(tuple(builders[c]()) for c in categories)
+        outlook = []
+        for category in categories:
+            targets, p = builders[category]()
+            outlook.append((p, _merged(targets)))
+        return tuple(outlook)
+
+
+def _independent(targets: list[Target]) -> float:
+    miss = 1.0
+    for _, p in targets:
+        miss *= 1.0 - p
+    return 1.0 - miss
+
+
+@lru_cache(maxsize=1 << 17)
+def cover_odds(pool: int, draws: int, needs: tuple[int, ...]) -> float:
+    """P(at least one card of each disjoint group among ``draws`` draws of ``pool``)."""
+    if len(needs) > draws:
+        return 0.0
+    if all(g & (g - 1) == 0 for g in needs):
+        return all_drawn(pool, draws, len(needs))
+    p = 0.0
+    for r in range(len(needs) + 1):
+        sign = -1.0 if r % 2 else 1.0
+        for subset in combinations(needs, r):
+            p += sign * none_drawn(pool, draws, sum(g.bit_count() for g in subset))
+    return min(1.0, max(0.0, p))
+
+
+@lru_cache(maxsize=65536)
+def _likely_sum(certain: int, pool: int, missing: int) -> int:
+    """A plausible sum for ``missing`` open slots: held cards first, then the average
+    unseen card of the better half."""
+    chosen = sorted((VALUE[c] for c in _bits(certain)), reverse=True)[:missing]
+    left = missing - len(chosen)
+    if left:
+        unseen = sorted((VALUE[c] for c in _bits(pool)), reverse=True)
+        better = unseen[: max(left, len(unseen) // 2)] or [0]
+        chosen += [round(sum(better) / len(better))] * left
+    return sum(chosen)
 
 
 def _bits(mask: int) -> list[int]:
@@ -291,10 +357,37 @@ def _bits(mask: int) -> list[int]:
     return cards
 
 
+def _merged(targets: list[Target]) -> tuple[Target, ...]:
+    """One target per sum (odds combined as independent), highest sum first."""
+    if len(targets) < 2:
+        return tuple(targets)
+    miss: dict[int, float] = {}
+    for total, p in targets:
+        miss[total] = miss.get(total, 1.0) * (1.0 - p)
+    return tuple((total, 1.0 - m) for total, m in sorted(miss.items(), reverse=True))
+
+
+_OUTLOOKS: dict[tuple[object, ...], Outlook] = {}
+OUTLOOK_CACHE_SIZE = 200_000
+
+
 def side_outlook(
     ruleset: Ruleset, cards: list[int], size: int, fog: bool, supply: Supply
 ) -> Outlook:
-    """The targets a side can still reach, per category; a complete side has one, certain."""
+    """The targets a side can still reach, per category; a complete side has one, certain.
+
+    Memoised process-wide: a search meets the same sides and supplies over and over.
+    """
+    key = (ruleset.name, tuple(cards), size, fog, supply)
+    found = _OUTLOOKS.get(key)
+    if found is None:
+        if len(_OUTLOOKS) >= OUTLOOK_CACHE_SIZE:
+            _OUTLOOKS.clear()
+        found = _OUTLOOKS[key] = _outlook(ruleset, cards, size, fog, supply)
+    return found
+
+
+def _outlook(ruleset: Ruleset, cards: list[int], size: int, fog: bool, supply: Supply) -> Outlook:
     if len(cards) >= size:
         formation = best_formation(ruleset, cards, 0, 0, fog)
         assert formation is not None
@@ -302,7 +395,8 @@ def side_outlook(
         if formation.category == FOG_CATEGORY:
             index = ruleset.categories.index(Category.ANY)
         return tuple(
-            ((formation.total, 1.0),) if i == index else () for i in range(len(ruleset.categories))
+            (1.0, ((formation.total, 1.0),)) if i == index else (0.0, ())
+            for i in range(len(ruleset.categories))
         )
     return _Side(ruleset, cards, size, supply).outlook(fog)
 
@@ -311,29 +405,42 @@ def _best_category(outlook: Outlook) -> list[tuple[float, tuple[Target, ...]]]:
     """P(the side's best category is each one), with that category's targets."""
     result = []
     miss = 1.0
-    for targets in outlook:
-        fail = 1.0
-        for _, p in targets:
-            fail *= 1.0 - p
-        result.append((miss * (1.0 - fail), targets))
-        miss *= fail
+    for p, targets in outlook:
+        result.append((miss * p, targets))
+        miss *= 1.0 - p
     return result
 
 
-def _sum_beats(mine: tuple[Target, ...], theirs: tuple[Target, ...], fog: bool) -> float:
-    """Within one category: chance my sum beats theirs, weighting targets by their odds."""
+def _sum_beats(mine: tuple[Target, ...], theirs: tuple[Target, ...]) -> float:
+    """Within one category: chance my sum beats theirs, weighting targets by their odds.
+
+    Both lists are sorted by sum, highest first (`_merged`): one merge pass.
+    """
+    if len(mine) == 1 and len(theirs) == 1:
+        a, b = mine[0][0], theirs[0][0]
+        return 1.0 if a > b else 0.5 if a == b else 0.0
     wm = sum(p for _, p in mine)
     wt = sum(p for _, p in theirs)
     if wm <= 0.0 or wt <= 0.0:
         return 0.5
     score = 0.0
+    below = wt  # weight of their targets with a sum not above the current one
+    j = 0
+    n = len(theirs)
     for a, pa in mine:
-        for b, pb in theirs:
-            score += pa * pb * (1.0 if a > b else 0.5 if a == b else 0.0)
+        while j < n and theirs[j][0] > a:
+            below -= theirs[j][1]
+            j += 1
+        equal = 0.0
+        k = j
+        while k < n and theirs[k][0] == a:
+            equal += theirs[k][1]
+            k += 1
+        score += pa * (below - equal + 0.5 * equal)
     return score / (wm * wt)
 
 
-def win_probability(mine: Outlook, theirs: Outlook, fog: bool = False) -> float:
+def win_probability(mine: Outlook, theirs: Outlook) -> float:
     """Chance my side beats theirs at a flag (ties in strength count half)."""
     me = _best_category(mine)
     them = _best_category(theirs)
@@ -345,7 +452,7 @@ def win_probability(mine: Outlook, theirs: Outlook, fog: bool = False) -> float:
         q, their_targets = them[i]
         below -= q
         if p:
-            win += p * (below + q * _sum_beats(targets, their_targets, fog))
+            win += p * (below + q * _sum_beats(targets, their_targets))
     return max(0.0, min(1.0, win))
 
 
@@ -395,25 +502,16 @@ def _hand_wilds(state: GameState, seat: int) -> tuple[tuple[int, ...], ...]:
 
 
 class FlagOdds:
-    """Win probabilities of one seat's flags as seen from ``state``, for one decision.
-
-    Outlooks are memoised per side and supply, so scoring every candidate play
-    recomputes only the sides a play changes.
-    """
+    """Win probabilities of one seat's flags as seen from ``state``."""
 
     def __init__(self, state: GameState, seat: int) -> None:
         self.state = state
         self.ruleset = state.ruleset
         self.seat = seat
         self.mine, self.theirs = supplies(state, seat)
-        self._outlooks: dict[tuple[object, ...], Outlook] = {}
 
     def outlook(self, cards: list[int], size: int, fog: bool, supply: Supply) -> Outlook:
-        key = (tuple(cards), size, fog, supply)
-        found = self._outlooks.get(key)
-        if found is None:
-            found = self._outlooks[key] = side_outlook(self.ruleset, cards, size, fog, supply)
-        return found
+        return side_outlook(self.ruleset, cards, size, fog, supply)
 
     def chance(
         self,
@@ -440,7 +538,7 @@ class FlagOdds:
             if proven is not None:
                 return 1.0 if proven == 0 else 0.0
         return win_probability(
-            self.outlook(mine, size, fog, own), self.outlook(theirs, size, fog, other), fog
+            self.outlook(mine, size, fog, own), self.outlook(theirs, size, fog, other)
         )
 
 
@@ -460,3 +558,19 @@ def _proven_winner(
         if best is None or best.strength < held.strength:
             return index
     return None
+
+
+def position_value(state: GameState, seat: int) -> float:
+    """Chance in [0, 1] that ``seat`` wins: exact when over, else from every flag's odds."""
+    if state.is_over:
+        return 0.5 if state.winner is None else float(state.winner == seat)
+    odds = FlagOdds(state, seat)
+    weights = flag_weights(state, seat)
+    x = 0.0
+    for flag, w in zip(state.flags, weights, strict=True):
+        if flag.claimed != UNCLAIMED:
+            p = 1.0 if flag.claimed == seat else 0.0
+        else:
+            p = odds.chance(flag.cards[seat], flag.cards[1 - seat], flag.size, flag.fog)
+        x += w * (p - 0.5)
+    return 1.0 / (1.0 + exp(-LEAF_SCALE * x))
