@@ -158,3 +158,29 @@ def test_the_web_front_runs_apart_from_the_engines_everywhere() -> None:
     services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
     assert "--no-web" in services["engine"]["command"]
     assert services["web"]["command"][:3] == ["web", "--engine", "envoy:50051"]
+
+
+def test_the_ai_key_is_one_secret_and_no_secret_is_an_argument() -> None:
+    """The hosted AI's key is a Secret read by the engines and the AI alike (takeovers
+    across pods and restarts need the same key everywhere), and no container gets a
+    secret on its command line (world-readable in /proc): the Redis URL and the key come
+    from the environment."""
+    secret = _by_kind("Secret", "battleline-ai")
+    assert set(secret["stringData"]) == {"BATTLELINE_AI_KEY"}
+    for name in ("battleline-engine", "battleline-ai"):
+        container = _by_kind("Deployment", name)["spec"]["template"]["spec"]["containers"][0]
+        refs = {e["secretRef"]["name"] for e in container["envFrom"] if "secretRef" in e}
+        assert {"battleline-ai", "battleline-redis"} <= refs, name
+    for doc in _resources():
+        if doc["kind"] != "Deployment":
+            continue
+        for container in doc["spec"]["template"]["spec"]["containers"]:
+            words = " ".join(container.get("args", []) + container.get("command", []))
+            assert "REDIS_URL" not in words and "redis://" not in words, words
+            assert "AI_KEY" not in words, words
+    overlay = (DEPLOY / "k8s" / "overlays" / "production" / "kustomization.yaml").read_text()
+    assert "name: battleline-ai\n        namespace: battleline" in overlay  # from the store
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    for name in ("engine", "ai"):
+        assert "BATTLELINE_AI_KEY" in services[name]["environment"], name
+        assert not any("redis://" in word for word in services[name]["command"]), name

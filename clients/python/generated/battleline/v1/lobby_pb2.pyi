@@ -34,8 +34,9 @@ class CreateMatchRequest(_message.Message):
     """Which seat the creator takes (for LOCAL the creator holds both)."""
     seed: _builtins.int
     """Seed for a reproducible deal (later games of a series derive theirs from
-    it). Refused (INVALID_ARGUMENT) for an OPEN opponent: whoever knows the
-    seed knows the deck.
+    it). LOCAL matches only; refused (INVALID_ARGUMENT seed-refused) wherever
+    the other seat is not the creator's (OPEN, AI): whoever knows the seed
+    knows the deck.
     """
     @_builtins.property
     def options(self) -> _types_pb2.MatchOptions:
@@ -127,9 +128,10 @@ class JoinMatchRequest(_message.Message):
     invite_code: _builtins.str
     """The invite code given at creation."""
     join_ticket: _builtins.str
-    """For hosted-AI workers: the one-time join ticket from the AI seat-request
-    stream, sent with match_id. It takes the seat reserved for the AI; the
-    server stores only its hash and it cannot be used twice.
+    """Retired: refused (INVALID_ARGUMENT ticket-retired) when set. The hosted
+    AI takes its reserved seat by sending its key as `authorization: Bearer
+    <AI key>` with match_id; it then gets no seat_token (the key acts for
+    that seat) and joining again answers the same seat.
     """
     @_builtins.property
     def seat_options(self) -> _types_pb2.SeatOptions:

@@ -167,9 +167,13 @@ export const SuggestResponseSchema: GenMessage<SuggestResponse> = /*@__PURE__*/
  *
  * It decides from a seat's view only: the position text the engine puts in
  * MatchView.position (redacted for that seat), never a full game state.
- * Errors: INVALID_ARGUMENT (no position, unreadable position, bad bot spec,
- * nothing to do in the position), RESOURCE_EXHAUSTED (budget above the
- * service's limit).
+ * Callers send the hosted AI's key as `authorization: Bearer <key>` (the
+ * engines for hints, operators' harnesses); players ask GameService.GetHint.
+ * Errors: UNAUTHENTICATED (no key), INVALID_ARGUMENT (no position, a position
+ * over 4,096 characters or repeating a card over 70 times, unreadable
+ * position, bad bot spec, nothing to do in the position), RESOURCE_EXHAUSTED
+ * (budget above the service's limit; a search for the same seat still
+ * running; the service's queue full).
  *
  * @generated from service battleline.v1.AiService
  */

@@ -43,8 +43,9 @@ export type CreateMatchRequest = Message<"battleline.v1.CreateMatchRequest"> & {
 
   /**
    * Seed for a reproducible deal (later games of a series derive theirs from
-   * it). Refused (INVALID_ARGUMENT) for an OPEN opponent: whoever knows the
-   * seed knows the deck.
+   * it). LOCAL matches only; refused (INVALID_ARGUMENT seed-refused) wherever
+   * the other seat is not the creator's (OPEN, AI): whoever knows the seed
+   * knows the deck.
    *
    * @generated from field: optional uint64 seed = 4;
    */
@@ -158,9 +159,10 @@ export type JoinMatchRequest = Message<"battleline.v1.JoinMatchRequest"> & {
   seatOptions?: SeatOptions | undefined;
 
   /**
-   * For hosted-AI workers: the one-time join ticket from the AI seat-request
-   * stream, sent with match_id. It takes the seat reserved for the AI; the
-   * server stores only its hash and it cannot be used twice.
+   * Retired: refused (INVALID_ARGUMENT ticket-retired) when set. The hosted
+   * AI takes its reserved seat by sending its key as `authorization: Bearer
+   * <AI key>` with match_id; it then gets no seat_token (the key acts for
+   * that seat) and joining again answers the same seat.
    *
    * @generated from field: string join_ticket = 4;
    */
