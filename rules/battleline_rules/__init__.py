@@ -9,7 +9,7 @@ from types import BuiltinFunctionType
 
 from .actions import DISCARD, TACTIC_DECK, TROOP_DECK, Action, Kind, format_action, parse_action
 from .cards import UNKNOWN_TACTIC, UNKNOWN_TROOP, Tactic, card_name, parse_card
-from .claims import ClaimVerdict, Grounds, decide_claim
+from .claims import ClaimVerdict, Grounds, Voice, decide_claim
 from .errors import ErrorCode, RuleError
 from .formations import Formation, best_formation, brute_force_best, describe
 from .notation import dump_position, load_position
@@ -40,6 +40,7 @@ __all__ = [
     "RuleError",
     "Ruleset",
     "Tactic",
+    "Voice",
     "best_formation",
     "brute_force_best",
     "card_name",

@@ -9,7 +9,7 @@ claim, because the claimant completed first.
 from __future__ import annotations
 
 from enum import Enum
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from .board import UNCLAIMED, Flag
 from .cards import card_name, mask_of
@@ -33,6 +33,19 @@ class Grounds(Enum):
     DISCARD_PENDING = "discard-pending"
 
 
+class Voice(NamedTuple):
+    """Whom a verdict's words speak of: the claimant and its opponent, each as a
+    subject and a possessive (the second person by default; a client names seats)."""
+
+    claimant: str = "you"
+    claimants: str = "your"
+    opponent: str = "your opponent"
+    opponents: str = "their"
+
+
+SECOND_PERSON: Final = Voice()
+
+
 class ClaimVerdict(NamedTuple):
     """Whether ``seat`` may claim a flag now, and why (words built only when asked)."""
 
@@ -54,44 +67,54 @@ class ClaimVerdict(NamedTuple):
 
     @property
     def reason(self) -> str:
+        """The verdict in words to the claimant, naming the flag (a refusal's message)."""
         name = f"flag {self.flag + 1}"
-        grounds, rules = self.grounds, self.ruleset
-        if grounds is Grounds.ALREADY_CLAIMED:
+        if self.grounds is Grounds.ALREADY_CLAIMED:
             return f"{name} is already claimed"
-        if grounds is Grounds.INCOMPLETE:
+        if self.grounds is Grounds.INCOMPLETE:
             return f"your side of {name} has {self.seat_cards} of {self.size} cards"
+        return f"{name}: {self.explain()}"
+
+    def explain(self, voice: Voice = SECOND_PERSON) -> str:
+        """The verdict in words without naming the flag (a proof is shown beside its
+        flag), speaking of the claimant and the opponent as ``voice`` says."""
+        grounds, rules, v = self.grounds, self.ruleset, voice
+        if grounds is Grounds.ALREADY_CLAIMED:
+            return "already claimed"
+        if grounds is Grounds.INCOMPLETE:
+            return f"{v.claimants} side has {self.seat_cards} of {self.size} cards"
         if grounds is Grounds.DISCARD_PENDING:
             return (
-                f"{name}: Mud has left and a side still holds {self.size + 1} cards: "
+                f"Mud has left and a side still holds {self.size + 1} cards: "
                 "nothing can be proven there until the discard"
             )
         if grounds is Grounds.EMPTY_SIDE:
-            return f"{name}: your opponent has no card there"
+            return f"{v.opponents} side has no card"
         if grounds is Grounds.CANNOT_COMPLETE:
-            return f"{name}: too few troop cards remain unseen for your opponent to complete it"
+            return f"too few troop cards remain unseen for {v.opponent} to complete it"
         assert self.mine is not None
         mine = describe(rules, self.mine)
         theirs = describe(rules, self.theirs) if self.theirs else ""
         if grounds is Grounds.STRONGER:
-            return f"{name}: your {mine} beats their {theirs}"
+            return f"{v.claimants} {mine} beats {v.opponents} {theirs}"
         if grounds is Grounds.WEAKER:
-            return f"{name}: their {theirs} beats your {mine}"
+            return f"{v.opponents} {theirs} beats {v.claimants} {mine}"
         if grounds is Grounds.TIE_FIRST:
-            return f"{name}: {mine} on both sides; you completed first"
+            return f"{mine} on both sides; {v.claimant} completed first"
         if grounds is Grounds.TIE_SECOND:
-            return f"{name}: {mine} on both sides; your opponent completed first"
+            return f"{mine} on both sides; {v.opponent} completed first"
         if grounds is Grounds.UNBEATABLE:
             assert self.theirs is not None
             tie = (
-                " (a tie goes to you: you completed first)"
+                f" (a tie goes to {v.claimant}: {v.claimant} completed first)"
                 if self.theirs.strength == self.mine.strength
                 else ""
             )
-            return f"{name}: your {mine}; the best your opponent can still reach is {theirs}{tie}"
+            return f"{v.claimants} {mine}; the best {v.opponent} can still reach is {theirs}{tie}"
         cards = " ".join(card_name(c) for c in self.refutation)
         return (
-            f"{name}: your opponent can still reach {theirs} by adding {cards}, "
-            f"which beats your {mine}"
+            f"{v.opponent} can still reach {theirs} by adding {cards}, "
+            f"which beats {v.claimants} {mine}"
         )
 
 

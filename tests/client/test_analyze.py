@@ -23,6 +23,7 @@ from battleline_rules import (
     SPECTATOR,
     GameState,
     Kind,
+    Voice,
     brute_force_best,
     card_name,
     decide_claim,
@@ -83,6 +84,14 @@ def test_text_output_mentions_every_flag_and_its_cards(name: str, text: str) -> 
     assert "Legal actions" in out
 
 
+def test_text_output_names_the_seats_in_each_claim() -> None:
+    """Both seats' rows used to say "your ... beats their ...": now each names its seat."""
+    text = (ROOT / "examples" / "positions" / "standard-midgame.txt").read_text()
+    out = runner.invoke(app, ["analyze", "-"], input=text, terminal_width=200).stdout
+    assert "your " not in out and "their " not in out, out
+    assert re.search(r"seat [01]'s ", out), out
+
+
 @pytest.mark.parametrize(("name", "text"), POSITIONS, ids=IDS)
 def test_json_claims_and_cards_agree_with_the_rules_core(name: str, text: str) -> None:
     data = _json(text)
@@ -103,6 +112,8 @@ def test_json_claims_and_cards_agree_with_the_rules_core(name: str, text: str) -
             claim = shown["claims"][seat]
             assert claim["granted"] == verdict.granted
             assert claim["reason"] == verdict.reason
+            assert claim["explanation"] == verdict.explain(
+                Voice(f"seat {seat}", f"seat {seat}'s", f"seat {1 - seat}", f"seat {1 - seat}'s"))
             assert claim["refutation"] == [card_name(c) for c in verdict.refutation]
             takeable = seat == state.current_player and i in claims_now
             assert claim["takeable_now"] == takeable
@@ -258,3 +269,9 @@ def test_installed_entry_point_in_a_subprocess(tmp_path: Path) -> None:
     )
     assert failed.returncode == 2
     assert failed.stdout == "" and "Traceback" not in failed.stderr
+
+
+def test_top_level_help_spells_the_command_as_it_is_typed() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    assert "analyse" not in result.stdout and "serve, play, analyze" in result.stdout

@@ -45,6 +45,8 @@ def test_board_shows_every_card_hand_counts_proofs_and_clocks(client: Client) ->
             proof_seen = True
             assert f"flag {claim.number}:" in shown and claim.proof[:40] in shown.replace(
                 "\n", " ")
+            # Shown beside its flag, a proof does not name the flag again (issue #15).
+            assert not claim.proof.startswith("flag "), claim.proof
         claims = [a for a in view.legal_actions if a.startswith("claim ")]
         seats[mover].act(*(claims[:1] or choose(view, rng)))
     assert proof_seen

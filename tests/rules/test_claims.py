@@ -10,6 +10,7 @@ from battleline_rules import (
     Grounds,
     Kind,
     RuleError,
+    Voice,
     decide_claim,
     dump_position,
     parse_action,
@@ -218,3 +219,15 @@ def test_no_claim_is_proven_while_mud_leaves_a_side_too_full() -> None:
     state.apply(parse_action("mud-discard R4@1"))
     # R1 R2 R3 (wedge) beats B5 G5 Y5 (phalanx) once the flag is back to three.
     assert state.claim_verdict(0, 0).granted and not state.claim_verdict(0, 1).granted
+
+
+def test_a_verdict_explains_itself_beside_its_flag_and_of_either_seat() -> None:
+    state = position(flags={1: "R8 R9 R10 | B2 B3"}, hands=("G5", ""))
+    verdict = state.claim_verdict(0, 0)
+    assert verdict.reason == f"flag 1: {verdict.explain()}"
+    assert verdict.explain().startswith("your wedge, sum 27; the best your opponent can")
+    seats = Voice("seat 0", "seat 0's", "seat 1", "seat 1's")
+    assert verdict.explain(seats).startswith("seat 0's wedge, sum 27; the best seat 1 can")
+    refused = state.claim_verdict(0, 1)
+    assert refused.explain(Voice("you", "your", "AI level 2", "AI level 2's")) == (
+        "your side has 2 of 3 cards")

@@ -19,6 +19,7 @@ from battleline_rules import (
     Formation,
     GameState,
     Kind,
+    Voice,
     best_formation,
     card_name,
     decide_claim,
@@ -100,6 +101,13 @@ def side_formation(state: GameState, index: int, seat: int) -> Json:
     }
 
 
+def seat_voice(seat: int) -> Voice:
+    """A verdict's words naming both seats ("seat 0's wedge ... beats seat 1's ..."),
+    for a table that shows both seats' claims side by side."""
+    other = 1 - seat
+    return Voice(f"seat {seat}", f"seat {seat}'s", f"seat {other}", f"seat {other}'s")
+
+
 def claim_data(state: GameState, index: int, seat: int) -> Json:
     """Whether ``seat`` could claim the flag, why, and whether it may do so right now."""
     verdict: ClaimVerdict = decide_claim(
@@ -115,6 +123,7 @@ def claim_data(state: GameState, index: int, seat: int) -> Json:
         "granted": verdict.granted,
         "takeable_now": takeable,
         "reason": verdict.reason,
+        "explanation": verdict.explain(seat_voice(seat)),
         "opponent_best": None if verdict.theirs is None else formation_data(state, verdict.theirs),
         "refutation": names(verdict.refutation),
     }

@@ -11,7 +11,7 @@ from .commands.tournament import tournament
 from .commands.watch import watch
 from .commands.web import web
 
-app = typer.Typer(help="Battle Line Online: serve, play, analyse.", no_args_is_help=True)
+app = typer.Typer(help="Battle Line Online: serve, play, analyze.", no_args_is_help=True)
 app.command()(ai)
 app.command()(analyze)
 app.command()(loadtest)
@@ -24,7 +24,7 @@ app.command()(web)
 
 @app.callback()
 def main() -> None:
-    """Battle Line Online: serve, play, analyse.
+    """Battle Line Online: serve, play, analyze.
 
     A callback keeps `battleline analyze` a subcommand: with only one command
     registered, typer would otherwise run it as the whole app.

@@ -272,7 +272,7 @@ def write_view(out: pb.MatchView, match: Match, viewer: int, now_ms: int,
             if action.kind is not Kind.CLAIM:
                 break  # claims come first
             verdict = view.claim_verdict(action.flag, viewer)
-            out.claimable_flags.add(number=action.flag + 1, proof=verdict.reason)
+            out.claimable_flags.add(number=action.flag + 1, proof=verdict.explain())
 
 
 def event_text(fields: dict[str, str], viewer: int) -> str:

@@ -126,8 +126,8 @@ def _formation_text(form: Json) -> str:
 def _claim_text(claim: Json) -> Text:
     if claim["granted"]:
         mark = "CLAIMABLE NOW" if claim["takeable_now"] else "provable"
-        return Text.assemble((f"{mark}: ", "bold green"), claim["reason"])
-    return Text.assemble(("no: ", "red"), claim["reason"])
+        return Text.assemble((f"{mark}: ", "bold green"), claim["explanation"])
+    return Text.assemble(("no: ", "red"), claim["explanation"])
 
 
 def _flag_panel(flag: Json) -> Panel:
@@ -189,7 +189,7 @@ def analyze(
         bool, typer.Option("--json", help="Print the analysis as JSON (docs/analyze.md).")
     ] = False,
 ) -> None:
-    """Analyse a position: each flag's formations and claims, and the legal actions."""
+    """Analyze a position: each flag's formations and claims, and the legal actions."""
     data = load_analysis(path)
     if as_json:
         typer.echo(json.dumps(data, indent=2))
