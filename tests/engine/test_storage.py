@@ -145,7 +145,7 @@ def test_concurrent_duplicates_apply_once(redis_url: str) -> None:
 def test_finished_match_expires_after_retention(redis_url: str) -> None:
     async def body(s: Storage) -> None:
         await _new(s)
-        await s.add_open("m1", 1)
+        await s.add_open("m1", 1, "standard", 900)
         assert await s.ttl("m1") == -1  # idle_ttl 0: live matches never expire
         result = await s.commit("m1", expected_version=1, state="END", status="finished",
                                 deadline_ms=0, events=[{"kind": "game_over"}], finished=True)
@@ -250,11 +250,13 @@ def test_clock_index_follows_commits(redis_url: str, cluster: bool) -> None:
 def test_lobby_and_invites(redis_url: str) -> None:
     async def body(s: Storage) -> None:
         for i in range(5):
-            await s.add_open(f"m{i}", 100 + i)
+            await s.add_open(f"m{i}", 100 + i, "basic" if i == 2 else "standard", 900)
         assert [m for m, _ in await s.list_open(2)] == ["m4", "m3"]
-        assert [m for m, _ in await s.list_open(2, before_ms=103)] == ["m2", "m1"]
-        await s.remove_open("m4")
+        assert [m for m, _ in await s.list_open(2, (103, "m3"))] == ["m2", "m1"]
+        assert [m for m, _ in await s.list_open(5, None, "basic")] == ["m2"]
+        await s.remove_open(["m4"], ["standard"])
         assert [m for m, _ in await s.list_open(1)] == ["m3"]
+        assert [m for m, _ in await s.list_open(1, None, "standard")] == ["m3"]
         assert await s.set_invite("CODE1", "m1", 60)
         assert not await s.set_invite("CODE1", "m2", 60)
         assert await s.resolve_invite("CODE1") == "m1"
@@ -283,13 +285,13 @@ def test_ai_requests_through_consumer_group(redis_url: str) -> None:
 def test_ai_places_of_a_client_are_checked_and_counted_together(redis_url: str) -> None:
     async def body(s: Storage) -> None:
         client = "2001:db8::{7}"  # any text: the key holds its hash
-        held = await asyncio.gather(*(s.hold_ai_place(client, f"m{i}", 3) for i in range(8)))
+        held = await asyncio.gather(*(s.hold_place("ai", client, f"m{i}", 3) for i in range(8)))
         assert sum(held) == 3
-        assert sorted(await s.ai_matches_of(client)) == sorted(
+        assert sorted(await s.places_of("ai", client)) == sorted(
             f"m{i}" for i, ok in enumerate(held) if ok)
-        await s.free_ai_places(client, (await s.ai_matches_of(client))[0])
-        assert await s.hold_ai_place(client, "m9", 3)
-        assert not await s.hold_ai_place(client, "m10", 3)
+        await s.free_places("ai", client, (await s.places_of("ai", client))[0])
+        assert await s.hold_place("ai", client, "m9", 3)
+        assert not await s.hold_place("ai", client, "m10", 3)
 
     run(redis_url, body)
 

@@ -113,7 +113,8 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             names[1 - seat] = f"AI level {meta.ai_level}" if meta.opponent == AI else ""
             meta = replace(meta, names=(names[0], names[1]))
         created = await self.rt.matches.create(meta, seat, self.rt.callers.key(context),
-                                               self.rt.config.ai_matches_per_client)
+                                               self.rt.config.ai_matches_per_client,
+                                               self.rt.config.open_matches_per_client)
         return lobby_pb2.CreateMatchResponse(
             match_id=created.match.match_id, invite_code=created.invite,
             seat=views.seat_enum(seat), seat_token=created.token,
@@ -152,6 +153,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         if request.ruleset and request.ruleset not in RULESETS:
             raise invalid("bad-ruleset", f"ruleset {shown(request.ruleset)}: use one of "
                           f"{', '.join(RULESETS)}")
+        self.rt.list_limit.take(self.rt.callers.key(context))
         limit = min(request.page_size or 50, 200)
         after = None
         if request.page_token:

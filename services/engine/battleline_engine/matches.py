@@ -20,6 +20,7 @@ import redis.exceptions
 
 from battleline.v1 import game_pb2
 from battleline_rules import (
+    RULESETS,
     Action,
     Event,
     GameState,
@@ -50,6 +51,7 @@ from .model import (
     progress_fields,
 )
 from .storage import (
+    AI_PLACE_TTL_S,
     CommitStatus,
     MatchRecord,
     Storage,
@@ -127,9 +129,12 @@ def seat_name(seat: int) -> str:
 class Matches:
     """Match operations over one Storage; keeps a cache of parsed states."""
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, lobby_ttl_s: int = 15 * 60,
+                 max_scan: int = 200) -> None:
         self.storage = storage
         self.cache = StateCache()
+        self.lobby_ttl_s = lobby_ttl_s  # an OPEN match nobody joined expires after this
+        self.max_scan = max_scan  # lobby entries one list_open call looks at, at most
 
     # -- reading --------------------------------------------------------------------
 
@@ -169,9 +174,11 @@ class Matches:
     # -- creating and joining -------------------------------------------------------
 
     async def create(self, meta: Meta, creator: int, client: str = "",
-                     ai_cap: int = 0) -> Created:
+                     ai_cap: int = 0, open_cap: int = 0) -> Created:
         """Store a new match; LOCAL starts at once, OPEN and AI wait for the other seat.
-        An AI match counts against `client`'s `ai_cap` unfinished AI matches."""
+        An AI match counts against `client`'s `ai_cap` unfinished AI matches, an OPEN
+        one against its `open_cap` unjoined ones; an OPEN match nobody joins expires
+        after `lobby_ttl_s`."""
         match_id = new_match_id()
         other = 1 - creator
         token = new_seat_token(match_id)
@@ -185,9 +192,10 @@ class Matches:
             if meta.opponent == OPEN:
                 invite = new_invite_code()
                 meta = replace(meta, invite=invite)
+                await self._hold_place(OPEN, client, match_id, open_cap)
             else:
                 meta = replace(meta, ai_seat=other)
-                await self._hold_ai_place(client, match_id, ai_cap)
+                await self._hold_place(AI, client, match_id, ai_cap)
         status = PLAYING if meta.opponent == LOCAL else WAITING
         state = deal(meta, 1, 0)
         now = now_ms()
@@ -204,37 +212,42 @@ class Matches:
             result = await self.storage.create_match(
                 match_id, dump_position(state), status=status, seats=seats, fields=fields,
                 events=events, deadline_ms=clock.deadline_ms(meta) if status == PLAYING else 0,
+                ttl_s=self.lobby_ttl_s if meta.opponent == OPEN else None,
             )
             created = result.status is CommitStatus.OK
         finally:
-            if meta.opponent == AI and not created:  # its place is not held by anything
-                await self.storage.free_ai_places(client, match_id)
+            if meta.opponent != LOCAL and not created:  # its place is not held by anything
+                await self.storage.free_places(meta.opponent, client, match_id)
         if result.status is not CommitStatus.OK:  # a 96-bit id collided: practically never
             raise Refusal(grpc.StatusCode.ABORTED, "retry", "could not allocate a match id")
         if invite:
-            await self.storage.set_invite(invite, match_id, self.storage.idle_ttl_s or 86400)
+            await self.storage.set_invite(invite, match_id, self.lobby_ttl_s)
             if not meta.private:
-                await self.storage.add_open(match_id, now)
+                await self.storage.add_open(match_id, now, meta.ruleset, self.lobby_ttl_s)
         if meta.opponent == AI:
             await self.storage.request_ai_seat(match_id, other, meta.ai_level)
         match = await self.read(match_id)
         return Created(match, creator, token, other_token, invite)
 
-    async def _hold_ai_place(self, client: str, match_id: str, cap: int) -> None:
-        """Count a new AI match against its creator, or refuse once the creator holds
-        `cap` unfinished ones. Why: each holds a place in an AI worker until it ends.
-        Finished matches are dropped from the count first; the check and the count
-        are one script, so concurrent creates cannot pass the cap together."""
-        held = await self.storage.ai_matches_of(client)
+    async def _hold_place(self, kind: str, client: str, match_id: str, cap: int) -> None:
+        """Count a new match against its creator, or refuse once the creator holds `cap`
+        of its kind. Why: an AI match holds a place in an AI worker until it ends, an
+        OPEN one a lobby entry until joined. Matches that let go of their place are
+        dropped from the count first; the check and the count are one script, so
+        concurrent creates cannot pass the cap together."""
+        held = await self.storage.places_of(kind, client)
         if len(held) >= cap:
             records = await self.storage.load_many(held)
             done = [m for m, r in zip(held, records, strict=True)
-                    if r is None or r.status == FINISHED]
-            await self.storage.free_ai_places(client, *done)
-        if not await self.storage.hold_ai_place(client, match_id, cap):
-            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "ai-matches-per-client",
-                          f"at most {cap} unfinished matches against the hosted AI per "
-                          "client: finish or resign one first")
+                    if r is None or r.status == FINISHED or (kind == OPEN and r.status != WAITING)]
+            await self.storage.free_places(kind, client, *done)
+        if not await self.storage.hold_place(kind, client, match_id, cap,
+                                             self.lobby_ttl_s if kind == OPEN else AI_PLACE_TTL_S):
+            what = "unjoined open matches" if kind == OPEN else \
+                "unfinished matches against the hosted AI"
+            step = "wait for someone to join one" if kind == OPEN else "finish or resign one"
+            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{kind}-matches-per-client",
+                          f"at most {cap} {what} per client: {step} first")
 
     async def resolve(self, match_id: str, invite: str) -> str:
         """The match id of a JoinMatch target."""
@@ -301,7 +314,7 @@ class Matches:
         # hints only (list_open drops matches no longer waiting; an invite to a full
         # match finds no open seat), so a store hiccup here is logged and left.
         try:
-            await self.storage.remove_open(match_id)
+            await self.storage.remove_open([match_id], [meta.ruleset])
             if meta.invite:
                 await self.storage.delete_invite(meta.invite)
         except _STORE_ERRORS:
@@ -319,41 +332,38 @@ class Matches:
 
     async def list_open(self, ruleset: str, limit: int, after: tuple[int, str] | None,
                         ) -> tuple[list[Match], tuple[int, str] | None]:
-        """Open public matches, newest first, after the cursor `(created ms, match id)`
-        of the previous page; returns them and the next cursor (None: last page).
+        """Open public matches (of `ruleset`, "": any), newest first, after the cursor
+        `(created ms, match id)` of the previous page; returns them and the next cursor
+        (None: last page).
 
-        The lobby index lists equal times by descending id, so the id breaks ties and
-        matches created in the same millisecond are neither skipped nor repeated.
+        Each ruleset has its own index, so a filter reads only its own entries. Entries
+        found joined, finished or gone are dropped on the way; at most `max_scan` are
+        looked at per call, after which the page ends early with a cursor, so one call
+        never costs more than that however stale the index. The index lists equal times
+        by descending id, so the id breaks ties and matches created in the same
+        millisecond are neither skipped nor repeated.
         """
         found: list[Match] = []
-        window = limit + 1
+        scanned = 0
         while len(found) < limit:
-            top = None if after is None else after[0] + 1  # inclusive of after's ms
-            page = await self.storage.list_open(window, top)
-            fresh = [(m, c) for m, c in page
-                     if after is None or c < after[0] or (c == after[0] and m < after[1])]
-            if not fresh:
-                if len(page) < window:
-                    return found, None
-                window *= 2  # all seen: many matches share after's millisecond
-                continue
-            records = await self.storage.load_many(m for m, _ in fresh)
+            want = min(limit - len(found), self.max_scan - scanned)
+            if want <= 0:
+                return found, after  # the bound: the caller goes on from the cursor
+            page = await self.storage.list_open(want, after, ruleset)
+            scanned += len(page)
+            records = await self.storage.load_many(m for m, _ in page)
             gone = []
-            for (match_id, created), record in zip(fresh, records, strict=True):
+            for (match_id, created), record in zip(page, records, strict=True):
                 after = (created, match_id)
                 if record is None or record.status != WAITING:
                     gone.append(match_id)
-                    continue
-                match = parse_match(record, self.cache)
-                if not ruleset or match.meta.ruleset == ruleset:
-                    found.append(match)
-                if len(found) == limit:
-                    await self.storage.remove_open(*gone)
-                    return found, after
-            await self.storage.remove_open(*gone)
-            if len(page) < window:
+                else:
+                    found.append(parse_match(record, self.cache))
+            await self.storage.remove_open(gone, RULESETS)
+            if len(page) < want:
                 return found, None
-        return found, after
+        more = await self.storage.list_open(1, after, ruleset)
+        return found, after if more else None
 
     # -- playing --------------------------------------------------------------------
 

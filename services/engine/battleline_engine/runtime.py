@@ -31,6 +31,9 @@ class EngineConfig:
     action_rate: Rate = field(default_factory=lambda: Rate(per_s=20.0, burst=60))
     streams_per_seat: int = 4  # open Watch streams per seat (and per spectator address)
     sweep_interval_s: float = 0.5
+    list_rate: Rate = field(default_factory=lambda: Rate(per_s=5.0, burst=20))  # per address
+    open_matches_per_client: int = 5  # unjoined OPEN matches one client may hold at once
+    lobby_ttl_s: int = 15 * 60  # an OPEN match nobody joined expires after this
     # Proxies whose x-forwarded-for is believed (`--trusted-proxy`); see auth.Callers.
     trusted_proxies: tuple[str, ...] = ()
     # The secret the web gateway presents to have its client's address believed.
@@ -53,12 +56,13 @@ class Runtime:
 
         self.storage = storage
         self.config = config
-        self.matches = Matches(storage)
+        self.matches = Matches(storage, lobby_ttl_s=config.lobby_ttl_s)
         self.ai_key = AiKey(config.ai_key)
         self.seats = Seats(storage, self.ai_key)
         self.callers = Callers(config.trusted_proxies, config.gateway_secret)
         self.create_limit = RateLimiter(config.create_rate, "matches created")
         self.action_limit = RateLimiter(config.action_rate, "actions")
+        self.list_limit = RateLimiter(config.list_rate, "lobby listings")
         self.hub = Hub(storage)
         self.hints = HintClient(config.ai_address, config.ai_key)
 

@@ -19,11 +19,13 @@ Cluster slot and every script stays in that slot::
 Global keys (indexes; the match hash stays authoritative)::
 
     bl:lobby           zset    open public matches by creation time (ms)
+    bl:lobby:<ruleset> zset    the same, one ruleset's (a filtered listing reads only these)
     bl:invite:<code>   string  match id
     bl:clocks          zset    match id -> deadline (ms), read by the sweeper
     bl:live            zset    unfinished matches by creation time (ms), for metrics
     bl:ai:requests     stream  requests for a hosted AI to take a seat: match, seat, level
     bl:ai:client:<h>   zset    a client's unfinished AI matches (h: hash of its address)
+    bl:open:client:<h> zset    a client's unjoined OPEN matches
 
 No grpc here: callers map `CommitStatus` to their own error codes.
 """
@@ -61,8 +63,8 @@ CLUSTER_POLL_S: Final = 0.02  # event poll interval on Redis Cluster (no cross-s
 
 AI_PLACE_TTL_S: Final = 8 * 24 * 3600  # a client's AI match list outlives its matches
 
-# KEYS: the client's AI match set. ARGV: 1 cap, 2 match id, 3 now ms, 4 ttl s. 1 if counted.
-_HOLD_AI_PLACE_LUA: Final = """
+# KEYS: the client's set of one kind. ARGV: 1 cap, 2 match id, 3 now ms, 4 ttl s. 1 if counted.
+_HOLD_PLACE_LUA: Final = """
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[4])
@@ -274,9 +276,15 @@ def new_seat_token(match_id: str) -> str:
     return f"{check_id(match_id)}.{secrets.token_urlsafe(32)}"
 
 
-def _ai_client_key(client: str) -> str:
-    """A client address as a key: hashed, since a forwarded address is the caller's text."""
-    return f"{PREFIX}:ai:client:{hashlib.sha256(client.encode()).hexdigest()[:32]}"
+def _places_key(kind: str, client: str) -> str:
+    """A client's matches of one kind ("ai", "open"); the address hashed, since a
+    forwarded address is the caller's text."""
+    return f"{PREFIX}:{kind}:client:{hashlib.sha256(client.encode()).hexdigest()[:32]}"
+
+
+def _lobby_key(ruleset: str) -> str:
+    """The lobby index of one ruleset ("": all of them)."""
+    return f"{LOBBY_KEY}:{ruleset}" if ruleset else LOBBY_KEY
 
 
 def hash_token(token: str) -> str:
@@ -348,7 +356,7 @@ class Storage:
         self._commit = client.register_script(_COMMIT_LUA)
         self._create = client.register_script(_CREATE_LUA)
         self._load_for_action = client.register_script(_LOAD_FOR_ACTION_LUA)
-        self._hold_ai_place = client.register_script(_HOLD_AI_PLACE_LUA)
+        self._hold_place = client.register_script(_HOLD_PLACE_LUA)
 
     @classmethod
     def from_url(cls, url: str, **options: int | bool) -> Storage:
@@ -408,16 +416,19 @@ class Storage:
         fields: Mapping[str, str] | None = None,
         events: Sequence[Mapping[str, str]] = (),
         deadline_ms: int = 0,
+        ttl_s: int | None = None,
     ) -> CommitResult:
         """Store a new match at version 1 with its first events, seat token hashes and
-        clock deadline (0: none)."""
+        clock deadline (0: none); it expires after `ttl_s` untouched (default: the idle
+        TTL; the next commit sets that again)."""
         created = now_ms()
+        ttl = self.idle_ttl_s if ttl_s is None else ttl_s
         args: list[str] = [state, str(created), status, str(len(seats))]
         for seat, token_hash in seats.items():
             args += [str(seat), token_hash]
         args += _flat_fields(fields or {})
         args += _flat_events(events)
-        args += [str(self.idle_ttl_s) if self.idle_ttl_s else "", str(deadline_ms), match_id]
+        args += [str(ttl) if ttl else "", str(deadline_ms), match_id]
         keys = _match_keys(match_id)
         in_script_clock = not self.cluster and deadline_ms
         if in_script_clock:
@@ -666,22 +677,41 @@ class Storage:
 
     # -- lobby and invites -----------------------------------------------------
 
-    async def list_open(self, limit: int, before_ms: int | None = None) -> list[tuple[str, int]]:
-        """Open public matches, newest first: (match id, created ms), older than `before_ms`."""
-        top = f"({before_ms}" if before_ms is not None else "+inf"
-        raw = cast("ZSetScoredMembers", await self.redis.zrevrangebyscore(
-            LOBBY_KEY, top, "-inf", start=0, num=limit, withscores=True
-        ))
-        return [(_s(m), int(score)) for m, score in raw]
+    async def list_open(self, limit: int, after: tuple[int, str] | None = None,
+                        ruleset: str = "") -> list[tuple[str, int]]:
+        """Up to `limit` open public matches (of `ruleset`, "": any) as (match id, created
+        ms), newest first, after the cursor `after` = (created ms, match id) of the last
+        one seen. Equal times are ordered by descending id (the sorted set's order)."""
+        key = _lobby_key(ruleset)
+        out: list[tuple[str, int]] = []
+        if after is not None:  # the rest of after's millisecond first: ids below its id
+            same = cast("list[bytes]", await self.redis.zrevrangebyscore(key, after[0], after[0]))
+            out = [(m, after[0]) for m in map(_s, same) if m < after[1]][:limit]
+        if len(out) < limit:
+            top = "+inf" if after is None else f"({after[0]}"
+            raw = cast("ZSetScoredMembers", await self.redis.zrevrangebyscore(
+                key, top, "-inf", start=0, num=limit - len(out), withscores=True))
+            out += [(_s(m), int(score)) for m, score in raw]
+        return out
 
-    async def add_open(self, match_id: str, created_ms: int) -> None:
-        """List a match in the lobby."""
-        await self.redis.zadd(LOBBY_KEY, {check_id(match_id): created_ms})
+    async def add_open(self, match_id: str, created_ms: int, ruleset: str,
+                       ttl_s: int) -> None:
+        """List a match in the lobby (all rulesets and its own), and drop entries older
+        than `ttl_s`: their matches expired unjoined."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for key in (LOBBY_KEY, _lobby_key(check_id(ruleset, "ruleset"))):
+                pipe.zadd(key, {check_id(match_id): created_ms})
+                pipe.zremrangebyscore(key, "-inf", f"({created_ms - ttl_s * 1000}")
+            await pipe.execute()
 
-    async def remove_open(self, *match_ids: str) -> None:
-        """Unlist matches (full, finished, or found gone)."""
+    async def remove_open(self, match_ids: Sequence[str], rulesets: Iterable[str]) -> None:
+        """Unlist matches (full, finished, or found gone) from the lobby and from the
+        indexes of `rulesets` (those it may be in: a gone match's is unknown)."""
         if match_ids:
-            await self.redis.zrem(LOBBY_KEY, *match_ids)
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for key in [LOBBY_KEY, *(_lobby_key(r) for r in rulesets)]:
+                    pipe.zrem(key, *match_ids)
+                await pipe.execute()
 
     async def set_invite(self, code: str, match_id: str, ttl_s: int) -> bool:
         """Map an invite code to a match; False if the code is in use."""
@@ -734,22 +764,24 @@ class Storage:
         entry = {"match": check_id(match_id), "seat": str(seat), "level": str(level)}
         return _s(await self.redis.xadd(AI_REQUESTS_KEY, entry))  # type: ignore[arg-type]
 
-    async def ai_matches_of(self, client: str) -> list[str]:
-        """The AI matches counted against a client (some may have finished since)."""
-        raw = cast("list[bytes]", await self.redis.zrange(_ai_client_key(client), 0, -1))
+    async def places_of(self, kind: str, client: str) -> list[str]:
+        """The matches of `kind` ("ai", "open") counted against a client (some may have
+        ended or been joined since)."""
+        raw = cast("list[bytes]", await self.redis.zrange(_places_key(kind, client), 0, -1))
         return [_s(m) for m in raw]
 
-    async def hold_ai_place(self, client: str, match_id: str, cap: int) -> bool:
-        """Count `match_id` against the client's AI matches if fewer than `cap` are
-        counted (checked and counted in one script); False when full."""
-        key = _ai_client_key(client)
-        return bool(await self._hold_ai_place(keys=[key], args=[cap, match_id, now_ms(),
-                                                                AI_PLACE_TTL_S]))
+    async def hold_place(self, kind: str, client: str, match_id: str, cap: int,
+                         ttl_s: int = AI_PLACE_TTL_S) -> bool:
+        """Count `match_id` against the client's matches of `kind` if fewer than `cap`
+        are counted (checked and counted in one script); False when full. The count
+        expires `ttl_s` after its last addition (longer than its matches live)."""
+        key = _places_key(kind, client)
+        return bool(await self._hold_place(keys=[key], args=[cap, match_id, now_ms(), ttl_s]))
 
-    async def free_ai_places(self, client: str, *match_ids: str) -> None:
-        """Stop counting these matches (finished, gone, or never created)."""
+    async def free_places(self, kind: str, client: str, *match_ids: str) -> None:
+        """Stop counting these matches (ended, joined, gone, or never created)."""
         if match_ids:
-            await self.redis.zrem(_ai_client_key(client), *match_ids)
+            await self.redis.zrem(_places_key(kind, client), *match_ids)
 
     async def read_ai_requests(
         self, consumer: str, count: int = 10, block_ms: int = 5000

@@ -1,0 +1,129 @@
+"""The lobby's abuse limits (issue #14): open matches per creator, unjoined matches that
+expire in minutes, a ruleset filter that reads only its own entries, work per
+ListOpenMatches call bounded, and the call rate-limited."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import grpc
+import pytest
+import redis
+
+from battleline.v1 import lobby_pb2, types_pb2
+from battleline_engine.ratelimit import Rate
+from battleline_engine.runtime import EngineConfig
+from battleline_engine.storage import match_key
+
+from .harness import OPEN_LIMITS, Client, Engine
+from .test_errors import details
+
+
+def _reason(err: grpc.RpcError) -> str:
+    return details(err)["ErrorInfo"].reason  # type: ignore[attr-defined, no-any-return]
+
+
+def _open(client: Client, ruleset: str = "standard", private: bool = False,
+          ) -> lobby_pb2.CreateMatchResponse:
+    return client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
+        options=types_pb2.MatchOptions(ruleset=ruleset),
+        opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_OPEN, private=private)),
+        timeout=10)
+
+
+@pytest.fixture
+def capped(redis_url: str) -> Iterator[Engine]:
+    running = Engine(redis_url, config=dataclasses.replace(
+        OPEN_LIMITS, open_matches_per_client=3, lobby_ttl_s=600))
+    yield running
+    running.close()
+
+
+def test_the_defaults_keep_the_lobby_small() -> None:
+    config = EngineConfig()
+    assert 1 <= config.open_matches_per_client <= 10
+    assert 60 <= config.lobby_ttl_s <= 3600  # minutes, not the 30 days of a live match
+
+
+def test_a_creator_holds_a_few_unjoined_matches_at_most(capped: Engine) -> None:
+    creator, joiner = Client.to(capped.address), Client.to(capped.address)
+    made = [_open(creator), _open(creator, private=True), _open(creator)]
+    with pytest.raises(grpc.RpcError) as refused:
+        _open(creator)
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert _reason(refused.value) == "open-matches-per-client"
+    joiner.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=made[0].match_id), timeout=10)
+    _open(creator)  # a joined match no longer counts
+    creator.channel.close()
+    joiner.channel.close()
+
+
+def test_an_unjoined_match_expires_in_minutes(capped: Engine, redis_url: str) -> None:
+    client = Client.to(capped.address)
+    created = _open(client)
+    r = redis.Redis.from_url(redis_url)
+    assert 0 < r.ttl(match_key(created.match_id, "m")) <= 600
+    assert 0 < r.ttl(f"bl:invite:{created.invite_code}") <= 600
+    client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id), timeout=10)
+    assert r.ttl(match_key(created.match_id, "m")) > 24 * 3600  # playing: the idle TTL
+    client.channel.close()
+    r.close()
+
+
+def _hgetall_calls(r: redis.Redis) -> int:
+    stats = r.info("commandstats").get("cmdstat_hgetall", {})
+    return int(stats.get("calls", 0))
+
+
+def test_a_ruleset_filter_reads_only_matches_of_that_ruleset(engine: Engine, client: Client,
+                                                             redis_url: str) -> None:
+    for _ in range(60):
+        _open(client, "standard")
+    r = redis.Redis.from_url(redis_url)
+    before = _hgetall_calls(r)
+    found = client.lobby.ListOpenMatches(
+        lobby_pb2.ListOpenMatchesRequest(ruleset="deck52"), timeout=10)
+    assert list(found.matches) == [] and not found.next_page_token
+    assert _hgetall_calls(r) - before <= 2  # not one read per listed match
+    assert len(client.lobby.ListOpenMatches(lobby_pb2.ListOpenMatchesRequest(
+        ruleset="standard", page_size=100), timeout=10).matches) == 60
+    r.close()
+
+
+def test_the_work_of_one_listing_is_bounded(engine: Engine, client: Client,
+                                            redis_url: str) -> None:
+    """Entries that are no longer open are dropped as they are found, a bounded number
+    per call: the caller gets a page token to go on, not a second of CPU."""
+    made = [_open(client).match_id for _ in range(400)]
+    r = redis.Redis.from_url(redis_url)
+    for match_id in made[50:]:  # the 350 newest are no longer waiting (as if joined)
+        r.hset(match_key(match_id, "m"), "status", "playing")
+    before = _hgetall_calls(r)
+    page = client.lobby.ListOpenMatches(lobby_pb2.ListOpenMatchesRequest(page_size=10),
+                                        timeout=10)
+    assert _hgetall_calls(r) - before <= 220
+    assert page.next_page_token  # more to look at
+    found = list(page.matches)
+    while page.next_page_token and len(found) < 10:
+        page = client.lobby.ListOpenMatches(lobby_pb2.ListOpenMatchesRequest(
+            page_size=10 - len(found), page_token=page.next_page_token), timeout=10)
+        found += page.matches
+    assert len(found) == 10 and {m.match_id for m in found} <= set(made[:50])
+    r.close()
+
+
+def test_listing_is_rate_limited(redis_url: str) -> None:
+    limited = Engine(redis_url, config=dataclasses.replace(OPEN_LIMITS,
+                                                           list_rate=Rate(per_s=0.01, burst=5)))
+    client = Client.to(limited.address)
+    codes = []
+    for _ in range(7):
+        try:
+            client.lobby.ListOpenMatches(lobby_pb2.ListOpenMatchesRequest(), timeout=10)
+            codes.append(grpc.StatusCode.OK)
+        except grpc.RpcError as err:
+            codes.append(err.code())  # type: ignore[attr-defined]
+    assert codes == [grpc.StatusCode.OK] * 5 + [grpc.StatusCode.RESOURCE_EXHAUSTED] * 2
+    client.channel.close()
+    limited.close()
