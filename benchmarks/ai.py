@@ -6,6 +6,9 @@ changes them less than it would wall-clock rates. ISMCTS is measured with the to
 level's knobs (`LEVELS[5]`) and a fixed iteration count. A pure-Python loop measured in the
 same process gives a machine yardstick: `ismcts_iteration_in_loop_steps` is
 what one ISMCTS iteration costs in loop steps, comparable across machines.
+`level5_move_cpu_s_median` is the CPU time of one level-5 move (its whole
+budget, no time cap) over several midgame positions; `prob_decision_ms_median`
+the same for the search-free `prob` bot.
 `rules_core_share` is the share of search time spent inside the rules core
 (legal actions, apply, clone, sample, formations); printed only when it runs as
 plain Python (`BATTLELINE_PURE_PYTHON=1` at install): the profiler cannot see
@@ -18,9 +21,10 @@ import argparse
 import cProfile
 import pstats
 import random
+import statistics
 import time
 
-from battleline_ai.bots import LEVELS, parse_spec
+from battleline_ai.bots import LEVELS, make_bot, parse_spec
 from battleline_ai.heuristic import HeuristicBot
 from battleline_ai.ismcts import IsmctsBot, SearchParams, rollout_value
 from battleline_ai.rollout import POLICIES
@@ -35,6 +39,19 @@ def midgame(seed: int = 3, actions: int = 30) -> GameState:
     while state.phase is not Phase.PLAY:
         state.apply(bot.choose(state.view(state.current_player), rng))
     return state
+
+
+def median_cpu_s(spec: str, positions: int) -> float:
+    """Median CPU seconds ``spec`` takes to choose a move in midgame positions."""
+    bot = make_bot(spec)
+    times = []
+    for seed in range(positions):
+        state = midgame(seed=100 + seed, actions=20 + 2 * (seed % 8))
+        view, rng = state.view(state.current_player), random.Random(seed)
+        start = time.process_time()
+        bot.choose(view, rng)
+        times.append(time.process_time() - start)
+    return statistics.median(times)
 
 
 def rate(fn: object, seconds: float) -> float:
@@ -83,6 +100,10 @@ def main() -> None:
         rollout_value(view.sample_world(rng), 0, greedy, rng, SearchParams().depth)
 
     print(f"rules_core_compiled: {int(is_compiled())}")
+    level5 = median_cpu_s(f"ismcts:level={max(LEVELS)},seconds=none", 3 if args.quick else 15)
+    print(f"level5_move_cpu_s_median: {level5:.3f}")
+    prob_ms = 1000 * median_cpu_s("prob", 30 if args.quick else 200)
+    print(f"prob_decision_ms_median: {prob_ms:.2f}")
     print(f"ismcts_iterations_per_s: {its:.0f}")
     print(f"rollouts_per_s: {rate(full_rollout, span):.0f}")
     print(f"cut_rollouts_per_s: {rate(cut_rollout, span):.0f}")

@@ -94,6 +94,20 @@ class SearchResult:
     stats: dict[Action, tuple[int, float]] = field(default_factory=dict)  # visits, reward
 
 
+def _diverse(ranked: list[tuple[float, Action]], width: int) -> list[tuple[float, Action]]:
+    """The ``width`` root candidates: each card's best use first, in rank order, then the
+    next best uses. The hard choice is which card to give up; a ranking's top few are
+    often one strong card at several flags."""
+    firsts: dict[int, tuple[float, Action]] = {}
+    for item in ranked:
+        firsts.setdefault(item[1].card, item)
+    chosen = list(firsts.values())[:width]
+    taken = {a for _, a in chosen}
+    chosen += [item for item in ranked if item[1] not in taken][: width - len(chosen)]
+    chosen.sort(key=lambda sa: -sa[0])
+    return chosen
+
+
 def _candidates(world: GameState, width: int) -> list[Action]:
     """Actions an inner node branches on: one claim at a time, else the likeliest plays."""
     actions = world.legal_actions()
@@ -314,7 +328,7 @@ class IsmctsBot:
             else [(0.0, a) for a in actions]
         )
         if params.width > 0:
-            ranked = ranked[: params.width]
+            ranked = _diverse(ranked, params.width)
         if len(ranked) == 1:
             return SearchResult(ranked[0][1], 0.5, 0, time.perf_counter() - start)
         # Root candidates in the heuristic's order, each with its score below the best (<= 0).
