@@ -184,3 +184,23 @@ def test_the_ai_key_is_one_secret_and_no_secret_is_an_argument() -> None:
     for name in ("engine", "ai"):
         assert "BATTLELINE_AI_KEY" in services[name]["environment"], name
         assert not any("redis://" in word for word in services[name]["command"]), name
+
+
+def test_forwarded_addresses_are_believed_from_envoy_and_the_gateway_only() -> None:
+    """Envoy appends the address it saw (use_remote_address) and is the engines' only
+    --trusted-proxy; the web gateway and the engines share the gateway secret, by
+    environment (issue #14)."""
+    envoy = yaml.safe_load((DEPLOY / "envoy.yaml").read_text())
+    manager = envoy["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]
+    assert manager["typed_config"]["use_remote_address"] is True
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    command = services["engine"]["command"]
+    envoy_ip = services["envoy"]["networks"]["default"]["ipv4_address"]
+    assert command[command.index("--trusted-proxy") + 1] == f"{envoy_ip}/32"
+    for name in ("engine", "web"):
+        assert "BATTLELINE_GATEWAY_SECRET" in services[name]["environment"]
+        assert "BATTLELINE_GATEWAY_SECRET" not in " ".join(services[name]["command"])
+    for name in ("battleline-engine", "battleline-web"):
+        container = _by_kind("Deployment", name)["spec"]["template"]["spec"]["containers"][0]
+        assert {"secretRef": {"name": "battleline-gateway"}} in container["envFrom"]
+    assert "BATTLELINE_GATEWAY_SECRET" in _by_kind("Secret", "battleline-gateway")["stringData"]

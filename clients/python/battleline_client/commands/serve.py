@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("battleline.serve")
 AI_KEY_ENV = "BATTLELINE_AI_KEY"  # the hosted AI's key (the engine keeps only its hash)
+# The secret web gateways present to have their browsers' addresses believed; by
+# environment only (a command line is readable by every local user).
+GATEWAY_SECRET_ENV = "BATTLELINE_GATEWAY_SECRET"
 
 
 def serve(
@@ -75,11 +78,6 @@ def serve(
     trusted_proxy: Annotated[list[str] | None, typer.Option(
         help="A proxy network (CIDR) whose x-forwarded-for is believed (e.g. Envoy's); "
              "repeatable. None by default.",
-    )] = None,
-    gateway_secret_file: Annotated[Path | None, typer.Option(
-        envvar="BATTLELINE_GATEWAY_SECRET_FILE",
-        help="File holding the secret web gateways (battleline web) present to have their "
-             "browsers' addresses believed; the gateway started here gets one of its own.",
     )] = None,
     web_max_connections: Annotated[int, typer.Option(
         help="Open connections the web port accepts; more are closed at once.", min=1,
@@ -147,8 +145,8 @@ def serve(
             action_rate=Rate(action_rate, max(30.0, action_rate * 3)),
             streams_per_seat=streams_per_seat,
             trusted_proxies=networks(trusted_proxy or []),
-            gateway_secret=read_secret(gateway_secret_file) if gateway_secret_file
-            else secrets.token_urlsafe(32),  # for the gateway started here
+            # Shared with separate `battleline web` gateways, else one for the gateway here.
+            gateway_secret=gateway_secret() or secrets.token_urlsafe(32),
             # With no AI started here, AI matches are accepted only for an AI run
             # elsewhere with the key given to both (BATTLELINE_AI_KEY).
             ai_key=_ai_key(data_dir) if ai_workers else os.environ.get(AI_KEY_ENV, ""),
@@ -229,13 +227,11 @@ def networks(values: list[str]) -> tuple[str, ...]:
     return tuple(network.strip() for network in values)
 
 
-def read_secret(path: Path) -> str:
-    """A secret from a file that not every user can read (never from a command line)."""
-    if path.stat().st_mode & 0o004:
-        raise typer.BadParameter(f"{path} is readable by every user: chmod 600 it")
-    secret = path.read_text().strip()
-    if len(secret) < 16:
-        raise typer.BadParameter(f"{path}: the secret needs at least 16 characters")
+def gateway_secret() -> str:
+    """BATTLELINE_GATEWAY_SECRET ("" when unset), at least 16 characters."""
+    secret = os.environ.get(GATEWAY_SECRET_ENV, "").strip()
+    if secret and len(secret) < 16:
+        raise typer.BadParameter(f"{GATEWAY_SECRET_ENV}: at least 16 characters")
     return secret
 
 

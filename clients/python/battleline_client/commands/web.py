@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from .serve import networks, read_secret
+from .serve import gateway_secret, networks
 from .signals import stop_on_signals
 
 
@@ -22,11 +21,6 @@ def web(
     host: Annotated[str, typer.Option(envvar="BATTLELINE_HOST", help="Address to bind.")] = (
         "127.0.0.1"
     ),
-    gateway_secret_file: Annotated[Path | None, typer.Option(
-        envvar="BATTLELINE_GATEWAY_SECRET_FILE",
-        help="The engine's gateway secret (serve --gateway-secret-file), so the engine "
-             "counts each browser on its own rather than this gateway as one client.",
-    )] = None,
     trusted_proxy: Annotated[list[str] | None, typer.Option(
         help="A network (CIDR) of a proxy in front of this gateway whose x-forwarded-for "
              "is believed; repeatable. None by default.",
@@ -35,10 +29,11 @@ def web(
     """Serve the web page and the engine's services to browsers until SIGINT/SIGTERM.
 
     `battleline serve` already does this next to its engine; run this on its
-    own to scale the web front apart from the engines (see deploy/).
+    own to scale the web front apart from the engines (see deploy/). Give it the
+    engines' BATTLELINE_GATEWAY_SECRET (environment) so they count each browser on
+    its own rather than this gateway as one client.
     """
-    secret = read_secret(gateway_secret_file) if gateway_secret_file else ""
-    asyncio.run(_run(engine, host, port, secret, networks(trusted_proxy or [])))
+    asyncio.run(_run(engine, host, port, gateway_secret(), networks(trusted_proxy or [])))
 
 
 async def _run(engine: str, host: str, port: int, secret: str,
