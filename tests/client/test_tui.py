@@ -12,6 +12,7 @@ from battleline_client import tui
 from battleline_client.bots import choose
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
+from tests.rules.positions import position
 
 
 def _text(renderable: object) -> str:
@@ -75,3 +76,51 @@ def test_spectator_board_names_both_seats(client: Client) -> None:
     shown = _text(tui.screen(client.view(created.match_id)))
     assert "Ada" in shown and "to play a card" in shown
     assert types_pb2.SEAT_FIRST in tui.SEAT_NAMES
+
+
+def _ai_view(state: object, viewer: int = types_pb2.SEAT_FIRST) -> types_pb2.MatchView:
+    """A seat's view against "AI level 1", from a rules-core position (issue #15 tests)."""
+    from battleline_rules import dump_position
+
+    view = types_pb2.MatchView(match_id="m1", viewer=viewer, position=dump_position(state))
+    view.options.ruleset = "standard"
+    view.players.add(seat=types_pb2.SEAT_FIRST, display_name="Ada", occupied=True)
+    view.players.add(seat=types_pb2.SEAT_SECOND, display_name="AI level 1", occupied=True)
+    return view
+
+
+def _event(text: str, seat: int = types_pb2.SEAT_SECOND,
+           kind: int = types_pb2.EVENT_KIND_ACTION) -> types_pb2.MatchEvent:
+    return types_pb2.MatchEvent(number=7, seat=seat, text=text, kind=kind)  # type: ignore[arg-type]
+
+
+def test_guile_tactics_and_scout_are_told_in_words() -> None:
+    state = position(hands=("", ""))
+    view = _ai_view(state.view(0))
+    traitor = _text(tui.event_line(_event("traitor Y8@6 2"), view))
+    assert "traitor Y8@6 2" in traitor
+    assert "Traitor: took Y8 from flag 6 to flag 2" in traitor
+    assert "Deserter: removed Y8 from flag 6" in _text(tui.event_line(_event("deserter Y8@6"),
+                                                                     view))
+    assert "Redeploy: moved R7 from flag 3 to flag 5" in _text(
+        tui.event_line(_event("redeploy R7@3 5"), view))
+
+
+def test_the_opponents_claim_comes_with_its_proof() -> None:
+    state = position(flags={1: "B2 B3 | R8 R9 R10 | - | 1"}, hands=("G5", ""))
+    shown = _text(tui.event_line(_event("claim 1"), _ai_view(state.view(0))))
+    assert "AI level 1: claim 1" in shown
+    assert "AI level 1's wedge, sum 27; the best you can still reach is" in shown
+
+
+def test_the_end_names_the_winner_shows_discards_and_reveals_every_hand() -> None:
+    state = position(flags={1: "B2 B3 | R8 R9 R10"}, hands=("G5", "Y3 P9"),
+                     discards=("DESERTER", "TRAITOR Y8"))
+    playing = _ai_view(state.view(0))
+    assert "discards: you DESERTER; AI level 1 TRAITOR Y8" in _text(tui.screen(playing))
+    over = _event("game 1 won by the second seat; score 0-1", types_pb2.SEAT_UNSPECIFIED,
+                  types_pb2.EVENT_KIND_GAME_OVER)
+    assert "game 1 won by AI level 1; score 0-1" in _text(tui.event_line(over, playing))
+    state.resign(0)
+    final = _ai_view(state.view(0))
+    assert "AI level 1's hand: Y3 P9" in _text(tui.revealed_hands(final))

@@ -8,6 +8,7 @@ board and tests can render without a terminal. Every card keeps its letter
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from rich.columns import Columns
@@ -17,6 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from battleline.v1 import types_pb2
+from battleline_rules import GameState, Voice, card_name, decide_claim, load_position
+from battleline_rules.board import UNCLAIMED
 
 TROOP_STYLES = {"R": "bold red", "O": "bold dark_orange", "Y": "bold yellow",
                 "G": "bold green", "B": "bold blue", "P": "bold magenta"}
@@ -174,9 +177,62 @@ def proofs(view: types_pb2.MatchView) -> RenderableType | None:
     return Panel(Group(*lines), title="you can claim", border_style="gold1")
 
 
+def _position(view: types_pb2.MatchView) -> GameState | None:
+    """The view in the rules core's notation, loaded (None for a view without one)."""
+    if not view.position:
+        return None
+    try:
+        return load_position(view.position)
+    except ValueError:
+        return None
+
+
+def _seat_of(index: int) -> int:
+    """The proto Seat of a rules-core seat (0 or 1)."""
+    return types_pb2.SEAT_FIRST if index == 0 else types_pb2.SEAT_SECOND
+
+
+def discards(view: types_pb2.MatchView) -> Text | None:
+    """Both discard piles (tactics played as Scout, Redeploy, Deserter, Traitor, and
+    the cards they removed), when either holds a card."""
+    state = _position(view)
+    if state is None or not any(state.discards):
+        return None
+    rules = view.options.ruleset
+    line = Text("discards: ", style="bold")
+    for i in (0, 1):
+        if i:
+            line.append("; ")
+        line.append(f"{seat_label(view, _seat_of(i))} ")
+        line.append_text(cards([card_name(c) for c in state.discards[i]] or ["-"], rules))
+    return line
+
+
+def revealed_hands(view: types_pb2.MatchView) -> Text | None:
+    """Once the game is over every card is public: the other seat's hand, shown."""
+    state = _position(view)
+    if state is None or not state.is_over:
+        return None
+    rules = view.options.ruleset
+    shown = Text()
+    for i in (0, 1):
+        seat = _seat_of(i)
+        if seat == view.viewer:
+            continue
+        if shown:
+            shown.append("\n")
+        name = seat_label(view, seat)
+        shown.append(f"{name}'s hand: ", style="bold")
+        shown.append_text(cards([card_name(c) for c in state.hands[i]] or ["-"], rules))
+    return shown
+
+
 def screen(view: types_pb2.MatchView, title: str = "") -> RenderableType:
     """Everything about the match the viewer may see, for one turn."""
     parts: list[RenderableType] = [header(view), board(view), status(view)]
+    piles = discards(view)
+    if piles is not None:
+        parts.append(piles)
     if view.hand:
         parts.append(Text.assemble(("your hand: ", "bold"),
                                    cards(list(view.hand), view.options.ruleset)))
@@ -189,14 +245,67 @@ def screen(view: types_pb2.MatchView, title: str = "") -> RenderableType:
     return Panel(Group(*parts), title=title or f"match {view.match_id}", border_style="blue")
 
 
+# Actions whose notation says little to a newcomer, told again in words.
+_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"traitor (\S+)@(\d+) (\d+)$"), r"Traitor: took \1 from flag \2 to flag \3"),
+    (re.compile(r"deserter (\S+)@(\d+)$"), r"Deserter: removed \1 from flag \2 (discarded)"),
+    (re.compile(r"redeploy (\S+)@(\d+) discard$"), r"Redeploy: discarded \1 from flag \2"),
+    (re.compile(r"redeploy (\S+)@(\d+) (\d+)$"), r"Redeploy: moved \1 from flag \2 to flag \3"),
+    (re.compile(r"play SCOUT$"), "Scout: draws three cards, then puts two back"),
+    (re.compile(r"play FOG@(\d+)$"), r"Fog at flag \1: only the sum counts there"),
+    (re.compile(r"play MUD@(\d+)$"), r"Mud at flag \1: four cards a side there"),
+    (re.compile(r"mud-discard (\S+)@(\d+)$"), r"discarded \1 from flag \2 (Mud left)"),
+    (re.compile(r"scout-return (\S+)$"), r"Scout: put \1 back on its deck"),
+    (re.compile(r"pass$"), "passed (no troop card can be placed)"),
+    (re.compile(r"end$"), "ended the turn without drawing"),
+)
+
+
+def action_words(text: str) -> str:
+    """An action in words, for the notations that need them ("" when it speaks for itself)."""
+    for pattern, words in _WORDS:
+        if pattern.match(text):
+            return pattern.sub(words, text)
+    return ""
+
+
+def claim_proof(view: types_pb2.MatchView, flag_number: int, seat: int) -> str:
+    """Why ``seat``'s claim of a flag held, in words naming the seats ("" if it cannot be
+    told from this view): decided again by the rules core on the view's position."""
+    state = _position(view)
+    index, claimant = flag_number - 1, 0 if seat == types_pb2.SEAT_FIRST else 1
+    if state is None or not 0 <= index < len(state.flags):
+        return ""
+    flag = state.flags[index].copy()
+    flag.claimed = UNCLAIMED  # decided as just before the claim
+    verdict = decide_claim(state.ruleset, flag, index, claimant, state.available)
+    if not verdict.granted:
+        return ""
+    name = seat_label(view, seat)
+    other = seat_label(view, _seat_of(1 - claimant))
+    voice = Voice(name, "your" if name == "you" else f"{name}'s",
+                  other, "your" if other == "you" else f"{other}'s")
+    return verdict.explain(voice)
+
+
 def event_line(event: types_pb2.MatchEvent, view: types_pb2.MatchView | None = None) -> Text:
-    """One event as a line, naming who did it."""
+    """One event as a line, naming who did it; tactics in words, claims with their proof."""
     who = ""
     if event.seat != types_pb2.SEAT_UNSPECIFIED:
         who = seat_label(view, event.seat) if view is not None else SEAT_NAMES[event.seat]
     style = "green" if who == "you" else "bold cyan" if who else "bold"
-    return Text.assemble((f"#{event.number} ", "dim"), (f"{who}: " if who else "", style),
-                         event.text)
+    text = event.text
+    if view is not None and event.kind == types_pb2.EVENT_KIND_GAME_OVER:
+        for seat, name in SEAT_NAMES.items():
+            text = text.replace(f"the {name} seat", seat_label(view, seat))
+    line = Text.assemble((f"#{event.number} ", "dim"), (f"{who}: " if who else "", style), text)
+    words = action_words(text)
+    claimed = re.match(r"claim (\d+)$", text)
+    if claimed and view is not None and who != "you":
+        words = claim_proof(view, int(claimed.group(1)), event.seat)
+    if words:
+        line.append(f"  ({words})", style="dim")
+    return line
 
 
 def parse_choice(text: str, legal: Sequence[str]) -> list[str] | None:

@@ -29,8 +29,26 @@ DEFAULT_AI_LEVEL = 1
 # worker loads): past this, no worker serves the engine, and waiting longer is no use.
 AI_WAIT_S = 20.0
 
-HELP = ("Type the number of an action, or actions in the notation separated by commas "
-        "(\"play R7@3, draw troop\"); 'resign' gives up the match. See docs/RULES.md.")
+HELP = """\
+[bold]How to move[/]: type the number of an action from the list, or the action itself.
+[bold]Cards[/]: troops are a colour letter and a value, [bold]R7[/] = red 7 (colours R O Y G B P,
+  values 1-10; deck52: suits S H D C, ranks 2-10 J Q K A, as [bold]HQ[/]); tactics by name:
+  ALEXANDER DARIUS (leaders), CAVALRY SHIELD (morale), FOG MUD (on a flag),
+  SCOUT REDEPLOY DESERTER TRAITOR (guile). Flags are numbered 1-9 from the left.
+[bold]Actions[/]:
+  play R7@3            put R7 on your side of flag 3 (play FOG@5 likewise; play SCOUT)
+  claim 4              claim flag 4 (offered only when it can be proven: the proof is shown)
+  draw troop           draw from the troop deck and end your turn (draw tactic likewise)
+  end                  end the turn without drawing (when both decks are empty)
+  pass                 play no card (only when you cannot place a troop card)
+  redeploy R7@3 5      move your R7 from flag 3 to flag 5 ("discard" instead of 5)
+  deserter B4@2        discard the opponent's B4 from flag 2
+  traitor B4@2 6       take the opponent's B4 from flag 2 onto your side of flag 6
+  scout-draw troop / scout-return R3 / mud-discard R4@6   Scout's and Mud's steps
+Several at once, separated by commas: [bold]play R7@3, draw troop[/].
+[bold]list[/] shows the legal actions again; [bold]resign[/] gives up the match (asks first).
+The rules: docs/RULES.md."""
+HINT = "type 'list' for the legal actions, '?' for help"
 
 
 class Terminal:
@@ -47,44 +65,56 @@ class Terminal:
                 self.console.print(tui.event_line(event, view))
                 self.shown = event.number
 
-    def ask(self, view: types_pb2.MatchView, who: str) -> list[str] | None:
-        """The player's choice; None to resign."""
-        self.console.print(tui.actions(view))
+    def ask(self, view: types_pb2.MatchView, who: str, listed: bool = True) -> list[str] | None:
+        """The player's choice; None to resign. The actions are listed first unless
+        ``listed`` is False (after a refusal: the error stays in sight)."""
+        if listed:
+            self.console.print(tui.actions(view))
         while True:
             text = self.console.input(
                 f"[bold]{who}[/], your move (1-{len(view.legal_actions)}, notation, "
-                "? for help): ")
-            if text.strip().lower() == "resign":
-                return None
-            if text.strip() in ("?", "help"):
+                "? for help): ").strip()
+            if text.lower() == "resign":
+                if self.console.input("resign the match? \\[y/N] ").strip().lower() in ("y", "yes"):
+                    return None
+                continue
+            if text.lower() in ("?", "help"):
                 self.console.print(HELP)
+                continue
+            if text.lower() in ("list", "l"):
+                self.console.print(tui.actions(view))
                 continue
             choice = tui.parse_choice(text, view.legal_actions)
             if choice:
                 return choice
-            self.console.print("[red]type a number from the list or an action such as "
-                               "'play R7@3'[/]")
+            if text:
+                self.console.print(f"[red]no action {text!r}[/] ({HINT})")
 
     def turn(self, seat: Seat, view: types_pb2.MatchView, who: str) -> types_pb2.MatchView:
         """Ask until the engine accepts a move; returns the seat's view after it."""
+        listed = True
         while True:
-            choice = self.ask(view, who)
+            choice = self.ask(view, who, listed)
             if choice is None:
                 return seat.resign()
             try:
                 response = seat.act(*choice)
             except BattleLineError as err:
                 self.console.print(f"[red]refused ({err.reason or err.code.name}): "
-                                   f"{err.message}[/]")
+                                   f"{err.message}[/] ({HINT})")
                 view = seat.view()
                 if not is_my_turn(view):
                     return view
+                listed = False
                 continue
             self.events(list(response.events), response.view)
             return response.view
 
     def final(self, view: types_pb2.MatchView) -> None:
         self.console.print(tui.screen(view))
+        hands = tui.revealed_hands(view)
+        if hands is not None:
+            self.console.print(hands)
         self.console.print(f"[bold]{tui.result(view)}[/]")
 
 
@@ -151,7 +181,9 @@ def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchVie
         term.console.print(f"[dim]waiting for {tui.seat_label(view, view.current_seat)}...[/]")
         for message in stream:
             if message.HasField("event"):
-                term.events([message.event], view)
+                # Told with the view that follows it when the message carries one.
+                term.events([message.event],
+                            message.view if message.HasField("view") else view)
             if message.HasField("view"):
                 # The newest view known: a streamed view can be older than our last answer.
                 view = seat.last_view or message.view

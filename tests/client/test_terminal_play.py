@@ -1,0 +1,48 @@
+"""`battleline play` as a newcomer meets it, in a real terminal (pexpect, issue #15):
+`?` explains the notation, a refused input prints one error and one hint (not the
+whole list of actions again), `list` shows the actions, `resign` asks first."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+import pexpect
+
+from tests.client.terminal import MOVE
+from tests.processes import BATTLELINE
+
+
+def _newcomer() -> dict[str, str]:
+    """A hot-seat game: ask for help, type nonsense, list, then think better of resigning.
+    Returns what the terminal showed after each input."""
+    child = pexpect.spawn(BATTLELINE, ["play", "--local", "--seed", "3"], encoding="utf-8",
+                          timeout=60, dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"})
+    shown: dict[str, str] = {}
+    try:
+        child.expect(MOVE)
+        for name, text, until in (("help", "?", MOVE), ("refused", "play Z9@1", MOVE),
+                                  ("unknown", "99", MOVE), ("list", "list", MOVE),
+                                  ("resign", "resign", r"\[y/N\]"), ("kept", "n", MOVE)):
+            child.sendline(text)
+            child.expect(until)
+            shown[name] = child.before or ""
+        return shown
+    finally:
+        child.terminate(force=True)
+
+
+def test_a_newcomer_gets_help_short_errors_and_a_resign_question() -> None:
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        shown = pool.apply(_newcomer)
+    help_text = shown["help"]
+    for words in ("R7", "ALEXANDER", "play R7@3", "claim 4", "draw troop", "end", "list",
+                  "resign"):
+        assert words in help_text, (words, help_text)
+    for name in ("refused", "unknown"):
+        lines = [line for line in shown[name].splitlines() if line.strip()]
+        assert len(lines) <= 4, (name, shown[name])  # the input, the error, the hint
+        assert " 1. " not in shown[name], shown[name]
+    assert "refused" in shown["refused"]
+    assert " 1. " in shown["list"]
+    assert "resign" in shown["resign"]
