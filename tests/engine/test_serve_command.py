@@ -117,3 +117,45 @@ def _redis_child(pid: int) -> int:
         if is_alive(child) and "redis-server" in command_line(child)[0]:
             return child
     return 0
+
+
+@pytest.mark.timeout(90)
+def test_serve_starts_its_children_without_grpc_fork_warnings(tmp_path: Path) -> None:
+    """Issue #15: gRPC printed "skipping fork() handlers" as serve started its AI, as the
+    AI started its worker and as a killed Redis was started again (all after gRPC ran)."""
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w") as log:
+        process, address = start_serve("--no-web", "--data-dir", str(tmp_path / "data"),
+                                       env={"REDIS_URL": ""}, stderr=log)
+    try:
+        assert _serving(address) == health_pb2.HealthCheckResponse.SERVING
+        deadline = time.monotonic() + 30
+        while "ai worker" not in log_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)  # the AI's worker process logs once it runs
+        assert "ai worker" in log_path.read_text()
+        first = _redis_child(process.pid)
+        os.kill(first, signal.SIGKILL)
+        while _redis_child(process.pid) in (first, 0) and time.monotonic() < deadline + 30:
+            time.sleep(0.1)
+        assert _serving(address) == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        _stop(process)
+    assert "fork() handlers" not in log_path.read_text()
+
+
+@pytest.mark.timeout(90)
+def test_a_stop_is_bounded_even_when_redis_hangs(tmp_path: Path) -> None:
+    """SIGTERM while the embedded Redis is frozen (SIGSTOP): serve still exits within
+    its grace period plus serve.SHUTDOWN_SLACK_S, and leaves no redis-server behind."""
+    from battleline_client.commands.serve import SHUTDOWN_SLACK_S
+
+    with (tmp_path / "serve.log").open("w") as log:
+        process, address = start_serve("--web-port", "0", "--no-ai", "--data-dir",
+                                       str(tmp_path / "data"), env={"REDIS_URL": ""}, stderr=log)
+    assert _serving(address) == health_pb2.HealthCheckResponse.SERVING
+    frozen = _redis_child(process.pid)
+    os.kill(frozen, signal.SIGSTOP)
+    started = time.monotonic()
+    stop_serve(process, timeout=60)
+    assert time.monotonic() - started < 1 + SHUTDOWN_SLACK_S  # --grace 1
+    assert not is_alive(frozen)

@@ -10,6 +10,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -203,6 +204,7 @@ async def _run(
             print(f"battleline web page at {web.url}", flush=True)
         await stop.wait()
         log.info("shutting down")
+        _exit_if_stuck(grace + SHUTDOWN_SLACK_S)
     finally:
         if supervisor is not None:
             supervisor.cancel()
@@ -213,6 +215,26 @@ async def _run(
         await engine.stop()
         with contextlib.suppress(Exception):
             await storage.close()
+
+
+# Past the grace period, what a stop may take: the web gateway's own bound (3 s), the AI
+# child's (10 s), the embedded Redis's (10 s) and the drain.
+SHUTDOWN_SLACK_S = 30.0
+
+
+def _exit_if_stuck(after_s: float) -> None:
+    """Bound the whole shutdown: a stop once hung for 109 s with its ports closed (issue
+    #14; not reproduced), so after `after_s` the process exits with status 1 whatever
+    it waits for. Its children get SIGTERM from the kernel (children.die_with_parent):
+    Redis still flushes its append-only file."""
+    def stuck() -> None:
+        log.error("shutdown did not finish in %.0f s: exiting", after_s)
+        logging.shutdown()
+        os._exit(1)
+
+    timer = threading.Timer(after_s, stuck)
+    timer.daemon = True
+    timer.start()
 
 
 def networks(values: list[str]) -> tuple[str, ...]:
@@ -260,14 +282,14 @@ def _start_ai(address: str, redis_url: str, key: str, workers: int,
     """`battleline ai` as a child process on the same engine and Redis. Its secrets (the
     Redis URL with its password, the AI's key) go by environment: a command line is
     readable by every local user."""
-    from battleline_engine.children import die_with_parent
+    from battleline_engine.children import dying_with_parent
 
     command = [sys.executable, "-m", "battleline_client.cli", "ai", "--engine", address,
                "--workers", str(workers)]
     if rpc_port:
         command += ["--port", str(rpc_port)]  # AiService for the engine's hints
     env = {**os.environ, "REDIS_URL": redis_url, AI_KEY_ENV: key}
-    return subprocess.Popen(command, env=env, preexec_fn=die_with_parent)
+    return subprocess.Popen(dying_with_parent(command), env=env)
 
 
 def _stop_child(child: subprocess.Popen[bytes]) -> None:
