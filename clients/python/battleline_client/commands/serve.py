@@ -110,6 +110,7 @@ def serve(
     from battleline_engine.redis_server import EmbeddedRedis
 
     logs.configure(log_level, log_format)
+    _raise_descriptor_limit()
     embedded: EmbeddedRedis | None = None
     if redis_cluster and not redis_url:
         raise typer.BadParameter("--redis-cluster needs --redis-url (a node of the cluster)")
@@ -215,6 +216,19 @@ async def _run(
         await engine.stop()
         with contextlib.suppress(Exception):
             await storage.close()
+
+
+def _raise_descriptor_limit() -> None:
+    """The soft limit of open descriptors up to the hard one (often 1,024 against far
+    more): the web port's connection cap and the engine's own connections then fit
+    together, and a flooded web port leaves the gRPC port room."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = 65_536 if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 # Past the grace period, what a stop may take: the web gateway's own bound (3 s), the AI
