@@ -22,7 +22,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from battleline_engine.children import die_with_parent
+from battleline_engine.children import dying_with_parent
 
 
 def is_serving(target: str, timeout_s: float = 1.0) -> bool:
@@ -55,8 +55,8 @@ class ServeChild:
                    "--host", "127.0.0.1", "--no-web", "--grace", "1", "--log-format", "text",
                    "--log-level", "warning", "--data-dir", str(self.data_dir / "data")]
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
-                                            stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+            self.process = subprocess.Popen(dying_with_parent(command), stdin=subprocess.DEVNULL,
+                                            stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
         marker = "battleline engine listening on "
         while time.monotonic() < deadline:

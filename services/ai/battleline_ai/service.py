@@ -19,7 +19,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from battleline_engine.children import die_with_parent
+from battleline_engine.children import dying_with_parent
 
 from .suggest import AiServer
 from .worker import KEY_ENV, WorkerConfig
@@ -84,8 +84,8 @@ async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
                     next_start[i] = now + delay
                     children[i] = child = None
                 if child is None and now >= next_start[i]:
-                    children[i] = subprocess.Popen(worker_command(config), env=worker_env(config),
-                                                   preexec_fn=die_with_parent)
+                    children[i] = subprocess.Popen(dying_with_parent(worker_command(config)),
+                                                   env=worker_env(config))
                     started[i] = now
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), RESTART_DELAY_S)

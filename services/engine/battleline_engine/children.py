@@ -1,7 +1,16 @@
-"""Child processes that must not outlive the process that started them."""
+"""Child processes that must not outlive the process that started them.
+
+`die_with_parent` as a preexec_fn makes Python fork() the whole process to
+start the child, and in a process already running gRPC that fork prints
+gRPC's "skipping fork() handlers" warning (its threads cannot be paused).
+`dying_with_parent(command)` instead starts a tiny interpreter that sets the
+same parent-death signal and then execs the command: with no preexec_fn,
+subprocess starts it with vfork, which runs no fork handlers.
+"""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -18,3 +27,23 @@ def die_with_parent() -> None:
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def dying_with_parent(command: list[str]) -> list[str]:
+    """``command`` wrapped so that it gets SIGTERM when this process dies, as with
+    `die_with_parent`, but started without a preexec_fn (see the module docstring)."""
+    return [sys.executable, "-m", "battleline_engine.children", str(os.getpid()), *command]
+
+
+def main(argv: list[str]) -> None:
+    """``python -m battleline_engine.children PARENT_PID COMMAND...``: the signal is set
+    here and kept across exec (same process); a parent already gone stops it at once."""
+    parent, command = int(argv[0]), argv[1:]
+    die_with_parent()
+    if os.getppid() != parent:
+        sys.exit(1)
+    os.execvp(command[0], command)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

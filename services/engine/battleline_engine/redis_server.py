@@ -24,7 +24,7 @@ from typing import IO, Self
 
 import redis
 
-from .children import die_with_parent
+from .children import dying_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -144,9 +144,10 @@ class EmbeddedRedis:
             "--logfile", "redis.log",
         ]
         self._process = subprocess.Popen(
-            args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            # A SIGKILLed service must not leave it running (see children.py).
+            dying_with_parent(args),
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C to the service must not kill Redis before we stop it
-            preexec_fn=die_with_parent,  # ... but a SIGKILLed service must not leave it running
             umask=0o077,  # its files (hands and seeds in the AOF) readable by the owner only
         )
         assert self._process.stdin is not None
