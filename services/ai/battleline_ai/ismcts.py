@@ -35,7 +35,11 @@ from .processes import spawned_pool
 from .rollout import POLICIES, likely_plays
 
 DEFAULT_TIME_CAP = 10.0
-LEAVES = {"heuristic": evaluation.position_value, "odds": odds.position_value}
+LEAVES = {
+    "heuristic": evaluation.position_value,
+    "odds": odds.position_value,
+    "seen": odds.seen_position_value,
+}
 
 
 @dataclass(frozen=True)

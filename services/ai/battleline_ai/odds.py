@@ -520,17 +520,12 @@ class FlagOdds:
         size: int,
         fog: bool,
         placed: int = 0,
-        spent: int = 0,
     ) -> float:
-        """P(the seat wins a flag with these sides).
-
-        ``placed``: troops just put face up (no longer anyone's to draw or
-        hold); ``spent``: cards of the seat's hand it has used elsewhere.
-        """
+        """P(the seat wins a flag with these sides); ``placed``: troops just put face
+        up (no longer anyone's to draw or hold)."""
         own, other = self.mine, self.theirs
-        gone = placed | spent
-        if gone:
-            own = Supply(own.certain & ~gone, own.pool & ~placed, own.draws, own.wilds)
+        if placed:
+            own = Supply(own.certain & ~placed, own.pool & ~placed, own.draws, own.wilds)
             other = Supply(other.certain & ~placed, other.pool & ~placed, other.draws, other.wilds)
         if len(mine) >= size or len(theirs) >= size:
             proven = _proven_winner(self.ruleset, mine, theirs, size, fog, self.state.available
@@ -564,6 +559,18 @@ def position_value(state: GameState, seat: int) -> float:
     """Chance in [0, 1] that ``seat`` wins: exact when over, else from every flag's odds."""
     if state.is_over:
         return 0.5 if state.winner is None else float(state.winner == seat)
+    return _odds_value(state, seat)
+
+
+def seen_position_value(state: GameState, seat: int) -> float:
+    """`position_value` judged from ``seat``'s own view: in a sampled world the opponent's
+    hand is a guess, so counting it as certain would only add that guess's noise."""
+    if state.is_over:
+        return 0.5 if state.winner is None else float(state.winner == seat)
+    return _odds_value(state.view(seat), seat)
+
+
+def _odds_value(state: GameState, seat: int) -> float:
     odds = FlagOdds(state, seat)
     weights = flag_weights(state, seat)
     x = 0.0
