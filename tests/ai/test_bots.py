@@ -12,7 +12,14 @@ from battleline_ai.heuristic import HeuristicBot
 from battleline_ai.ismcts import IsmctsBot
 from battleline_rules import RULESETS, ClaimTiming, GameState, Options, new_game
 
-SPECS = ["random", "heuristic", "heuristic:noise=0.3", "ismcts:iterations=15,depth=2"]
+SPECS = [
+    "random",
+    "heuristic",
+    "heuristic:noise=0.3",
+    "prob",
+    "ismcts:iterations=15,depth=2",
+    "ismcts:iterations=15,depth=0,leaf=seen,rank=prob",
+]
 
 
 def play_checked(bots: tuple[Bot, Bot], state: GameState, seed: int) -> GameState:
@@ -59,9 +66,13 @@ def test_heuristic_always_claims_first() -> None:
     assert claims_seen > 0
 
 
-def test_ismcts_decides_from_the_view_alone() -> None:
+@pytest.mark.parametrize(
+    "knobs",
+    [{"iterations": "60"}, {"iterations": "60", "leaf": "seen", "rank": "prob", "depth": "0"}],
+)
+def test_ismcts_decides_from_the_view_alone(knobs: dict[str, str]) -> None:
     """Two real states that look the same to the seat get the same move (same seed)."""
-    bot = IsmctsBot.from_knobs({"iterations": "60"})
+    bot = IsmctsBot.from_knobs(knobs)
     helper, rng = HeuristicBot(), random.Random(5)
     state = new_game("standard", None, 11)
     compared = 0
@@ -81,7 +92,17 @@ def test_ismcts_decides_from_the_view_alone() -> None:
 
 @pytest.mark.parametrize(
     "spec",
-    ["nope", "random:x=1", "heuristic:depth=2", "ismcts:level=9", "ismcts:foo=1", "ismcts:c"],
+    [
+        "nope",
+        "random:x=1",
+        "heuristic:depth=2",
+        "prob:noise=1",
+        "ismcts:level=9",
+        "ismcts:foo=1",
+        "ismcts:c",
+        "ismcts:leaf=peek",
+        "ismcts:rank=oracle",
+    ],
 )
 def test_bad_specs_are_refused(spec: str) -> None:
     with pytest.raises(ValueError):
@@ -93,4 +114,4 @@ def test_level_specs_build() -> None:
 
     for level in LEVELS:
         bot = make_bot(f"ismcts:level={level}")
-        assert bot.name in ("ismcts", "heuristic")
+        assert bot.name in ("ismcts", "prob", "heuristic")
