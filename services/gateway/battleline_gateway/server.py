@@ -104,6 +104,9 @@ class WebGateway:
         self.upstream = Upstream(engine_address, engine_secret)
         config = uvicorn.Config(WebApp(EngineBridge(self.upstream)), host=host, port=port,
                                 lifespan="off", log_level="warning", access_log=False,
+                                # uvicorn's records go to the host's handlers (and their
+                                # repeat filter), not to a stderr handler of its own
+                                log_config=None,
                                 http=_guarded(limits), ws="none",
                                 timeout_keep_alive=limits.idle_timeout_s,
                                 h11_max_incomplete_event_size=limits.max_header_bytes,
