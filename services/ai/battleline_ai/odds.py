@@ -32,6 +32,7 @@ from battleline_rules.formations import FOG_CATEGORY, WILD_VALUES
 from battleline_rules.rulesets import Category
 
 from .evaluation import flag_weights
+from .heuristic import TACTIC_COST
 
 # A target: its sum, and the probability the side reaches it.
 Target = tuple[int, float]
@@ -563,17 +564,22 @@ def position_value(state: GameState, seat: int) -> float:
 
 
 def seen_position_value(state: GameState, seat: int) -> float:
-    """`position_value` judged from ``seat``'s own view: in a sampled world the opponent's
-    hand is a guess, so counting it as certain would only add that guess's noise."""
+    """`position_value` judged from ``seat``'s own view, with tactics priced.
+
+    In a sampled world the opponent's hand is a guess: counting it as certain
+    would only add that guess's noise. A tactic played beyond the opponent's
+    count costs what it costs `prob` and the heuristic (it lets the opponent
+    play one), or the search would spend tactics as if they were free.
+    """
     if state.is_over:
         return 0.5 if state.winner is None else float(state.winner == seat)
-    return _odds_value(state.view(seat), seat)
+    spent = state.tactics_played[seat] - state.tactics_played[1 - seat]
+    return _odds_value(state.view(seat), seat, -TACTIC_COST * spent)
 
 
-def _odds_value(state: GameState, seat: int) -> float:
+def _odds_value(state: GameState, seat: int, x: float = 0.0) -> float:
     odds = FlagOdds(state, seat)
     weights = flag_weights(state, seat)
-    x = 0.0
     for flag, w in zip(state.flags, weights, strict=True):
         if flag.claimed != UNCLAIMED:
             p = 1.0 if flag.claimed == seat else 0.0
