@@ -3,7 +3,7 @@
 # Usage: sh benchmarks/ai_tournaments.sh   (writes benchmarks/results/*.json)
 # Every run is 200 games (100 deals, each played in both seats); the seeds of the
 # level figures differ from those of the pilots that chose the levels.
-# Set BATTLELINE_TOURNAMENT_LOG=FILE to also get one JSON line per finished game.
+# Add --log FILE to get one JSON line per finished game (and to resume a run cut short).
 set -e
 out=benchmarks/results
 t() { battleline tournament --games 200 --workers 1 "$@"; }

@@ -47,3 +47,19 @@ def test_heuristic_beats_random_clearly() -> None:
     result = run("heuristic", "random", 40, "standard", workers=1, seed=2024)
     assert result.wins_a >= 36, result.summary()
     assert result.ci[0] > 0.8
+
+
+def test_a_logged_run_cut_short_goes_on_where_it_stopped(tmp_path: Path) -> None:
+    log = tmp_path / "games.jsonl"
+    whole = run("heuristic:noise=0.5", "random", 8, "basic", seed=5)
+    first = run("heuristic:noise=0.5", "random", 4, "basic", seed=5, log=log)
+    assert len(log.read_text().splitlines()) == 4
+    # Another run in the same log (other bots) is neither counted nor replayed.
+    run("random", "random", 2, "basic", seed=5, log=log)
+    resumed = run("heuristic:noise=0.5", "random", 8, "basic", seed=5, log=log)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    played = sorted(r["game"] for r in lines if r["a"] == "heuristic:noise=0.5")
+    assert played == list(range(8))  # games 0-3 were not played twice
+    counts = (resumed.wins_a, resumed.wins_b, resumed.draws)
+    assert counts == (whole.wins_a, whole.wins_b, whole.draws)
+    assert first.games == 4 and resumed.games == 8

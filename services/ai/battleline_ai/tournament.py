@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from battleline_rules import new_game
@@ -24,9 +24,9 @@ from .bots import Bot, make_bot
 from .processes import spawned_pool
 
 Z95 = 1.959963984540054
-# If set, every finished game appends a JSON line (a, b, seed, game, winner 0/1/null) here.
-LOG_ENV = "BATTLELINE_TOURNAMENT_LOG"
 _BOTS: dict[str, Bot] = {}
+# One game: (a, b, ruleset, seed of the run, game number, log file or None).
+Job = tuple[str, str, str, int, int, str | None]
 
 
 def _bot(spec: str) -> Bot:
@@ -51,16 +51,31 @@ def play_game(a: Bot, b: Bot, ruleset: str, seed: int, a_seat: int) -> tuple[int
     return (0 if state.winner == a_seat else 1), actions
 
 
-def _job(args: tuple[str, str, str, int, int]) -> tuple[int | None, int]:
-    a, b, ruleset, seed, game = args
+def _job(job: Job) -> tuple[int | None, int]:
+    a, b, ruleset, seed, game, log = job
     outcome = play_game(_bot(a), _bot(b), ruleset, seed + game // 2, game % 2)
-    log = os.environ.get(LOG_ENV)
     if log:
         # One line per finished game, so a run cut short still leaves its figures.
-        line = json.dumps({"a": a, "b": b, "seed": seed, "game": game, "winner": outcome[0]})
+        line = {"a": a, "b": b, "ruleset": ruleset, "seed": seed, "game": game}
+        line.update(winner=outcome[0], actions=outcome[1])
         with open(log, "a", encoding="utf-8") as out:
-            out.write(line + "\n")
+            out.write(json.dumps(line) + "\n")
     return outcome
+
+
+def logged_games(
+    log: Path, a: str, b: str, ruleset: str, seed: int
+) -> dict[int, tuple[int | None, int]]:
+    """The games of this run (same bots, ruleset and seed) a log already holds, by number."""
+    done: dict[int, tuple[int | None, int]] = {}
+    if not log.exists():
+        return done
+    for line in log.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        same = (row["a"], row["b"], row.get("ruleset", "standard"), row["seed"])
+        if same == (a, b, ruleset, seed):
+            done[row["game"]] = (row["winner"], row.get("actions", 0))
+    return done
 
 
 def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
@@ -119,12 +134,20 @@ def run(
     workers: int = 1,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    log: Path | None = None,
 ) -> Result:
-    """Play ``games`` games of ``a`` against ``b`` and summarise them."""
+    """Play ``games`` games of ``a`` against ``b`` and summarise them.
+
+    With a ``log``, every finished game is appended to it, and games of the
+    same run it already holds are counted, not played again: a run cut short
+    goes on where it stopped, in this session or a later one.
+    """
     make_bot(a), make_bot(b)  # fail fast on bad specs, before starting processes
     start = time.perf_counter()
-    jobs = [(a, b, ruleset, seed, g) for g in range(games)]
-    outcomes: list[tuple[int | None, int]] = []
+    done = logged_games(log, a, b, ruleset, seed) if log else {}
+    outcomes = [done[g] for g in range(games) if g in done]
+    path = str(log) if log else None
+    jobs: list[Job] = [(a, b, ruleset, seed, g, path) for g in range(games) if g not in done]
     if workers > 1:
         with spawned_pool(workers) as pool:
             for outcome in pool.imap_unordered(_job, jobs):

@@ -19,6 +19,10 @@ def tournament(
     json_path: Annotated[Path | None, typer.Option("--json", help="write results here")] = None,
     workers: Annotated[int, typer.Option(min=1, help="processes playing games")] = 1,
     seed: Annotated[int, typer.Option(help="deal k of the run uses seed + k")] = 0,
+    log: Annotated[
+        Path | None,
+        typer.Option(help="append each finished game here; games of this run already there count"),
+    ] = None,
 ) -> None:
     """Play bot A against bot B and report who is stronger, with confidence intervals."""
     from battleline_ai.tournament import run
@@ -26,7 +30,7 @@ def tournament(
     if ruleset not in RULESETS:
         raise typer.BadParameter(f"use one of {', '.join(RULESETS)}", param_hint="--ruleset")
     try:
-        result = run(a, b, games, ruleset, workers, seed)
+        result = run(a, b, games, ruleset, workers, seed, log=log)
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
     typer.echo(result.summary())
