@@ -122,6 +122,8 @@ def test_nothing_read_from_redis_takes_the_ai_seat(tmp_path: Path) -> None:
                 assert refused.value.code() in (grpc.StatusCode.PERMISSION_DENIED,
                                                 grpc.StatusCode.FAILED_PRECONDITION,
                                                 grpc.StatusCode.INVALID_ARGUMENT), value
+                if not (value.isascii() and value.isprintable()) or " " in value:
+                    continue  # a state or settings text: no header could carry it
                 with pytest.raises(BattleLineError):
                     client.view(created.match_id, value)
                 with pytest.raises(BattleLineError):

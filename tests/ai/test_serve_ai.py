@@ -70,7 +70,7 @@ def test_serve_with_no_ai_starts_none(tmp_path: Path) -> None:
 
 
 def test_serve_on_a_redis_cluster_plays_an_ai_match(tmp_path: Path) -> None:
-    """The AI's stream, consumer group and vault on Redis Cluster (REDIS_CLUSTER=1)."""
+    """The AI's stream, consumer group and key on Redis Cluster (REDIS_CLUSTER=1)."""
     from tests.deploy.procs import EngineProcess, RedisCluster
 
     cluster = RedisCluster(tmp_path / "cluster")

@@ -1,7 +1,7 @@
 """The hosted AI end to end: real Redis, a real engine, real worker processes on loopback.
 
 A random "human" plays through the client library; the AI seat is taken by
-`python -m battleline_ai.worker` through the join-ticket path, played from the
+`python -m battleline_ai.worker` joining with the AI's key, played from the
 seat's view, and its request acknowledged when the match is over.
 """
 

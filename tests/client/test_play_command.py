@@ -1,6 +1,6 @@
 """`battleline play` and `battleline watch` driven in a real terminal (pexpect): a whole
 hot-seat game on a local engine the command starts itself, and a whole game against a
-hosted-AI seat taken by a real AI worker process through the join-ticket path."""
+hosted-AI seat taken by a real AI worker process with the AI's key."""
 
 from __future__ import annotations
 
