@@ -116,3 +116,29 @@ def test_a_streamed_view_is_the_view_after_its_own_event(engine: Engine, client:
     # Nothing is lost: every event came, in order.
     numbers = [item.event.number for item in got if item.HasField("event")]
     assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+
+
+def _watch_servicer(engine: Engine) -> Any:
+    for service in engine.server.services:
+        servicer = getattr(service, "servicer", None)
+        if type(servicer).__name__ == "WatchServicer":
+            return servicer
+    raise AssertionError("no WatchService")
+
+
+def test_a_cancelled_stream_is_closed_at_once_and_frees_its_place(engine: Engine,
+                                                                  client: Client) -> None:
+    """Issue #15: a stream cancelled while its handler waited at a `yield` stayed open
+    (and counted against the seat's stream limit) until the garbage collector closed
+    it, from another task ("Task was destroyed but it is pending!" at shutdown)."""
+    servicer = _watch_servicer(engine)
+    created = client.create("standard")
+    for _ in range(3 * servicer.rt.config.streams_per_seat):
+        stream = client.watch(created.match_id, created.seat_token)
+        assert next(stream).HasField("snapshot")
+        stream.cancel()
+        deadline = time.monotonic() + 2
+        while servicer.open and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not servicer.open, "a cancelled stream is still counted as open"
+    assert _hub(engine).subscriber_count == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -94,6 +95,7 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
                         yield item
                         if event.fields.get("end") == "1":
                             return
+                    _raise_lost_cancellation()
                     batch = await queue.get()
             finally:
                 self.rt.hub.unsubscribe(match_id, queue)
@@ -112,3 +114,15 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         if now.version != int(event.fields["v"]) or now.record.last_event != event.number:
             return
         views.write_view(item.view, now, viewer, now_ms(), position)
+
+
+def _raise_lost_cancellation() -> None:
+    """Raise the cancellation of this stream's task if a Redis call swallowed it.
+
+    redis-py's asyncio client can lose a cancellation that lands mid-command (the call
+    returns normally; redis/redis-py#2028, #2551), and a cancelled stream would then
+    wait for events forever, still counted against its seat's limit.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
