@@ -11,7 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+from typer.testing import CliRunner
+
 from battleline_client.bots import choose
+from battleline_client.cli import app
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 from battleline_client.local import LocalService
@@ -99,3 +102,13 @@ def test_play_with_a_friend_by_invite_code(service: LocalService, tmp_path: Path
     assert session.exitstatus == 0, session.output
     assert session.prompts > 5 and session.result.startswith("match over")
     assert "friend" in session.output  # the opponent's moves are shown by name
+
+
+def test_play_takes_a_seed_for_a_local_game_only() -> None:
+    """The server refuses a seed wherever the other seat is not the caller's (it would
+    tell the AI's or the friend's hand), so `play` says so before starting anything."""
+    for mode in (["--ai", "2"], ["--friend"], []):
+        result = CliRunner().invoke(app, ["play", "--target", "127.0.0.1:1", "--seed", "3",
+                                          *mode])
+        assert result.exit_code == 2, result.output
+        assert "--seed" in result.output and "--local" in result.output

@@ -211,7 +211,9 @@ def play(
     ruleset: Annotated[str, typer.Option(help="standard, basic or deck52.")] = "standard",
     name: Annotated[str, typer.Option(help="Your display name.")] = "",
     auto_claim: Annotated[bool, typer.Option(help="Claim provable flags automatically.")] = False,
-    seed: Annotated[int | None, typer.Option(help="Deal seed (AI and local only).")] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="Deal seed (--local only: a server refuses one where the other seat is not "
+        "yours).")] = None,
     wait: Annotated[float, typer.Option(help="Seconds to wait for the other seat.")] = 300.0,
 ) -> None:
     """Play Battle Line in the terminal: numbered legal actions, claim proofs, live moves."""
@@ -221,6 +223,9 @@ def play(
         raise typer.BadParameter(
             f"the hosted AI has levels {AI_LEVELS[0]} to {AI_LEVELS[-1]}, not {ai}",
             param_hint="--ai")
+    if seed is not None and not local:
+        raise typer.BadParameter("a seed goes with --local only: whoever knows it knows the "
+                                 "other seat's hand", param_hint="--seed")
     console = Console(highlight=False)
     service = None
     if target is None:
@@ -238,7 +243,7 @@ def play(
                 created = client.create(opponent=kind, private=friend,
                                         ai_level=ai or DEFAULT_AI_LEVEL,
                                         ruleset=ruleset, name=name, auto_claim=auto_claim,
-                                        seed=None if friend else seed, seat="random")
+                                        seat="random")
                 if friend:
                     console.print(f"invite code: [bold]{created.invite_code}[/] (your friend "
                                   f"runs: battleline play --target {target} --join "
