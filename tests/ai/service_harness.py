@@ -26,9 +26,10 @@ WITH_AI = replace(OPEN_LIMITS, ai_key=AI_KEY)
 
 
 def start_worker(engine: str, redis_url: str, log: Path, *, claim_idle: float = 30.0,
-                 move_cap: float = 0.3, concurrency: int = 8) -> subprocess.Popen[bytes]:
+                 move_cap: float = 0.3, concurrency: int = 8,
+                 key: str = AI_KEY) -> subprocess.Popen[bytes]:
     """One worker process; its log goes to `log` (appended)."""
-    env = {**os.environ, "BATTLELINE_AI_KEY": AI_KEY, "REDIS_URL": redis_url}
+    env = {**os.environ, "BATTLELINE_AI_KEY": key, "REDIS_URL": redis_url}
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "battleline_ai.worker", "--engine", engine,

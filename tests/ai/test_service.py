@@ -173,6 +173,38 @@ def _ai_env(redis_url: str) -> dict[str, str]:
     return {**os.environ, "BATTLELINE_AI_KEY": AI_KEY, "REDIS_URL": redis_url}
 
 
+def test_a_worker_with_another_key_leaves_the_request_to_one_with_the_right_key(
+        engine: LocalService, redis_url: str, tmp_path: Path) -> None:
+    """A worker whose key the engine does not know (a misconfiguration) must not drop the
+    request as hopeless: it says why and leaves it, and a worker with the right key
+    takes it over and plays."""
+    log = tmp_path / "workers.log"
+    wrong = start_worker(engine.address, redis_url, log, claim_idle=2.0,
+                         key="not-the-engines-ai-key-0123")
+    right: subprocess.Popen[bytes] | None = None
+    store = redis.Redis.from_url(redis_url)
+    try:
+        with Client(engine.address) as client:
+            created = client.create(opponent="ai", ai_level=1, clock="per-move",
+                                    clock_seconds=60, seat="first")
+            deadline = time.monotonic() + 20
+            while "BATTLELINE_AI_KEY" not in log.read_text():
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            assert _pending(store) == 1, "the request was dropped"
+            stop(wrong)
+            right = start_worker(engine.address, redis_url, log, claim_idle=2.0)
+            seat = client.seat(created.seat)
+            play_random(client, [seat], random.Random(2), timeout_s=90)
+            assert seat.view().end_reason in FAIR_ENDS
+        _wait_acked(store)
+    finally:
+        stop(wrong)
+        if right is not None:
+            stop(right)
+        store.close()
+
+
 @pytest.fixture
 def ai_service(redis_url: str, engine: LocalService) -> Iterator[tuple[str, int]]:
     """`battleline ai --workers 0 --port 0`: the Suggest RPC alone (address, pid)."""

@@ -217,6 +217,11 @@ class AiWorker:
             handle = await self._seat(fields)
             await self._play(AsyncSeat(self.client, handle), fields)
         except _HOPELESS as err:
+            if err.reason == "seat-reserved":  # our key is not the engine's: not hopeless,
+                log.error("ai worker %s: the engine refused this worker's AI key for match "
+                          "%s: set the same BATTLELINE_AI_KEY on engines and AI; left for "
+                          "reclaim", self.name, match_id)
+                return  # a worker with the right key takes it over after claim_idle_s
             log.warning("ai worker %s: request %s for match %s dropped: %s", self.name,
                         entry_id, match_id, err)
         except asyncio.CancelledError:
