@@ -14,10 +14,16 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from connectrpc.protocol import ProtocolType
 from grpc_health.v1 import health_pb2
 
+from battleline_gateway.server import WebLimits
+from tests.engine.harness import SEATS, Engine
 from tests.engine.test_serve_command import _serving
 from tests.processes import start_serve, stop_serve, web_url
+
+from .bridge_client import BridgeClient
+from .conftest import GatewayThread
 
 CAP = 100
 FLOOD = 300
@@ -107,3 +113,21 @@ def test_a_bad_page_token_through_the_gateway_is_invalid_argument(gateway: str) 
     url = gateway + "battleline.v1.LobbyService/ListOpenMatches"
     status, _, body = _post(url, "application/json", json.dumps({"pageToken": "².abc"}).encode())
     assert status == 400 and json.loads(body)["code"] == "invalid_argument", (status, body)
+
+
+def test_the_request_deadline_does_not_cut_a_long_watch(engine: Engine) -> None:
+    """The deadline is for a request to arrive; a Watch's response may last for ever."""
+    gateway = GatewayThread(engine.address, limits=WebLimits(request_timeout_s=0.5))
+    try:
+        web = BridgeClient(gateway.url, ProtocolType.CONNECT, json=True)
+        created = web.create()
+        stream = iter(web.watch(created.match_id, created.seat_token))
+        view = next(stream).snapshot
+        time.sleep(2.0)  # four deadlines pass with the stream open and quiet
+        seat = SEATS.index(view.current_seat)
+        token = (created.seat_token, created.other_seat_token)[seat]
+        mine = web.view(created.match_id, token)
+        web.submit(created.match_id, token, mine.version, [mine.legal_actions[0]])
+        assert next(stream).HasField("event")
+    finally:
+        gateway.stop()

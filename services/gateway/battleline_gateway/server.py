@@ -63,13 +63,17 @@ class _GuardedH11(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED):
-            self._disarm()  # the whole request is in
+        if self._request_in():
+            self._disarm()
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing():
+        super().on_response_complete()  # may already take a pipelined next request
+        if not self.transport.is_closing() and not self._request_in():
             self._arm()  # the next request on this connection
+
+    def _request_in(self) -> bool:
+        """Whether the current request has arrived in full (headers and body)."""
+        return self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED)
 
     def _arm(self) -> None:
         self._disarm()
