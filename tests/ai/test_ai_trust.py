@@ -75,12 +75,17 @@ def _wait_phase(client: Client, match_id: str, phase: int, timeout_s: float) -> 
 def test_no_secret_is_on_the_command_line_of_serve_or_any_child(tmp_path: Path) -> None:
     """Finding 1: /proc/PID/cmdline is world-readable; the Redis password and the AI's
     key must be in none of them (they travel by environment and a 0600 file)."""
-    process, _address = _serve(tmp_path)
+    process, address = _serve(tmp_path)
     try:
         _workers(process)
+        with Client(address) as client:  # the AI moves: its search processes run too
+            created = client.create(opponent="ai", ai_level=1, seat="first")
+            play_random(client, [client.seat(created.seat)], random.Random(1), until=2)
         password = urlparse(_redis_url(process)).password
+        assert password
         below = [process.pid, *descendants(process.pid)]
-        assert len(below) >= 4  # serve, redis-server, battleline ai, a worker (+ searchers)
+        # serve, redis-server, battleline ai, a worker and its search process (at least)
+        assert len(below) >= 5, [command_line(p) for p in below]
         key_file = tmp_path / "ai.key"
         for pid in below:
             line = " ".join(command_line(pid))
