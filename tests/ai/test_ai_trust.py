@@ -244,3 +244,17 @@ def test_an_ai_match_is_refused_at_once_where_no_ai_can_join(tmp_path: Path, fla
             client.create(opponent="local")  # the rest still works
     finally:
         stop_serve(process)
+
+
+def test_a_short_ai_key_stops_serve_at_start(tmp_path: Path) -> None:
+    """The AI refuses a key under 16 characters; serve must not start an engine that
+    admits an AI which can never run."""
+    process = None
+    try:
+        with pytest.raises(AssertionError, match="BATTLELINE_AI_KEY"):
+            process, _ = start_serve("--no-web", "--data-dir", str(tmp_path),
+                                     env={"BATTLELINE_AI_KEY": "too-short"},
+                                     stderr=subprocess.PIPE)
+    finally:
+        if process is not None:
+            stop_serve(process)

@@ -151,7 +151,7 @@ def serve(
             gateway_secret=gateway_secret() or secrets.token_urlsafe(32),
             # With no AI started here, AI matches are accepted only for an AI run
             # elsewhere with the key given to both (BATTLELINE_AI_KEY).
-            ai_key=_ai_key(data_dir) if ai_workers else os.environ.get(AI_KEY_ENV, ""),
+            ai_key=_ai_key(data_dir) if ai_workers else _given_ai_key(),
             ai_address=ai_address,
             ai_matches_per_client=ai_matches_per_client,
             ai_idle_ms=int(ai_idle * 1000),
@@ -271,13 +271,21 @@ def gateway_secret() -> str:
     return secret
 
 
+def _given_ai_key() -> str:
+    """BATTLELINE_AI_KEY, checked as `battleline ai` checks it ("" when unset)."""
+    given = os.environ.get(AI_KEY_ENV, "")
+    if given and len(given) < 16:
+        raise typer.BadParameter(f"{AI_KEY_ENV}: at least 16 characters")
+    return given
+
+
 def _ai_key(data_dir: Path) -> str:
     """The AI's key: BATTLELINE_AI_KEY, else the one kept in DATA_DIR/ai.key (made on the
     first start, readable by its owner only), so the AI of a restarted serve acts for
     the seats the AI of the last one held."""
     import secrets
 
-    given = os.environ.get(AI_KEY_ENV, "")
+    given = _given_ai_key()
     if given:
         return given
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
