@@ -14,7 +14,7 @@ import contextlib
 import logging
 import secrets
 
-from .storage import Storage, StoredEvent
+from .storage import Storage, StoredEvent, raise_lost_cancellation
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,11 @@ class Hub:
             self._task = asyncio.create_task(self._run(), name="event-hub")
         if match_id not in self._cursors:
             self._cursors[match_id] = after
-            await self.storage.poke(self.wake_name)
+            try:
+                await self.storage.poke(self.wake_name)
+            except BaseException:  # cancelled (a stream closed at once): not subscribed
+                self.unsubscribe(match_id, queue)
+                raise
         return queue
 
     def unsubscribe(self, match_id: str, queue: asyncio.Queue[Batch]) -> None:
@@ -79,6 +83,7 @@ class Hub:
                 log.exception("event reader failed; retrying")
                 await asyncio.sleep(0.5)
                 continue
+            raise_lost_cancellation()
             for match_id, events in got.items():
                 if not events:
                     continue

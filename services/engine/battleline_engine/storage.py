@@ -244,6 +244,19 @@ class EventPage:
     last_event: int
 
 
+def raise_lost_cancellation() -> None:
+    """Raise CancelledError if the running task was cancelled but a Redis call lost it.
+
+    redis-py's asyncio client can swallow a cancellation that lands mid-command (the
+    call returns normally and the task runs on: redis/redis-py#2028, #2551; often in
+    a blocking XREAD). A loop that waits on Redis calls this after each call, so a
+    cancelled task stops instead of running (or waiting) on.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 def now_ms() -> int:
     """Wall-clock milliseconds, the unit of every stored time."""
     return int(time.time() * 1000)

@@ -13,7 +13,7 @@ import logging
 
 from .matches import Matches
 from .model import PLAYING
-from .storage import Storage, now_ms
+from .storage import Storage, now_ms, raise_lost_cancellation
 
 log = logging.getLogger(__name__)
 
@@ -55,4 +55,5 @@ class Sweeper:
                 raise
             except Exception:
                 log.exception("clock sweep failed")
+            raise_lost_cancellation()
             await asyncio.sleep(self.interval_s)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -17,7 +16,7 @@ from . import views
 from .errors import Refusal, invalid
 from .metrics import SUBSCRIBERS
 from .runtime import Runtime, match_id_of, streaming
-from .storage import StoredEvent, now_ms
+from .storage import StoredEvent, now_ms, raise_lost_cancellation
 
 PAGE = 1000
 
@@ -95,7 +94,7 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
                         yield item
                         if event.fields.get("end") == "1":
                             return
-                    _raise_lost_cancellation()
+                    raise_lost_cancellation()  # a cancelled stream waits no more
                     batch = await queue.get()
             finally:
                 self.rt.hub.unsubscribe(match_id, queue)
@@ -115,14 +114,3 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
             return
         views.write_view(item.view, now, viewer, now_ms(), position)
 
-
-def _raise_lost_cancellation() -> None:
-    """Raise the cancellation of this stream's task if a Redis call swallowed it.
-
-    redis-py's asyncio client can lose a cancellation that lands mid-command (the call
-    returns normally; redis/redis-py#2028, #2551), and a cancelled stream would then
-    wait for events forever, still counted against its seat's limit.
-    """
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
