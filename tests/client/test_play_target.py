@@ -100,3 +100,32 @@ def test_play_waits_for_a_hosted_ai_worker_seconds_not_minutes(redis_url: str) -
     assert session.exitstatus == 2
     assert "nobody took the other seat within 20 s" in session.output
     assert "no hosted-AI worker is serving this" in session.output
+
+
+def _interrupt_at_first_move() -> str:
+    """`battleline play` with no engine running, Ctrl-C at the first move prompt."""
+    import os
+
+    import pexpect
+
+    child = pexpect.spawn(BATTLELINE, ["play"], encoding="utf-8", timeout=60,
+                          dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"})
+    try:
+        child.expect(terminal.MOVE)
+        child.sendintr()
+        child.expect(pexpect.EOF)
+        return child.before or ""
+    finally:
+        child.terminate(force=True)
+
+
+def test_leaving_a_game_on_an_engine_started_for_it_says_the_match_ends(
+        free_default_port: None) -> None:
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        shown = pool.apply(_interrupt_at_first_move)
+    assert "the engine started for this game stops, and the match with it" in shown
+    assert "goes on without you" not in shown
+    time.sleep(1)
+    assert _left_behind() == []
