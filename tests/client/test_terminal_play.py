@@ -1,16 +1,22 @@
 """`battleline play` as a newcomer meets it, in a real terminal (pexpect, issue #15):
 `?` explains the notation, a refused input prints one error and one hint (not the
-whole list of actions again), `list` shows the actions, `resign` asks first."""
+whole list of actions again), `list` shows the actions, `resign` asks first, and a
+move can be chosen by card, then flag."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 
 import pexpect
 
 from tests.client.terminal import MOVE
 from tests.processes import BATTLELINE
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
 
 
 def _newcomer() -> dict[str, str]:
@@ -21,12 +27,22 @@ def _newcomer() -> dict[str, str]:
     shown: dict[str, str] = {}
     try:
         child.expect(MOVE)
+        hand = re.search(r"your hand: ([^\r\n│]*)", _plain(child.before or ""))
+        assert hand is not None
+        first_card = hand.group(1).split()[0]
         for name, text, until in (("help", "?", MOVE), ("refused", "play Z9@1", MOVE),
                                   ("unknown", "99", MOVE), ("list", "list", MOVE),
                                   ("resign", "resign", r"\[y/N\]"), ("kept", "n", MOVE)):
             child.sendline(text)
             child.expect(until)
             shown[name] = child.before or ""
+        child.sendline(first_card)
+        child.expect(r"to which flag\? \(([\d ]+)\)")
+        flag = str(child.match.group(1)).split()[0]  # type: ignore[union-attr]
+        child.sendline(flag)
+        child.expect(MOVE)
+        shown["card then flag"] = _plain(child.before or "")
+        shown["played"] = f"play {first_card}@{flag}"
         return shown
     finally:
         child.terminate(force=True)
@@ -46,3 +62,5 @@ def test_a_newcomer_gets_help_short_errors_and_a_resign_question() -> None:
     assert "refused" in shown["refused"]
     assert " 1. " in shown["list"]
     assert "resign" in shown["resign"]
+    assert f"you: {shown['played']}" in shown["card then flag"] or (
+        f"seat: {shown['played']}" in shown["card then flag"]), shown["card then flag"]

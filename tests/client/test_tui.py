@@ -71,6 +71,17 @@ def test_parse_choice_reads_numbers_and_notation() -> None:
     assert tui.parse_choice("claim 4; draw tactic", legal) == ["claim 4", "draw tactic"]
 
 
+def test_a_card_then_a_flag_is_a_move() -> None:
+    """Numbers change every turn; a card and a flag stay what they are (issue #15)."""
+    legal = ["play R7@3", "play R7@4", "play SCOUT", "play FOG@2", "pass"]
+    assert tui.card_moves("r7", legal) == ["play R7@3", "play R7@4"]
+    assert tui.card_moves("SCOUT", legal) == ["play SCOUT"]
+    assert tui.card_moves("B9", legal) == [] and tui.card_moves("pass", legal) == []
+    assert tui.parse_choice("R7 4", legal) == ["play R7@4"]
+    assert tui.parse_choice("fog 2", legal) == ["play FOG@2"]
+    assert tui.parse_choice("R7 9", legal) == ["play R7@9"]  # the engine says why not
+
+
 def test_spectator_board_names_both_seats(client: Client) -> None:
     created = client.create(opponent="local", clock="none", name="Ada")
     shown = _text(tui.screen(client.view(created.match_id)))

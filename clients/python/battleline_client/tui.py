@@ -308,14 +308,28 @@ def event_line(event: types_pb2.MatchEvent, view: types_pb2.MatchView | None = N
     return line
 
 
+def card_moves(text: str, legal: Sequence[str]) -> list[str]:
+    """The legal plays of the card named by ``text`` (any case): "R7" -> the flags it
+    may go to, so a move can be chosen by card, then flag."""
+    name = text.strip().upper()
+    return [a for a in legal if a == f"play {name}" or a.startswith(f"play {name}@")]
+
+
+_CARD_AND_FLAG = re.compile(r"(\S+)\s+(\d+)$")
+
+
 def parse_choice(text: str, legal: Sequence[str]) -> list[str] | None:
-    """What the player typed: a number from the list, or actions in the notation
-    separated by commas ("play R7@3, draw troop"); None for an empty line or a
-    number out of range. Notation is passed on as typed: the engine is the judge."""
+    """What the player typed: a number from the list, a card and a flag ("R7 3"), or
+    actions in the notation separated by commas ("play R7@3, draw troop"); None for an
+    empty line or a number out of range. Notation is passed on as typed: the engine is
+    the judge."""
     text = text.strip()
     if not text:
         return None
     if text.isdigit():
         n = int(text)
         return [legal[n - 1]] if 1 <= n <= len(legal) else None
+    short = _CARD_AND_FLAG.match(text)
+    if short and short.group(1).lower() not in ("claim", "redeploy", "traitor"):
+        return [f"play {short.group(1).upper()}@{short.group(2)}"]
     return [part.strip() for part in text.replace(";", ",").split(",") if part.strip()]

@@ -30,7 +30,8 @@ DEFAULT_AI_LEVEL = 1
 AI_WAIT_S = 20.0
 
 HELP = """\
-[bold]How to move[/]: type the number of an action from the list, or the action itself.
+[bold]How to move[/]: type the number of an action from the list, or the action itself,
+  or a card then a flag: [bold]R7 3[/] (or [bold]R7[/], then the flag when asked).
 [bold]Cards[/]: troops are a colour letter and a value, [bold]R7[/] = red 7 (colours R O Y G B P,
   values 1-10; deck52: suits S H D C, ranks 2-10 J Q K A, as [bold]HQ[/]); tactics by name:
   ALEXANDER DARIUS (leaders), CAVALRY SHIELD (morale), FOG MUD (on a flag),
@@ -83,6 +84,15 @@ class Terminal:
                 continue
             if text.lower() in ("list", "l"):
                 self.console.print(tui.actions(view))
+                continue
+            plays = tui.card_moves(text, view.legal_actions)
+            if len(plays) == 1:
+                return plays
+            if plays:
+                flags = " ".join(p.rsplit("@", 1)[1] for p in plays)
+                where = self.console.input(f"{text.upper()} to which flag? ({flags}) ").strip()
+                if where in flags.split():
+                    return [f"play {text.upper()}@{where}"]
                 continue
             choice = tui.parse_choice(text, view.legal_actions)
             if choice:
