@@ -275,3 +275,17 @@ def test_top_level_help_spells_the_command_as_it_is_typed() -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
     assert "analyse" not in result.stdout and "serve, play, analyze" in result.stdout
+
+
+def test_no_claim_while_mud_leaves_a_side_too_full() -> None:
+    """Issue #15: both seats were told they could claim, while seat 0's side was 'incomplete'."""
+    from battleline_rules import parse_action
+    from tests.rules.positions import position
+
+    state = position(flags={1: "R1 R2 R3 R4 | B5 G5 Y5 | MUD/0 | -"},
+                     hands=("", "DESERTER P2"), player=1)
+    state.apply(parse_action("deserter MUD@1"))
+    flag = analyze_state(state)["flags"][0]
+    assert [claim["granted"] for claim in flag["claims"]] == [False, False]
+    assert all("until the discard" in claim["explanation"] for claim in flag["claims"])
+    assert flag["formations"][0]["complete"] is False

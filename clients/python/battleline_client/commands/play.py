@@ -33,7 +33,7 @@ HELP = """\
 [bold]How to move[/]: type the number of an action from the list, or the action itself,
   or a card then a flag: [bold]R7 3[/] (or [bold]R7[/], then the flag when asked).
 [bold]Cards[/]: troops are a colour letter and a value, [bold]R7[/] = red 7 (colours R O Y G B P,
-  values 1-10; deck52: suits S H D C, ranks 2-10 J Q K A, as [bold]HQ[/]); tactics by name:
+  values 1-10; deck52: suits S H D C, ranks 2-10 J Q K, as [bold]HQ[/]); tactics by name:
   ALEXANDER DARIUS (leaders), CAVALRY SHIELD (morale), FOG MUD (on a flag),
   SCOUT REDEPLOY DESERTER TRAITOR (guile). Flags are numbered 1-9 from the left.
 [bold]Actions[/]:
