@@ -84,12 +84,13 @@ async def aplay_local(client: AsyncClient, rng: random.Random, *, batch: bool = 
 
 async def aplay_joined(host: AsyncClient, guest: AsyncClient, rng: random.Random, *,
                        batch: bool = True, **create: object) -> Finished:
-    """An OPEN match created by `host` and joined by id by `guest`, played to the end:
-    the path two remote players take (a clock is required, so the default one runs)."""
+    """A private OPEN match created by `host` and joined by its invite code by `guest`,
+    played to the end: the path two remote players take (a clock is required, so the
+    default one runs)."""
     options: dict[str, object] = {"opponent": "open", "auto_claim": True, "private": True,
                                   **create}
     created = await host.create(**options)
-    joined = await guest.join(match_id=created.match_id, auto_claim=True)
+    joined = await guest.join(invite_code=created.invite_code, auto_claim=True)
     return await aplay_seats([host.seat(created.seat), guest.seat(joined)], rng, batch=batch)
 
 

@@ -4,7 +4,7 @@ Every RPC goes through the asyncio client, whose call observer feeds the
 latency samples and the error counts here, so what is measured is exactly
 what a client sees (including the client's own retries). Matches are LOCAL
 (one client holds both seats) or "joined" (an OPEN match created by one
-client and joined by id by another, the way two remote players meet).
+client and joined by its invite code by another, the way two remote players meet).
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ from battleline_engine.wiring import default_services
 # A local service serves one person or one load test: the per-peer abuse limits
 # of a public server would only throttle it.
 OPEN_LIMITS = EngineConfig(create_rate=Rate(1e6, 1e6), action_rate=Rate(1e6, 1e6),
-                           ai_matches_per_client=1_000_000)
+                           list_rate=Rate(1e6, 1e6), ai_matches_per_client=1_000_000,
+                           open_matches_per_client=1_000_000)
 
 
 class LocalService:

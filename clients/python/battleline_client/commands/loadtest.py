@@ -20,7 +20,8 @@ def loadtest(
     matches: Annotated[int, typer.Option(min=1, help="Matches to play.")] = 100,
     concurrency: Annotated[int, typer.Option(min=1, help="Matches at once.")] = 20,
     mode: Annotated[str, typer.Option(
-        help="local (one client, both seats) or joined (an open match joined by id).")] = "local",
+        help="local (one client, both seats) or joined (an open match joined by its "
+             "invite code).")] = "local",
     ruleset: Annotated[str, typer.Option(help="standard, basic or deck52.")] = "standard",
     channels: Annotated[int, typer.Option(min=1, help="gRPC channels to spread over.")] = 4,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the report here.")] = None,
