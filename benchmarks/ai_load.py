@@ -24,38 +24,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from battleline.v1 import record_pb2, types_pb2
+from engine import start_listening
+
+from battleline.v1 import types_pb2
 from battleline_client.bots import choose
 from battleline_client.client import Client
-from battleline_client.common import is_finished, is_my_turn
+from battleline_client.common import answer_times, is_finished, is_my_turn
 
 BATTLELINE = str(Path(sys.executable).with_name("battleline"))
 
 
 def start_serve(data_dir: Path, ai_workers: int, matches: int) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
+    return start_listening(
         [BATTLELINE, "serve", "--port", "0", "--no-web", "--grace", "1",
          "--data-dir", str(data_dir), "--ai-workers", str(ai_workers),
-         "--ai-matches-per-client", str(matches), "--log-level", "warning"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if "listening on" not in line:
-        process.kill()
-        raise SystemExit(f"serve did not start: {line!r}")
-    return process, line.rsplit(" ", 1)[1].strip()
-
-
-def answer_times(record: record_pb2.GetRecordResponse, ai: int) -> list[float]:
-    """Seconds from each human move to the AI's next committed event."""
-    gaps, last = [], None
-    for event in record.events:
-        at = event.commit_time.ToNanoseconds() / 1e9
-        if event.seat == ai and last is not None and last[0] != ai:
-            gaps.append(at - last[1])
-        last = (event.seat, at)
-    return gaps
+         "--ai-matches-per-client", str(matches), "--log-level", "warning"], {})
 
 
 def main() -> None:

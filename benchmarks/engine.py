@@ -132,7 +132,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+def start_listening(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                text=True, env={**os.environ, **env})
     assert process.stdout is not None
@@ -288,11 +288,13 @@ def main() -> None:
         url = redis.start()
         engine = echo = None
         try:
-            engine, engine_address = _start(
+            engine, engine_address = start_listening(
                 [BATTLELINE, "serve", "--port", "0", "--log-level", "warning", "--no-ai",
                  "--no-web", "--create-rate", "1000000", "--action-rate", "1000000"],
                 {"REDIS_URL": url})
-            echo, echo_address = _start([sys.executable, __file__, "--echo-server", url], {})
+            echo, echo_address = start_listening(
+                [sys.executable, __file__, "--echo-server", url], {}
+            )
             n = args.clients
             shares = [matches // n + (i < matches % n) for i in range(n)]
 

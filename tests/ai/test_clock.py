@@ -12,6 +12,7 @@ import pytest
 from battleline.v1 import types_pb2
 from battleline_ai.budget import MARGIN_S, move_deadline
 from battleline_client.client import Client
+from battleline_client.common import answer_times
 from battleline_client.local import LocalService
 from tests.ai.service_harness import WITH_AI, play_random, start_worker, stop
 from tests.engine.conftest import redis_server, redis_url
@@ -65,11 +66,6 @@ def test_no_ai_move_is_late_on_a_short_per_move_clock(engine: LocalService, redi
     ai = types_pb2.SEAT_FIRST
     if view.end_reason == types_pb2.END_REASON_TIMEOUT:
         assert view.winner == ai, "the AI ran out of time"  # a slow test client may, not it
-    gaps, last = [], None
-    for event in record.events:
-        at = event.commit_time.ToNanoseconds() / 1e9
-        if event.seat == ai and last is not None and last[0] != ai:
-            gaps.append(at - last[1])
-        last = (event.seat, at)
+    gaps = answer_times(record, ai)
     assert len(gaps) > 5
     assert max(gaps) < CLOCK_S, f"slowest AI answer {max(gaps):.2f} s"

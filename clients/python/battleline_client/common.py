@@ -17,7 +17,7 @@ from typing import Literal
 import grpc
 from google.protobuf import duration_pb2
 
-from battleline.v1 import game_pb2, lobby_pb2, types_pb2, watch_pb2
+from battleline.v1 import game_pb2, lobby_pb2, record_pb2, types_pb2, watch_pb2
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 DEFAULT_TIMEOUT_S = 10.0
@@ -165,6 +165,19 @@ def can_retry_stale(view: types_pb2.MatchView, actions: list[str]) -> bool:
 def is_my_turn(view: types_pb2.MatchView) -> bool:
     """Whether the viewer has something to do now (including an out-of-turn Mud discard)."""
     return view.phase == types_pb2.MATCH_PHASE_PLAYING and len(view.legal_actions) > 0
+
+
+def answer_times(record: record_pb2.GetRecordResponse, seat: int) -> list[float]:
+    """Seconds ``seat`` took to answer each move of the other seat, from a record's commit
+    times: how a hosted AI kept to its clock."""
+    gaps: list[float] = []
+    last: tuple[int, float] | None = None
+    for event in record.events:
+        at = event.commit_time.ToNanoseconds() / 1e9
+        if event.seat == seat and last is not None and last[0] != seat:
+            gaps.append(at - last[1])
+        last = (event.seat, at)
+    return gaps
 
 
 def is_finished(view: types_pb2.MatchView) -> bool:
