@@ -166,3 +166,19 @@ def test_odds_match_brute_force_on_small_positions(seed: int) -> None:
     outlook = side_outlook(STANDARD, side, size, False, Supply(certain, pool, k))
     expected = _brute_force(side, size, certain, pool, k)
     assert [p for p, _ in outlook] == pytest.approx(expected, abs=1e-9)
+
+
+def test_each_held_card_counts_at_one_flag_only() -> None:
+    """The search's leaf counts a held troop where it fits best, not at every flag."""
+    from battleline_ai.odds import assign_hand
+    from battleline_rules import new_game
+
+    state = new_game("standard", None, 4)
+    hand = mask_of(state.hands[0])
+    held = assign_hand(state, 0, hand)
+    assert sum(m.bit_count() for m in held) == hand.bit_count()
+    combined = 0
+    for mask in held:
+        assert not combined & mask
+        combined |= mask
+    assert combined == hand

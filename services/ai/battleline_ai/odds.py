@@ -20,7 +20,7 @@ evaluation both stand on `FlagOdds`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import combinations, permutations
 from math import comb, exp
@@ -33,6 +33,7 @@ from battleline_rules.rulesets import Category
 
 from .evaluation import flag_weights
 from .heuristic import TACTIC_COST
+from .rollout import fit, flag_shapes
 
 # A target: its sum, and the probability the side reaches it.
 Target = tuple[int, float]
@@ -510,6 +511,11 @@ class FlagOdds:
         self.ruleset = state.ruleset
         self.seat = seat
         self.mine, self.theirs = supplies(state, seat)
+        # Per flag, the held troops counted as certain there (`assign_hand`).
+        self.held = (
+            assign_hand(state, seat, self.mine.certain),
+            assign_hand(state, 1 - seat, self.theirs.certain),
+        )
 
     def outlook(self, cards: list[int], size: int, fog: bool, supply: Supply) -> Outlook:
         return side_outlook(self.ruleset, cards, size, fog, supply)
@@ -521,10 +527,14 @@ class FlagOdds:
         size: int,
         fog: bool,
         placed: int = 0,
+        index: int | None = None,
     ) -> float:
-        """P(the seat wins a flag with these sides); ``placed``: troops just put face
-        up (no longer anyone's to draw or hold)."""
+        """P(the seat wins flag ``index`` with these sides (None: every held card counts);
+        ``placed``: troops just put face up (no longer anyone's to draw or hold)."""
         own, other = self.mine, self.theirs
+        if index is not None:
+            own = replace(own, certain=self.held[0][index])
+            other = replace(other, certain=self.held[1][index])
         if placed:
             own = Supply(own.certain & ~placed, own.pool & ~placed, own.draws, own.wilds)
             other = Supply(other.certain & ~placed, other.pool & ~placed, other.draws, other.wilds)
@@ -536,6 +546,20 @@ class FlagOdds:
         return win_probability(
             self.outlook(mine, size, fog, own), self.outlook(theirs, size, fog, other)
         )
+
+
+def assign_hand(state: GameState, seat: int, hand: int) -> list[int]:
+    """Per flag, the troops of ``hand`` counted as held there: each at the one open flag
+    it fits best (`rollout`'s fit). A card goes to one flag only: counted as certain
+    at every flag, playing it would look like a loss at all the others."""
+    held = [0] * len(state.flags)
+    shapes = flag_shapes(state, seat)
+    if not shapes:
+        return held
+    for card in _bits(hand):
+        best = max(shapes, key=lambda shape: fit(shape, card))
+        held[best[0]] |= 1 << card
+    return held
 
 
 def _proven_winner(
@@ -580,10 +604,10 @@ def seen_position_value(state: GameState, seat: int) -> float:
 def _odds_value(state: GameState, seat: int, x: float = 0.0) -> float:
     odds = FlagOdds(state, seat)
     weights = flag_weights(state, seat)
-    for flag, w in zip(state.flags, weights, strict=True):
+    for i, (flag, w) in enumerate(zip(state.flags, weights, strict=True)):
         if flag.claimed != UNCLAIMED:
             p = 1.0 if flag.claimed == seat else 0.0
         else:
-            p = odds.chance(flag.cards[seat], flag.cards[1 - seat], flag.size, flag.fog)
+            p = odds.chance(flag.cards[seat], flag.cards[1 - seat], flag.size, flag.fog, 0, i)
         x += w * (p - 0.5)
     return 1.0 / (1.0 + exp(-LEAF_SCALE * x))

@@ -30,7 +30,7 @@ def random_policy(world: GameState, rng: random.Random) -> Action:
     return rng.choice(actions)
 
 
-def _flag_shapes(world: GameState, seat: int) -> list[Shape]:
+def flag_shapes(world: GameState, seat: int) -> list[Shape]:
     """Per open flag: (index, size, base, colour or -1, kind value or -1, low, high, values held).
 
     A base score >= 0 marks a flag without troops there (any card fits equally).
@@ -73,7 +73,7 @@ def _shape(cards: list[int], size: int) -> tuple[int, float, int, int, int, int,
     return (size, -1.0, colour, kind, low, high, held)
 
 
-def _fit(shape: Shape, card: int) -> float:
+def fit(shape: Shape, card: int) -> float:
     """How well ``card`` joins a flag's troops: 0 host .. 4 wedge-like, plus a little value."""
     _, size, base, colour, kind, low, high, held = shape
     value = VALUE[card]
@@ -104,10 +104,10 @@ def greedy_policy(world: GameState, rng: random.Random) -> Action:
         return rng.choice(actions)
     seat = world.player
     troops = [c for c in world.hands[seat] if c not in TACTIC_CARDS]
-    shapes = _flag_shapes(world, seat)
+    shapes = flag_shapes(world, seat)
     if not troops or not shapes:
         return rng.choice(actions)
-    # `_fit` inlined (same scores, same order of random draws): this loop is the
+    # `fit` inlined (same scores, same order of random draws): this loop is the
     # hottest code of a search.
     cards = [(c, VALUE[c], COLOUR[c], VALUE[c] * 0.05) for c in troops]
     best, best_score, rand = (troops[0], shapes[0][0]), -1.0, rng.random
@@ -145,11 +145,11 @@ def likely_plays(world: GameState, k: int) -> list[Action]:
     """
     seat = world.player
     troops = [c for c in dict.fromkeys(world.hands[seat]) if not is_tactic(c)]
-    shapes = _flag_shapes(world, seat)
+    shapes = flag_shapes(world, seat)
     if not troops or not shapes:
         return world.legal_actions()
     scored = sorted(
-        ((_fit(shape, card), card, shape[0]) for shape in shapes for card in troops),
+        ((fit(shape, card), card, shape[0]) for shape in shapes for card in troops),
         reverse=True,
     )
     return [PLAYS[card][flag] for _, card, flag in scored[:k]]
