@@ -13,8 +13,8 @@ from math import comb
 
 import pytest
 
-from battleline_ai.odds import Supply, side_outlook, win_probability
-from battleline_rules import RULESETS, parse_card
+from battleline_ai.odds import Supply, assign_hand, side_outlook, win_probability
+from battleline_rules import RULESETS, new_game, parse_card
 from battleline_rules.cards import COLOUR, VALUE, Tactic, mask_of
 from battleline_rules.rulesets import Category
 
@@ -170,9 +170,6 @@ def test_odds_match_brute_force_on_small_positions(seed: int) -> None:
 
 def test_each_held_card_counts_at_one_flag_only() -> None:
     """The search's leaf counts a held troop where it fits best, not at every flag."""
-    from battleline_ai.odds import assign_hand
-    from battleline_rules import new_game
-
     state = new_game("standard", None, 4)
     hand = mask_of(state.hands[0])
     held = assign_hand(state, 0, hand)
