@@ -7,8 +7,9 @@ level's knobs (`LEVELS[5]`) and a fixed iteration count. A pure-Python loop meas
 same process gives a machine yardstick: `ismcts_iteration_in_loop_steps` is
 what one ISMCTS iteration costs in loop steps, comparable across machines.
 `level5_move_cpu_s_median` is the CPU time of one level-5 move (its whole
-budget, no time cap) over several midgame positions; `prob_decision_ms_median`
-the same for the search-free `prob` bot.
+budget, no time cap) over several midgame positions, and
+`level5_move_loop_steps_m` the same in millions of plain-loop steps (comparable
+across machines); `prob_decision_ms_median` the same for the search-free `prob` bot.
 `rules_core_share` is the share of search time spent inside the rules core
 (legal actions, apply, clone, sample, formations); printed only when it runs as
 plain Python (`BATTLELINE_PURE_PYTHON=1` at install): the profiler cannot see
@@ -102,6 +103,8 @@ def main() -> None:
     print(f"rules_core_compiled: {int(is_compiled())}")
     level5 = median_cpu_s(f"ismcts:level={max(LEVELS)},seconds=none", 3 if args.quick else 15)
     print(f"level5_move_cpu_s_median: {level5:.3f}")
+    # The same in plain-loop steps: a machine-independent cost (1 s on a 26 M-steps/s host).
+    print(f"level5_move_loop_steps_m: {level5 * loop / 1e6:.1f}")
     prob_ms = 1000 * median_cpu_s("prob", 30 if args.quick else 200)
     print(f"prob_decision_ms_median: {prob_ms:.2f}")
     print(f"ismcts_iterations_per_s: {its:.0f}")

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The tournaments behind the figures in services/ai/README.md.
 # Usage: sh benchmarks/ai_tournaments.sh   (writes benchmarks/results/*.json)
-# Every run is 200 games (100 deals, each played in both seats); the seeds of the
+# Runs are 200 or 400 games (deals each played in both seats); the seeds of the
 # level figures differ from those of the pilots that chose the levels.
 # Add --log FILE to get one JSON line per finished game (and to resume a run cut short).
 set -e
@@ -23,9 +23,22 @@ battleline tournament --a ismcts:level=3 --b ismcts:level=2 --games 200 --worker
 # Levels 4 and 5 (search). A game's seed fixes its deal and both bots' random choices, so
 # --workers changes the wall time, not the games (unless a move hits the 10 s cap).
 t --a ismcts:level=4 --b ismcts:level=3 --seed 30001 --json $out/level4_vs_level3.json
-t --a ismcts:level=5 --b ismcts:level=4 --seed 40001 --json $out/level5_vs_level4.json
-t --a ismcts:level=5 --b heuristic --seed 20001 --json $out/level5_vs_heuristic.json
-t --a ismcts:level=5 --b random --seed 50001 --json $out/level5_vs_random.json
+# (level 5's 2,000-iteration heuristic search of earlier sessions: results/ai_history/old_level5_ismcts2000_*)
+battleline tournament --a ismcts:level=1 --b random --games 400 --seed 90001 \
+  --json $out/level1_vs_random.json --log $out/logs/level1_vs_random.jsonl
+
+# prob (exact odds, no search), 400 games each.
+battleline tournament --a prob --b heuristic --games 400 --seed 60001 --json $out/prob_vs_heuristic.json
+battleline tournament --a prob --b ismcts:level=4 --games 400 --seed 100001 \
+  --json $out/prob_vs_level4.json --log $out/logs/prob_vs_level4.jsonl
+
+# Level 5 (search on exact odds), 400 games each; hours each: --log resumes a run cut short.
+l5() { battleline tournament --a ismcts:level=5 --games 400 --workers 2 "$@"; }
+l5 --b prob --seed 70001 --json $out/level5_vs_prob.json --log $out/logs/level5_vs_prob.jsonl
+l5 --b heuristic --seed 80001 --json $out/level5_vs_heuristic.json \
+  --log $out/logs/level5_vs_heuristic.jsonl
+l5 --b ismcts:level=4 --seed 40001 --json $out/level5_vs_level4.json \
+  --log $out/logs/level5_vs_level4.jsonl
 
 # Pilots that chose levels 4 and 5 (60 games, seed 500), kept in results/ai_history/:
 #   battleline tournament --a ismcts:iterations=400,inner_width=5 --b heuristic --games 60 \
