@@ -172,12 +172,12 @@ def test_the_ai_key_is_one_secret_and_no_secret_is_an_argument() -> None:
         refs = {e["secretRef"]["name"] for e in container["envFrom"] if "secretRef" in e}
         assert {"battleline-ai", "battleline-redis"} <= refs, name
     for doc in _resources():
-        if doc["kind"] != "Deployment":
+        if doc["kind"] not in ("Deployment", "StatefulSet"):
             continue
         for container in doc["spec"]["template"]["spec"]["containers"]:
             words = " ".join(container.get("args", []) + container.get("command", []))
             assert "REDIS_URL" not in words and "redis://" not in words, words
-            assert "AI_KEY" not in words, words
+            assert "AI_KEY" not in words and "--requirepass" not in words, words
     overlay = (DEPLOY / "k8s" / "overlays" / "production" / "kustomization.yaml").read_text()
     assert "name: battleline-ai\n        namespace: battleline" in overlay  # from the store
     services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
