@@ -22,8 +22,6 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from battleline_engine.children import dying_with_parent
-
 
 def is_serving(target: str, timeout_s: float = 1.0) -> bool:
     """Whether an engine answers SERVING on ``target``'s gRPC health service."""
@@ -55,6 +53,9 @@ class ServeChild:
                    "--host", "127.0.0.1", "--no-web", "--grace", "1", "--log-format", "text",
                    "--log-level", "warning", "--data-dir", str(self.data_dir / "data")]
         with open(self.log_path, "wb") as log:
+            # The server's own launcher: starting a serve needs the server installed anyway.
+            from battleline_engine.children import dying_with_parent
+
             self.process = subprocess.Popen(dying_with_parent(command), stdin=subprocess.DEVNULL,
                                             stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
