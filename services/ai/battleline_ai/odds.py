@@ -511,11 +511,9 @@ class FlagOdds:
         self.ruleset = state.ruleset
         self.seat = seat
         self.mine, self.theirs = supplies(state, seat)
-        # Per flag, the held troops counted as certain there (`assign_hand`).
-        self.held = (
-            assign_hand(state, seat, self.mine.certain),
-            assign_hand(state, 1 - seat, self.theirs.certain),
-        )
+        # Per flag, the held troops counted as certain there (`assign_hand`): made on the
+        # first query that names a flag (`prob` never does).
+        self._held: tuple[list[int], list[int]] | None = None
 
     def outlook(self, cards: list[int], size: int, fog: bool, supply: Supply) -> Outlook:
         return side_outlook(self.ruleset, cards, size, fog, supply)
@@ -533,8 +531,13 @@ class FlagOdds:
         ``placed``: troops just put face up (no longer anyone's to draw or hold)."""
         own, other = self.mine, self.theirs
         if index is not None:
-            own = replace(own, certain=self.held[0][index])
-            other = replace(other, certain=self.held[1][index])
+            if self._held is None:
+                self._held = (
+                    assign_hand(self.state, self.seat, own.certain),
+                    assign_hand(self.state, 1 - self.seat, other.certain),
+                )
+            own = replace(own, certain=self._held[0][index])
+            other = replace(other, certain=self._held[1][index])
         if placed:
             own = Supply(own.certain & ~placed, own.pool & ~placed, own.draws, own.wilds)
             other = Supply(other.certain & ~placed, other.pool & ~placed, other.draws, other.wilds)
