@@ -74,10 +74,6 @@ class Board:
     def gain(self, index: int, after: float) -> float:
         return self.weights[index] * (after - self.now(index))
 
-    def score(self, action: Action) -> float:
-        """An action's score in the PLAY step (`score_action`)."""
-        return score_action(self, action)
-
 
 def _bit(card: int) -> int:
     return 1 << card if card >= 0 else 0
@@ -161,7 +157,7 @@ class HeuristicBot:
 
 def ranked_plays(board: Board, actions: list[Action]) -> list[tuple[float, Action]]:
     """Every action of the PLAY step with its score on ``board``, best first."""
-    scored = [(board.score(a), a) for a in actions]
+    scored = [(score_action(board, a), a) for a in actions]
     scored.sort(key=lambda sa: -sa[0])
     return scored
 
@@ -190,6 +186,6 @@ def choose_return(board: Board, actions: list[Action]) -> Action:
         if is_tactic(card):
             return 0.1
         plays = (Action(Kind.PLAY, card=card, flag=i) for i in open_flags)
-        return max((board.score(a) for a in plays), default=-0.5)
+        return max((score_action(board, a) for a in plays), default=-0.5)
 
     return min(actions, key=lambda a: keep_value(a.card))
