@@ -57,10 +57,10 @@ class Board:
         env = flag.env if env is None else env
         size = 4 if any(c == Tactic.MUD for c, _ in env) else 3
         fog = any(c == Tactic.FOG for c, _ in env)
-        return self.estimate(mine, theirs, size, fog, placed, index)
+        return self.estimate(mine, theirs, size, fog, placed)
 
     def estimate(
-        self, mine: list[int], theirs: list[int], size: int, fog: bool, placed: int, index: int
+        self, mine: list[int], theirs: list[int], size: int, fog: bool, placed: int
     ) -> float:
         """The seat's chance at a flag with these sides: what another board may estimate
         otherwise (`prob`'s board counts exact odds)."""
