@@ -30,15 +30,19 @@ import random
 from dataclasses import dataclass
 
 from battleline_rules import (
+    RULESETS,
     Action,
     GameRecord,
     GameState,
     Kind,
+    Options,
     Phase,
+    RuleError,
     format_action,
     new_game,
     parse_action,
 )
+from battleline_rules.rulesets import validate_options
 
 from .heuristic import ranked_plays
 from .odds import seen_position_value
@@ -49,6 +53,11 @@ TOP_CANDIDATES = 6
 # The costliest moves listed; a move that lost under this much is no mistake.
 COSTLIEST = 3
 MIN_LOSS = 0.005
+# What the review's figures are, for its readers.
+EVALUATOR = (f"level 5's leaf (exact formation odds, no search) from the mover's view; "
+             f"candidates: prob's best {TOP_CANDIDATES} plays and the move played")
+# A game has about 60-130 actions; this bounds a record sent to the review.
+MAX_ACTIONS = 2000
 # Any seed: a view's estimate does not depend on the world sampled from it (the tests pin it).
 _WORLD_SEED = 0
 _RANDOM = (Kind.DRAW, Kind.SCOUT_DRAW)
@@ -136,3 +145,18 @@ def review_game(record: GameRecord, costliest: int = COSTLIEST) -> GameReview:
         moves.append(judge_move(before, action, state, index))
     ranked = sorted((m for m in moves if m.loss >= MIN_LOSS), key=lambda m: (-m.loss, m.index))
     return GameReview(tuple(moves), tuple(m.index for m in ranked[:costliest]))
+
+
+def review_record(ruleset: str, options: str, seed: int, actions: list[str]) -> GameReview:
+    """`review_game` from a record's plain parts (what the AI service's pool runs);
+    a record that does not replay raises ValueError saying why."""
+    if ruleset not in RULESETS:
+        raise ValueError(f"unknown ruleset {ruleset!r}: use {', '.join(RULESETS)}")
+    if len(actions) > MAX_ACTIONS:
+        raise ValueError(f"at most {MAX_ACTIONS} actions, not {len(actions)}")
+    parsed = Options.parse(options.split())
+    validate_options(RULESETS[ruleset], parsed)
+    try:
+        return review_game(GameRecord(ruleset, parsed, seed, actions))
+    except RuleError as err:
+        raise ValueError(f"the record does not replay: {err}") from None

@@ -1,4 +1,5 @@
-"""battleline.v1.AiService: the hosted AI's decision as an RPC (hints, outside harnesses).
+"""battleline.v1.AiService: the hosted AI's decision as an RPC (hints, outside harnesses),
+and its review of a finished game (`review.py`, for RecordService.GetReview).
 
 Why a service of its own rather than a function the engine imports: the
 search is CPU-heavy and runs in this service's process pool, so engines stay
@@ -9,26 +10,30 @@ harnesses), sent as `authorization: Bearer <key>`; players get hints through the
 engine's GetHint, which checks their seat. Capacity is shared: one search per
 seat (a view's match and viewer) at a time, and no more than `QUEUE_PER_PROCESS`
 searches per search process running or waiting; past that the call is refused at
-once (RESOURCE_EXHAUSTED) instead of timing out behind others.
+once (RESOURCE_EXHAUSTED) instead of timing out behind others. A review takes one
+such place, and one review per match runs at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import random
 import re
+from collections.abc import AsyncIterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import grpc
 import grpc.aio
 
-from battleline.v1 import ai_pb2, ai_pb2_grpc
+from battleline.v1 import ai_pb2, ai_pb2_grpc, review_pb2, types_pb2
 from battleline_engine.auth import AiKey, bearer
 from battleline_engine.errors import Refusal, abort, invalid
 
 from .decide import decide, level_spec
+from .review import EVALUATOR, MAX_ACTIONS, GameReview, review_record
 
 DEFAULT_BUDGET_MS = 2000
 MAX_BUDGET_MS = 30_000
@@ -62,8 +67,22 @@ def request_spec(request: ai_pb2.SuggestRequest) -> str:
     return spec
 
 
+_SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)
+
+
+def review_message(review: GameReview, game: int) -> review_pb2.GameReview:
+    """A review as the API sends it: moves and costliest moves numbered from 1."""
+    return review_pb2.GameReview(
+        moves=[review_pb2.MoveReview(
+            number=m.index + 1, seat=_SEATS[m.seat], action=m.action,
+            estimate_before=m.before, estimate_after=m.after,
+            preferred_action=m.preferred, loss=m.loss) for m in review.moves],
+        costliest=[i + 1 for i in review.costliest], game=game, evaluator=EVALUATOR)
+
+
 class AiServicer(ai_pb2_grpc.AiServiceServicer):
-    """Suggest: one search per call, in the process pool."""
+    """Suggest: one search per call, in the process pool; Review: one game's review,
+    in the same pool and under the same limits (one per match at a time)."""
 
     def __init__(self, pool: ProcessPoolExecutor, key: AiKey, processes: int = 1) -> None:
         self.pool = pool
@@ -79,13 +98,61 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         except Refusal as refusal:
             await abort(context, refusal)
 
-    async def _suggest(self, request: ai_pb2.SuggestRequest,
-                       context: grpc.aio.ServicerContext[Any, Any]) -> ai_pb2.SuggestResponse:
+    async def Review(self, request: ai_pb2.ReviewRequest,
+                     context: grpc.aio.ServicerContext[Any, Any]) -> ai_pb2.ReviewResponse:
+        try:
+            return await self._review(request, context)
+        except Refusal as refusal:
+            await abort(context, refusal)
+
+    async def _review(self, request: ai_pb2.ReviewRequest,
+                      context: grpc.aio.ServicerContext[Any, Any]) -> ai_pb2.ReviewResponse:
+        self._authenticate(context)
+        if len(request.actions) > MAX_ACTIONS or any(len(a) > 64 for a in request.actions):
+            raise invalid("record-too-large",
+                          f"actions: at most {MAX_ACTIONS}, each under 64 characters")
+        key = f"review:{request.match_id}" if request.match_id else ""
+        async with self._slot(key, "review-running",
+                              "a review of this match is running: one at a time", 1.0):
+            try:
+                review = await asyncio.get_running_loop().run_in_executor(
+                    self.pool, review_record, request.ruleset, request.options, request.seed,
+                    list(request.actions))
+            except ValueError as err:
+                raise invalid("bad-record", str(err)) from None
+        return ai_pb2.ReviewResponse(review=review_message(review, request.game or 1))
+
+    def _authenticate(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         token = bearer(context)
         if token is None or not self.key.matches(token):
             raise Refusal(grpc.StatusCode.UNAUTHENTICATED, "no-ai-key",
                           "AiService answers holders of the AI's key; players ask the "
-                          "engine (GameService.GetHint)")
+                          "engine (GameService.GetHint, RecordService.GetReview)")
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, key: str, reason: str, busy: str,
+                    retry_after_s: float) -> AsyncIterator[None]:
+        """Hold one place of the pool's queue, and ``key`` (a seat or a match; "": none)
+        while it runs; refused at once (RESOURCE_EXHAUSTED) when either is taken."""
+        if key in self.searching:
+            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, reason, busy,
+                          retry_after_s=retry_after_s)
+        if self.searches >= self.max_searches:
+            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "ai-busy",
+                          f"{self.searches} searches running or waiting: retry shortly",
+                          retry_after_s=1.0)
+        self.searches += 1
+        if key:
+            self.searching.add(key)
+        try:
+            yield
+        finally:
+            self.searches -= 1
+            self.searching.discard(key)
+
+    async def _suggest(self, request: ai_pb2.SuggestRequest,
+                       context: grpc.aio.ServicerContext[Any, Any]) -> ai_pb2.SuggestResponse:
+        self._authenticate(context)
         position = request.view.position if request.HasField("view") else request.position
         if not position:
             raise invalid("no-position", "give view (with its position) or position")
@@ -99,26 +166,15 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         except ValueError as err:
             raise invalid("bad-bot", str(err)) from None
         seat = f"{request.view.match_id}/{request.view.viewer}" if request.view.match_id else ""
-        if seat in self.searching:
-            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "seat-busy",
-                          "a search for this seat is running: one at a time",
-                          retry_after_s=budget_ms / 1000)
-        if self.searches >= self.max_searches:
-            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "ai-busy",
-                          f"{self.searches} searches running or waiting: retry shortly",
-                          retry_after_s=1.0)
         seed = request.seed or random.SystemRandom().getrandbits(63)
-        self.searches += 1
-        if seat:
-            self.searching.add(seat)
-        try:
-            decision = await asyncio.get_running_loop().run_in_executor(
-                self.pool, decide, position, spec, budget_ms / 1000, seed)
-        except ValueError as err:
-            raise invalid("bad-position", str(err)) from None
-        finally:
-            self.searches -= 1
-            self.searching.discard(seat)
+        async with self._slot(seat, "seat-busy",
+                              "a search for this seat is running: one at a time",
+                              budget_ms / 1000):
+            try:
+                decision = await asyncio.get_running_loop().run_in_executor(
+                    self.pool, decide, position, spec, budget_ms / 1000, seed)
+            except ValueError as err:
+                raise invalid("bad-position", str(err)) from None
         return ai_pb2.SuggestResponse(
             action=decision.action, win_estimate=decision.value,
             iterations=decision.iterations, seconds=decision.seconds, bot=spec,

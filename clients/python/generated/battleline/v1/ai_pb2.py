@@ -22,22 +22,27 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from battleline.v1 import review_pb2 as battleline_dot_v1_dot_review__pb2
 from battleline.v1 import types_pb2 as battleline_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x62\x61ttleline/v1/ai.proto\x12\rbattleline.v1\x1a\x19\x62\x61ttleline/v1/types.proto\"\x8c\x01\n\x0eSuggestRequest\x12&\n\x04view\x18\x01 \x01(\x0b\x32\x18.battleline.v1.MatchView\x12\x10\n\x08position\x18\x02 \x01(\t\x12\x0b\n\x03\x62ot\x18\x03 \x01(\t\x12\x12\n\niterations\x18\x04 \x01(\r\x12\x11\n\tbudget_ms\x18\x05 \x01(\r\x12\x0c\n\x04seed\x18\x06 \x01(\x04\"<\n\x0b\x41\x63tionStats\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x0e\n\x06visits\x18\x02 \x01(\r\x12\r\n\x05value\x18\x03 \x01(\x01\"\x9a\x01\n\x0fSuggestResponse\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x14\n\x0cwin_estimate\x18\x02 \x01(\x01\x12\x12\n\niterations\x18\x03 \x01(\r\x12\x0f\n\x07seconds\x18\x04 \x01(\x01\x12/\n\x0btop_actions\x18\x05 \x03(\x0b\x32\x1a.battleline.v1.ActionStats\x12\x0b\n\x03\x62ot\x18\x06 \x01(\t2U\n\tAiService\x12H\n\x07Suggest\x12\x1d.battleline.v1.SuggestRequest\x1a\x1e.battleline.v1.SuggestResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x62\x61ttleline/v1/ai.proto\x12\rbattleline.v1\x1a\x1a\x62\x61ttleline/v1/review.proto\x1a\x19\x62\x61ttleline/v1/types.proto\"\x8c\x01\n\x0eSuggestRequest\x12&\n\x04view\x18\x01 \x01(\x0b\x32\x18.battleline.v1.MatchView\x12\x10\n\x08position\x18\x02 \x01(\t\x12\x0b\n\x03\x62ot\x18\x03 \x01(\t\x12\x12\n\niterations\x18\x04 \x01(\r\x12\x11\n\tbudget_ms\x18\x05 \x01(\r\x12\x0c\n\x04seed\x18\x06 \x01(\x04\"<\n\x0b\x41\x63tionStats\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x0e\n\x06visits\x18\x02 \x01(\r\x12\r\n\x05value\x18\x03 \x01(\x01\"\x9a\x01\n\x0fSuggestResponse\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x14\n\x0cwin_estimate\x18\x02 \x01(\x01\x12\x12\n\niterations\x18\x03 \x01(\r\x12\x0f\n\x07seconds\x18\x04 \x01(\x01\x12/\n\x0btop_actions\x18\x05 \x03(\x0b\x32\x1a.battleline.v1.ActionStats\x12\x0b\n\x03\x62ot\x18\x06 \x01(\t\"p\n\rReviewRequest\x12\x0f\n\x07ruleset\x18\x01 \x01(\t\x12\x0f\n\x07options\x18\x02 \x01(\t\x12\x0c\n\x04seed\x18\x03 \x01(\x04\x12\x0f\n\x07\x61\x63tions\x18\x04 \x03(\t\x12\x10\n\x08match_id\x18\x05 \x01(\t\x12\x0c\n\x04game\x18\x06 \x01(\r\";\n\x0eReviewResponse\x12)\n\x06review\x18\x01 \x01(\x0b\x32\x19.battleline.v1.GameReview2\x9c\x01\n\tAiService\x12H\n\x07Suggest\x12\x1d.battleline.v1.SuggestRequest\x1a\x1e.battleline.v1.SuggestResponse\x12\x45\n\x06Review\x12\x1c.battleline.v1.ReviewRequest\x1a\x1d.battleline.v1.ReviewResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'battleline.v1.ai_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SUGGESTREQUEST']._serialized_start=69
-  _globals['_SUGGESTREQUEST']._serialized_end=209
-  _globals['_ACTIONSTATS']._serialized_start=211
-  _globals['_ACTIONSTATS']._serialized_end=271
-  _globals['_SUGGESTRESPONSE']._serialized_start=274
-  _globals['_SUGGESTRESPONSE']._serialized_end=428
-  _globals['_AISERVICE']._serialized_start=430
-  _globals['_AISERVICE']._serialized_end=515
+  _globals['_SUGGESTREQUEST']._serialized_start=97
+  _globals['_SUGGESTREQUEST']._serialized_end=237
+  _globals['_ACTIONSTATS']._serialized_start=239
+  _globals['_ACTIONSTATS']._serialized_end=299
+  _globals['_SUGGESTRESPONSE']._serialized_start=302
+  _globals['_SUGGESTRESPONSE']._serialized_end=456
+  _globals['_REVIEWREQUEST']._serialized_start=458
+  _globals['_REVIEWREQUEST']._serialized_end=570
+  _globals['_REVIEWRESPONSE']._serialized_start=572
+  _globals['_REVIEWRESPONSE']._serialized_end=631
+  _globals['_AISERVICE']._serialized_start=634
+  _globals['_AISERVICE']._serialized_end=790
 # @@protoc_insertion_point(module_scope)

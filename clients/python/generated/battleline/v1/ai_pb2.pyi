@@ -3,6 +3,7 @@
 isort:skip_file
 """
 
+from battleline.v1 import review_pb2 as _review_pb2
 from battleline.v1 import types_pb2 as _types_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
@@ -138,3 +139,73 @@ class SuggestResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SuggestResponse: _TypeAlias = SuggestResponse  # noqa: Y015
+
+@_typing.final
+class ReviewRequest(_message.Message):
+    """Request for AiService.Review: a finished game's record (it replays exactly)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RULESET_FIELD_NUMBER: _builtins.int
+    OPTIONS_FIELD_NUMBER: _builtins.int
+    SEED_FIELD_NUMBER: _builtins.int
+    ACTIONS_FIELD_NUMBER: _builtins.int
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    ruleset: _builtins.str
+    """The ruleset name ("standard", "basic", "deck52")."""
+    options: _builtins.str
+    """The rules-core options text, for example "claim=after-play first=0"."""
+    seed: _builtins.int
+    """The deal's seed."""
+    match_id: _builtins.str
+    """The match the game belongs to: one review per match at a time. Empty: no
+    such limit.
+    """
+    game: _builtins.int
+    """The game of the match, from 1 (copied into the review)."""
+    @_builtins.property
+    def actions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Every action of the game, in order, in the rules-core notation."""
+
+    def __init__(
+        self,
+        *,
+        ruleset: _builtins.str = ...,
+        options: _builtins.str = ...,
+        seed: _builtins.int = ...,
+        actions: _abc.Iterable[_builtins.str] | None = ...,
+        match_id: _builtins.str = ...,
+        game: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actions", b"actions", "game", b"game", "match_id", b"match_id", "options", b"options", "ruleset", b"ruleset", "seed", b"seed"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReviewRequest: _TypeAlias = ReviewRequest  # noqa: Y015
+
+@_typing.final
+class ReviewResponse(_message.Message):
+    """Response for AiService.Review."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REVIEW_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def review(self) -> _review_pb2.GameReview:
+        """The review."""
+
+    def __init__(
+        self,
+        *,
+        review: _review_pb2.GameReview | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["review", b"review"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["review", b"review"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReviewResponse: _TypeAlias = ReviewResponse  # noqa: Y015

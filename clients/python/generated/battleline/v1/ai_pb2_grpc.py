@@ -52,6 +52,11 @@ class AiServiceStub:
                 request_serializer=battleline_dot_v1_dot_ai__pb2.SuggestRequest.SerializeToString,
                 response_deserializer=battleline_dot_v1_dot_ai__pb2.SuggestResponse.FromString,
                 _registered_method=True)
+        self.Review = channel.unary_unary(
+                '/battleline.v1.AiService/Review',
+                request_serializer=battleline_dot_v1_dot_ai__pb2.ReviewRequest.SerializeToString,
+                response_deserializer=battleline_dot_v1_dot_ai__pb2.ReviewResponse.FromString,
+                _registered_method=True)
 
 
 class AiServiceServicer:
@@ -77,6 +82,16 @@ class AiServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Review(self, request, context):
+        """Review a finished game: every move judged from its mover's view. One
+        review per match at a time, within the search queue's limit
+        (RESOURCE_EXHAUSTED past either); INVALID_ARGUMENT for a record that does
+        not replay.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AiServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -84,6 +99,11 @@ def add_AiServiceServicer_to_server(servicer, server):
                     servicer.Suggest,
                     request_deserializer=battleline_dot_v1_dot_ai__pb2.SuggestRequest.FromString,
                     response_serializer=battleline_dot_v1_dot_ai__pb2.SuggestResponse.SerializeToString,
+            ),
+            'Review': grpc.unary_unary_rpc_method_handler(
+                    servicer.Review,
+                    request_deserializer=battleline_dot_v1_dot_ai__pb2.ReviewRequest.FromString,
+                    response_serializer=battleline_dot_v1_dot_ai__pb2.ReviewResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -126,6 +146,33 @@ class AiService:
             '/battleline.v1.AiService/Suggest',
             battleline_dot_v1_dot_ai__pb2.SuggestRequest.SerializeToString,
             battleline_dot_v1_dot_ai__pb2.SuggestResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Review(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/battleline.v1.AiService/Review',
+            battleline_dot_v1_dot_ai__pb2.ReviewRequest.SerializeToString,
+            battleline_dot_v1_dot_ai__pb2.ReviewResponse.FromString,
             options,
             channel_credentials,
             insecure,

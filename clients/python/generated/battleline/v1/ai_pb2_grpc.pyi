@@ -48,6 +48,12 @@ class AiServiceStub:
     def __new__(cls, channel: _aio.Channel) -> AiServiceAsyncStub: ...
     Suggest: _grpc.UnaryUnaryMultiCallable[_ai_pb2.SuggestRequest, _ai_pb2.SuggestResponse]
     """Search the seat's decision in a view within a budget."""
+    Review: _grpc.UnaryUnaryMultiCallable[_ai_pb2.ReviewRequest, _ai_pb2.ReviewResponse]
+    """Review a finished game: every move judged from its mover's view. One
+    review per match at a time, within the search queue's limit
+    (RESOURCE_EXHAUSTED past either); INVALID_ARGUMENT for a record that does
+    not replay.
+    """
 
 @_typing.type_check_only
 class AiServiceAsyncStub(AiServiceStub):
@@ -69,6 +75,12 @@ class AiServiceAsyncStub(AiServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     Suggest: _aio.UnaryUnaryMultiCallable[_ai_pb2.SuggestRequest, _ai_pb2.SuggestResponse]  # type: ignore[assignment]
     """Search the seat's decision in a view within a budget."""
+    Review: _aio.UnaryUnaryMultiCallable[_ai_pb2.ReviewRequest, _ai_pb2.ReviewResponse]  # type: ignore[assignment]
+    """Review a finished game: every move judged from its mover's view. One
+    review per match at a time, within the search queue's limit
+    (RESOURCE_EXHAUSTED past either); INVALID_ARGUMENT for a record that does
+    not replay.
+    """
 
 class AiServiceServicer(metaclass=_abc_1.ABCMeta):
     """The AI service (`battleline ai --port P`): the hosted AI's search as an RPC,
@@ -93,5 +105,17 @@ class AiServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_ai_pb2.SuggestResponse, _abc.Awaitable[_ai_pb2.SuggestResponse]]:
         """Search the seat's decision in a view within a budget."""
+
+    @_abc_1.abstractmethod
+    def Review(
+        self,
+        request: _ai_pb2.ReviewRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_ai_pb2.ReviewResponse, _abc.Awaitable[_ai_pb2.ReviewResponse]]:
+        """Review a finished game: every move judged from its mover's view. One
+        review per match at a time, within the search queue's limit
+        (RESOURCE_EXHAUSTED past either); INVALID_ARGUMENT for a record that does
+        not replay.
+        """
 
 def add_AiServiceServicer_to_server(servicer: AiServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -22,20 +22,25 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from battleline.v1 import review_pb2 as battleline_dot_v1_dot_review__pb2
 from battleline.v1 import types_pb2 as battleline_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x62\x61ttleline/v1/record.proto\x12\rbattleline.v1\x1a\x19\x62\x61ttleline/v1/types.proto\"$\n\x10GetRecordRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"\xac\x01\n\x11GetRecordResponse\x12,\n\x07options\x18\x01 \x01(\x0b\x32\x1b.battleline.v1.MatchOptions\x12)\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x19.battleline.v1.MatchEvent\x12\x10\n\x08\x63omplete\x18\x03 \x01(\x08\x12\x11\n\x04seed\x18\x04 \x01(\x04H\x00\x88\x01\x01\x12\x10\n\x08position\x18\x05 \x01(\tB\x07\n\x05_seed2_\n\rRecordService\x12N\n\tGetRecord\x12\x1f.battleline.v1.GetRecordRequest\x1a .battleline.v1.GetRecordResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x62\x61ttleline/v1/record.proto\x12\rbattleline.v1\x1a\x1a\x62\x61ttleline/v1/review.proto\x1a\x19\x62\x61ttleline/v1/types.proto\"$\n\x10GetRecordRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"\xac\x01\n\x11GetRecordResponse\x12,\n\x07options\x18\x01 \x01(\x0b\x32\x1b.battleline.v1.MatchOptions\x12)\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x19.battleline.v1.MatchEvent\x12\x10\n\x08\x63omplete\x18\x03 \x01(\x08\x12\x11\n\x04seed\x18\x04 \x01(\x04H\x00\x88\x01\x01\x12\x10\n\x08position\x18\x05 \x01(\tB\x07\n\x05_seed\"$\n\x10GetReviewRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\">\n\x11GetReviewResponse\x12)\n\x06review\x18\x01 \x01(\x0b\x32\x19.battleline.v1.GameReview2\xaf\x01\n\rRecordService\x12N\n\tGetRecord\x12\x1f.battleline.v1.GetRecordRequest\x1a .battleline.v1.GetRecordResponse\x12N\n\tGetReview\x12\x1f.battleline.v1.GetReviewRequest\x1a .battleline.v1.GetReviewResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'battleline.v1.record_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_GETRECORDREQUEST']._serialized_start=72
-  _globals['_GETRECORDREQUEST']._serialized_end=108
-  _globals['_GETRECORDRESPONSE']._serialized_start=111
-  _globals['_GETRECORDRESPONSE']._serialized_end=283
-  _globals['_RECORDSERVICE']._serialized_start=285
-  _globals['_RECORDSERVICE']._serialized_end=380
+  _globals['_GETRECORDREQUEST']._serialized_start=100
+  _globals['_GETRECORDREQUEST']._serialized_end=136
+  _globals['_GETRECORDRESPONSE']._serialized_start=139
+  _globals['_GETRECORDRESPONSE']._serialized_end=311
+  _globals['_GETREVIEWREQUEST']._serialized_start=313
+  _globals['_GETREVIEWREQUEST']._serialized_end=349
+  _globals['_GETREVIEWRESPONSE']._serialized_start=351
+  _globals['_GETREVIEWRESPONSE']._serialized_end=413
+  _globals['_RECORDSERVICE']._serialized_start=416
+  _globals['_RECORDSERVICE']._serialized_end=591
 # @@protoc_insertion_point(module_scope)

@@ -3,6 +3,7 @@
 isort:skip_file
 """
 
+from battleline.v1 import review_pb2 as _review_pb2
 from battleline.v1 import types_pb2 as _types_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
@@ -86,3 +87,49 @@ class GetRecordResponse(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seed) -> _WhichOneofReturnType__seed | None: ...
 
 Global___GetRecordResponse: _TypeAlias = GetRecordResponse  # noqa: Y015
+
+@_typing.final
+class GetReviewRequest(_message.Message):
+    """Request for RecordService.GetReview."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    """The match id."""
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetReviewRequest: _TypeAlias = GetReviewRequest  # noqa: Y015
+
+@_typing.final
+class GetReviewResponse(_message.Message):
+    """Response for RecordService.GetReview."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REVIEW_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def review(self) -> _review_pb2.GameReview:
+        """The review of the match's last game."""
+
+    def __init__(
+        self,
+        *,
+        review: _review_pb2.GameReview | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["review", b"review"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["review", b"review"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetReviewResponse: _TypeAlias = GetReviewResponse  # noqa: Y015

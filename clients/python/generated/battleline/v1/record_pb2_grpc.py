@@ -40,6 +40,11 @@ class RecordServiceStub:
                 request_serializer=battleline_dot_v1_dot_record__pb2.GetRecordRequest.SerializeToString,
                 response_deserializer=battleline_dot_v1_dot_record__pb2.GetRecordResponse.FromString,
                 _registered_method=True)
+        self.GetReview = channel.unary_unary(
+                '/battleline.v1.RecordService/GetReview',
+                request_serializer=battleline_dot_v1_dot_record__pb2.GetReviewRequest.SerializeToString,
+                response_deserializer=battleline_dot_v1_dot_record__pb2.GetReviewResponse.FromString,
+                _registered_method=True)
 
 
 class RecordServiceServicer:
@@ -54,6 +59,18 @@ class RecordServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetReview(self, request, context):
+        """The hosted AI's review of a finished match's last game: every move's
+        estimate for its mover before and after, and the costliest moves with
+        the move the AI preferred. Computed once, then cached with the match.
+        Errors: NOT_FOUND (unknown match), FAILED_PRECONDITION (not over yet),
+        RESOURCE_EXHAUSTED (the AI is busy, or this match's review is being
+        computed: retry shortly), UNAVAILABLE (no AI service).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RecordServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -61,6 +78,11 @@ def add_RecordServiceServicer_to_server(servicer, server):
                     servicer.GetRecord,
                     request_deserializer=battleline_dot_v1_dot_record__pb2.GetRecordRequest.FromString,
                     response_serializer=battleline_dot_v1_dot_record__pb2.GetRecordResponse.SerializeToString,
+            ),
+            'GetReview': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReview,
+                    request_deserializer=battleline_dot_v1_dot_record__pb2.GetReviewRequest.FromString,
+                    response_serializer=battleline_dot_v1_dot_record__pb2.GetReviewResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -91,6 +113,33 @@ class RecordService:
             '/battleline.v1.RecordService/GetRecord',
             battleline_dot_v1_dot_record__pb2.GetRecordRequest.SerializeToString,
             battleline_dot_v1_dot_record__pb2.GetRecordResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetReview(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/battleline.v1.RecordService/GetReview',
+            battleline_dot_v1_dot_record__pb2.GetReviewRequest.SerializeToString,
+            battleline_dot_v1_dot_record__pb2.GetReviewResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -37,6 +37,14 @@ class RecordServiceStub:
     """The record as the caller may see it: while the match is live, projected
     like the Watch stream; once it is over, every card revealed.
     """
+    GetReview: _grpc.UnaryUnaryMultiCallable[_record_pb2.GetReviewRequest, _record_pb2.GetReviewResponse]
+    """The hosted AI's review of a finished match's last game: every move's
+    estimate for its mover before and after, and the costliest moves with
+    the move the AI preferred. Computed once, then cached with the match.
+    Errors: NOT_FOUND (unknown match), FAILED_PRECONDITION (not over yet),
+    RESOURCE_EXHAUSTED (the AI is busy, or this match's review is being
+    computed: retry shortly), UNAVAILABLE (no AI service).
+    """
 
 @_typing.type_check_only
 class RecordServiceAsyncStub(RecordServiceStub):
@@ -46,6 +54,14 @@ class RecordServiceAsyncStub(RecordServiceStub):
     GetRecord: _aio.UnaryUnaryMultiCallable[_record_pb2.GetRecordRequest, _record_pb2.GetRecordResponse]  # type: ignore[assignment]
     """The record as the caller may see it: while the match is live, projected
     like the Watch stream; once it is over, every card revealed.
+    """
+    GetReview: _aio.UnaryUnaryMultiCallable[_record_pb2.GetReviewRequest, _record_pb2.GetReviewResponse]  # type: ignore[assignment]
+    """The hosted AI's review of a finished match's last game: every move's
+    estimate for its mover before and after, and the costliest moves with
+    the move the AI preferred. Computed once, then cached with the match.
+    Errors: NOT_FOUND (unknown match), FAILED_PRECONDITION (not over yet),
+    RESOURCE_EXHAUSTED (the AI is busy, or this match's review is being
+    computed: retry shortly), UNAVAILABLE (no AI service).
     """
 
 class RecordServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -59,6 +75,20 @@ class RecordServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_record_pb2.GetRecordResponse, _abc.Awaitable[_record_pb2.GetRecordResponse]]:
         """The record as the caller may see it: while the match is live, projected
         like the Watch stream; once it is over, every card revealed.
+        """
+
+    @_abc_1.abstractmethod
+    def GetReview(
+        self,
+        request: _record_pb2.GetReviewRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_record_pb2.GetReviewResponse, _abc.Awaitable[_record_pb2.GetReviewResponse]]:
+        """The hosted AI's review of a finished match's last game: every move's
+        estimate for its mover before and after, and the costliest moves with
+        the move the AI preferred. Computed once, then cached with the match.
+        Errors: NOT_FOUND (unknown match), FAILED_PRECONDITION (not over yet),
+        RESOURCE_EXHAUSTED (the AI is busy, or this match's review is being
+        computed: retry shortly), UNAVAILABLE (no AI service).
         """
 
 def add_RecordServiceServicer_to_server(servicer: RecordServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

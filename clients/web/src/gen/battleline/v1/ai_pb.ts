@@ -4,6 +4,8 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GameReview } from "./review_pb";
+import { file_battleline_v1_review } from "./review_pb";
 import type { MatchView } from "./types_pb";
 import { file_battleline_v1_types } from "./types_pb";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file battleline/v1/ai.proto.
  */
 export const file_battleline_v1_ai: GenFile = /*@__PURE__*/
-  fileDesc("ChZiYXR0bGVsaW5lL3YxL2FpLnByb3RvEg1iYXR0bGVsaW5lLnYxIowBCg5TdWdnZXN0UmVxdWVzdBImCgR2aWV3GAEgASgLMhguYmF0dGxlbGluZS52MS5NYXRjaFZpZXcSEAoIcG9zaXRpb24YAiABKAkSCwoDYm90GAMgASgJEhIKCml0ZXJhdGlvbnMYBCABKA0SEQoJYnVkZ2V0X21zGAUgASgNEgwKBHNlZWQYBiABKAQiPAoLQWN0aW9uU3RhdHMSDgoGYWN0aW9uGAEgASgJEg4KBnZpc2l0cxgCIAEoDRINCgV2YWx1ZRgDIAEoASKaAQoPU3VnZ2VzdFJlc3BvbnNlEg4KBmFjdGlvbhgBIAEoCRIUCgx3aW5fZXN0aW1hdGUYAiABKAESEgoKaXRlcmF0aW9ucxgDIAEoDRIPCgdzZWNvbmRzGAQgASgBEi8KC3RvcF9hY3Rpb25zGAUgAygLMhouYmF0dGxlbGluZS52MS5BY3Rpb25TdGF0cxILCgNib3QYBiABKAkyVQoJQWlTZXJ2aWNlEkgKB1N1Z2dlc3QSHS5iYXR0bGVsaW5lLnYxLlN1Z2dlc3RSZXF1ZXN0Gh4uYmF0dGxlbGluZS52MS5TdWdnZXN0UmVzcG9uc2ViBnByb3RvMw", [file_battleline_v1_types]);
+  fileDesc("ChZiYXR0bGVsaW5lL3YxL2FpLnByb3RvEg1iYXR0bGVsaW5lLnYxIowBCg5TdWdnZXN0UmVxdWVzdBImCgR2aWV3GAEgASgLMhguYmF0dGxlbGluZS52MS5NYXRjaFZpZXcSEAoIcG9zaXRpb24YAiABKAkSCwoDYm90GAMgASgJEhIKCml0ZXJhdGlvbnMYBCABKA0SEQoJYnVkZ2V0X21zGAUgASgNEgwKBHNlZWQYBiABKAQiPAoLQWN0aW9uU3RhdHMSDgoGYWN0aW9uGAEgASgJEg4KBnZpc2l0cxgCIAEoDRINCgV2YWx1ZRgDIAEoASKaAQoPU3VnZ2VzdFJlc3BvbnNlEg4KBmFjdGlvbhgBIAEoCRIUCgx3aW5fZXN0aW1hdGUYAiABKAESEgoKaXRlcmF0aW9ucxgDIAEoDRIPCgdzZWNvbmRzGAQgASgBEi8KC3RvcF9hY3Rpb25zGAUgAygLMhouYmF0dGxlbGluZS52MS5BY3Rpb25TdGF0cxILCgNib3QYBiABKAkicAoNUmV2aWV3UmVxdWVzdBIPCgdydWxlc2V0GAEgASgJEg8KB29wdGlvbnMYAiABKAkSDAoEc2VlZBgDIAEoBBIPCgdhY3Rpb25zGAQgAygJEhAKCG1hdGNoX2lkGAUgASgJEgwKBGdhbWUYBiABKA0iOwoOUmV2aWV3UmVzcG9uc2USKQoGcmV2aWV3GAEgASgLMhkuYmF0dGxlbGluZS52MS5HYW1lUmV2aWV3MpwBCglBaVNlcnZpY2USSAoHU3VnZ2VzdBIdLmJhdHRsZWxpbmUudjEuU3VnZ2VzdFJlcXVlc3QaHi5iYXR0bGVsaW5lLnYxLlN1Z2dlc3RSZXNwb25zZRJFCgZSZXZpZXcSHC5iYXR0bGVsaW5lLnYxLlJldmlld1JlcXVlc3QaHS5iYXR0bGVsaW5lLnYxLlJldmlld1Jlc3BvbnNlYgZwcm90bzM", [file_battleline_v1_review, file_battleline_v1_types]);
 
 /**
  * @generated from message battleline.v1.SuggestRequest
@@ -161,6 +163,84 @@ export const SuggestResponseSchema: GenMessage<SuggestResponse> = /*@__PURE__*/
   messageDesc(file_battleline_v1_ai, 2);
 
 /**
+ * Request for AiService.Review: a finished game's record (it replays exactly).
+ *
+ * @generated from message battleline.v1.ReviewRequest
+ */
+export type ReviewRequest = Message<"battleline.v1.ReviewRequest"> & {
+  /**
+   * The ruleset name ("standard", "basic", "deck52").
+   *
+   * @generated from field: string ruleset = 1;
+   */
+  ruleset: string;
+
+  /**
+   * The rules-core options text, for example "claim=after-play first=0".
+   *
+   * @generated from field: string options = 2;
+   */
+  options: string;
+
+  /**
+   * The deal's seed.
+   *
+   * @generated from field: uint64 seed = 3;
+   */
+  seed: bigint;
+
+  /**
+   * Every action of the game, in order, in the rules-core notation.
+   *
+   * @generated from field: repeated string actions = 4;
+   */
+  actions: string[];
+
+  /**
+   * The match the game belongs to: one review per match at a time. Empty: no
+   * such limit.
+   *
+   * @generated from field: string match_id = 5;
+   */
+  matchId: string;
+
+  /**
+   * The game of the match, from 1 (copied into the review).
+   *
+   * @generated from field: uint32 game = 6;
+   */
+  game: number;
+};
+
+/**
+ * Describes the message battleline.v1.ReviewRequest.
+ * Use `create(ReviewRequestSchema)` to create a new message.
+ */
+export const ReviewRequestSchema: GenMessage<ReviewRequest> = /*@__PURE__*/
+  messageDesc(file_battleline_v1_ai, 3);
+
+/**
+ * Response for AiService.Review.
+ *
+ * @generated from message battleline.v1.ReviewResponse
+ */
+export type ReviewResponse = Message<"battleline.v1.ReviewResponse"> & {
+  /**
+   * The review.
+   *
+   * @generated from field: battleline.v1.GameReview review = 1;
+   */
+  review?: GameReview | undefined;
+};
+
+/**
+ * Describes the message battleline.v1.ReviewResponse.
+ * Use `create(ReviewResponseSchema)` to create a new message.
+ */
+export const ReviewResponseSchema: GenMessage<ReviewResponse> = /*@__PURE__*/
+  messageDesc(file_battleline_v1_ai, 4);
+
+/**
  * The AI service (`battleline ai --port P`): the hosted AI's search as an RPC,
  * for hints (the engine asks it for the seat's owner) and for outside
  * harnesses that pit our AI against other programs.
@@ -187,6 +267,19 @@ export const AiService: GenService<{
     methodKind: "unary";
     input: typeof SuggestRequestSchema;
     output: typeof SuggestResponseSchema;
+  },
+  /**
+   * Review a finished game: every move judged from its mover's view. One
+   * review per match at a time, within the search queue's limit
+   * (RESOURCE_EXHAUSTED past either); INVALID_ARGUMENT for a record that does
+   * not replay.
+   *
+   * @generated from rpc battleline.v1.AiService.Review
+   */
+  review: {
+    methodKind: "unary";
+    input: typeof ReviewRequestSchema;
+    output: typeof ReviewResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_battleline_v1_ai, 0);

@@ -4,6 +4,8 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GameReview } from "./review_pb";
+import { file_battleline_v1_review } from "./review_pb";
 import type { MatchEvent, MatchOptions } from "./types_pb";
 import { file_battleline_v1_types } from "./types_pb";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file battleline/v1/record.proto.
  */
 export const file_battleline_v1_record: GenFile = /*@__PURE__*/
-  fileDesc("ChpiYXR0bGVsaW5lL3YxL3JlY29yZC5wcm90bxINYmF0dGxlbGluZS52MSIkChBHZXRSZWNvcmRSZXF1ZXN0EhAKCG1hdGNoX2lkGAEgASgJIqwBChFHZXRSZWNvcmRSZXNwb25zZRIsCgdvcHRpb25zGAEgASgLMhsuYmF0dGxlbGluZS52MS5NYXRjaE9wdGlvbnMSKQoGZXZlbnRzGAIgAygLMhkuYmF0dGxlbGluZS52MS5NYXRjaEV2ZW50EhAKCGNvbXBsZXRlGAMgASgIEhEKBHNlZWQYBCABKARIAIgBARIQCghwb3NpdGlvbhgFIAEoCUIHCgVfc2VlZDJfCg1SZWNvcmRTZXJ2aWNlEk4KCUdldFJlY29yZBIfLmJhdHRsZWxpbmUudjEuR2V0UmVjb3JkUmVxdWVzdBogLmJhdHRsZWxpbmUudjEuR2V0UmVjb3JkUmVzcG9uc2ViBnByb3RvMw", [file_battleline_v1_types]);
+  fileDesc("ChpiYXR0bGVsaW5lL3YxL3JlY29yZC5wcm90bxINYmF0dGxlbGluZS52MSIkChBHZXRSZWNvcmRSZXF1ZXN0EhAKCG1hdGNoX2lkGAEgASgJIqwBChFHZXRSZWNvcmRSZXNwb25zZRIsCgdvcHRpb25zGAEgASgLMhsuYmF0dGxlbGluZS52MS5NYXRjaE9wdGlvbnMSKQoGZXZlbnRzGAIgAygLMhkuYmF0dGxlbGluZS52MS5NYXRjaEV2ZW50EhAKCGNvbXBsZXRlGAMgASgIEhEKBHNlZWQYBCABKARIAIgBARIQCghwb3NpdGlvbhgFIAEoCUIHCgVfc2VlZCIkChBHZXRSZXZpZXdSZXF1ZXN0EhAKCG1hdGNoX2lkGAEgASgJIj4KEUdldFJldmlld1Jlc3BvbnNlEikKBnJldmlldxgBIAEoCzIZLmJhdHRsZWxpbmUudjEuR2FtZVJldmlldzKvAQoNUmVjb3JkU2VydmljZRJOCglHZXRSZWNvcmQSHy5iYXR0bGVsaW5lLnYxLkdldFJlY29yZFJlcXVlc3QaIC5iYXR0bGVsaW5lLnYxLkdldFJlY29yZFJlc3BvbnNlEk4KCUdldFJldmlldxIfLmJhdHRsZWxpbmUudjEuR2V0UmV2aWV3UmVxdWVzdBogLmJhdHRsZWxpbmUudjEuR2V0UmV2aWV3UmVzcG9uc2ViBnByb3RvMw", [file_battleline_v1_review, file_battleline_v1_types]);
 
 /**
  * Request for RecordService.GetRecord.
@@ -86,6 +88,48 @@ export const GetRecordResponseSchema: GenMessage<GetRecordResponse> = /*@__PURE_
   messageDesc(file_battleline_v1_record, 1);
 
 /**
+ * Request for RecordService.GetReview.
+ *
+ * @generated from message battleline.v1.GetReviewRequest
+ */
+export type GetReviewRequest = Message<"battleline.v1.GetReviewRequest"> & {
+  /**
+   * The match id.
+   *
+   * @generated from field: string match_id = 1;
+   */
+  matchId: string;
+};
+
+/**
+ * Describes the message battleline.v1.GetReviewRequest.
+ * Use `create(GetReviewRequestSchema)` to create a new message.
+ */
+export const GetReviewRequestSchema: GenMessage<GetReviewRequest> = /*@__PURE__*/
+  messageDesc(file_battleline_v1_record, 2);
+
+/**
+ * Response for RecordService.GetReview.
+ *
+ * @generated from message battleline.v1.GetReviewResponse
+ */
+export type GetReviewResponse = Message<"battleline.v1.GetReviewResponse"> & {
+  /**
+   * The review of the match's last game.
+   *
+   * @generated from field: battleline.v1.GameReview review = 1;
+   */
+  review?: GameReview | undefined;
+};
+
+/**
+ * Describes the message battleline.v1.GetReviewResponse.
+ * Use `create(GetReviewResponseSchema)` to create a new message.
+ */
+export const GetReviewResponseSchema: GenMessage<GetReviewResponse> = /*@__PURE__*/
+  messageDesc(file_battleline_v1_record, 3);
+
+/**
  * The move list of a match.
  *
  * @generated from service battleline.v1.RecordService
@@ -101,6 +145,21 @@ export const RecordService: GenService<{
     methodKind: "unary";
     input: typeof GetRecordRequestSchema;
     output: typeof GetRecordResponseSchema;
+  },
+  /**
+   * The hosted AI's review of a finished match's last game: every move's
+   * estimate for its mover before and after, and the costliest moves with
+   * the move the AI preferred. Computed once, then cached with the match.
+   * Errors: NOT_FOUND (unknown match), FAILED_PRECONDITION (not over yet),
+   * RESOURCE_EXHAUSTED (the AI is busy, or this match's review is being
+   * computed: retry shortly), UNAVAILABLE (no AI service).
+   *
+   * @generated from rpc battleline.v1.RecordService.GetReview
+   */
+  getReview: {
+    methodKind: "unary";
+    input: typeof GetReviewRequestSchema;
+    output: typeof GetReviewResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_battleline_v1_record, 0);
