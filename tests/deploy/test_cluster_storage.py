@@ -16,6 +16,7 @@ from redis.crc import key_slot
 
 from battleline_engine import storage as st
 from battleline_engine.storage import CommitStatus, Storage
+from battleline_engine.storage.matches import match_key
 
 from .load import Driver
 from .procs import EngineProcess, RedisCluster
@@ -37,46 +38,46 @@ def _run(url: str, body: Callable[[Storage], Awaitable[T]]) -> T:
 
 def test_every_key_of_a_match_is_in_one_slot() -> None:
     for match_id in [st.new_match_id() for _ in range(200)]:
-        slots = {key_slot(st.match_key(match_id, part).encode()) for part in PARTS}
+        slots = {key_slot(match_key(match_id, part).encode()) for part in PARTS}
         assert len(slots) == 1
 
 
 def test_storage_works_unchanged_on_a_cluster(cluster: RedisCluster) -> None:
     ids = [f"match{i}" for i in range(12)]  # spread over many slots, so over all 3 nodes
-    assert len({key_slot(st.match_key(i, "m").encode()) for i in ids}) == len(ids)
+    assert len({key_slot(match_key(i, "m").encode()) for i in ids}) == len(ids)
 
     async def body(s: Storage) -> None:
         assert s.cluster
         for match_id in ids:
-            created = await s.create_match(match_id, "S0", status="playing",
+            created = await s.matches.create(match_id, "S0", status="playing",
                                            events=[{"kind": "created"}], deadline_ms=10**13)
             assert created.status is CommitStatus.OK
-        done = await s.commit(ids[0], expected_version=1, state="S1", action_key="0:a",
+        done = await s.matches.commit(ids[0], expected_version=1, state="S1", action_key="0:a",
                               response=b"r", events=[{"kind": "action"}], deadline_ms=5)
         assert done.status is CommitStatus.OK
-        again = await s.commit(ids[0], expected_version=1, state="S1", action_key="0:a")
+        again = await s.matches.commit(ids[0], expected_version=1, state="S1", action_key="0:a")
         assert (again.status, again.response) == (CommitStatus.DUPLICATE, b"r")
-        stale = await s.commit(ids[0], expected_version=1, state="S2", action_key="0:b")
+        stale = await s.matches.commit(ids[0], expected_version=1, state="S2", action_key="0:b")
         assert stale.status is CommitStatus.CONFLICT
-        assert await s.due_clocks(10) == [(ids[0], 5)]  # indexed outside the script
-        page = await s.events_after(ids[0], 0)  # a same-slot transaction
+        assert await s.clocks.due(10) == [(ids[0], 5)]  # indexed outside the script
+        page = await s.events.events_after(ids[0], 0)  # a same-slot transaction
         assert [e.number for e in page.events] == [1, 2] and page.complete
         # The event reader sees new events of matches in different slots in one call.
         for match_id in ids[1:4]:
-            await s.commit(match_id, expected_version=1, state="S1",
+            await s.matches.commit(match_id, expected_version=1, state="S1",
                            events=[{"kind": "action"}])
-        got = await s.read_new_events({**{i: 1 for i in ids}, ids[0]: 2}, block_ms=500)
+        got = await s.events.read_new_events({**{i: 1 for i in ids}, ids[0]: 2}, block_ms=500)
         assert sorted(got) == sorted(ids[1:4])
-        assert await s.read_new_events({ids[5]: 1}, block_ms=100) == {}
-        await s.poke("wake-test")
-        await s.drop_stream("wake-test")
-        await s.ensure_ai_group()
-        await s.request_ai_seat(ids[0], 1, 3)
-        assert await s.hold_place("ai", "10.0.0.1", ids[0], 1)
-        assert not await s.hold_place("ai", "10.0.0.1", ids[1], 1)
-        (request,) = await s.read_ai_requests("worker-1", block_ms=100)
-        await s.ack_ai_request(request[0])
-        assert await s.live_count() == len(ids)
+        assert await s.events.read_new_events({ids[5]: 1}, block_ms=100) == {}
+        await s.events.poke("wake-test")
+        await s.events.drop_stream("wake-test")
+        await s.ai.ensure_group()
+        await s.ai.request(ids[0], 1, 3)
+        assert await s.lobby.hold_place("ai", "10.0.0.1", ids[0], 1)
+        assert not await s.lobby.hold_place("ai", "10.0.0.1", ids[1], 1)
+        (request,) = await s.ai.read("worker-1", block_ms=100)
+        await s.ai.ack(request[0])
+        assert await s.matches.live_count() == len(ids)
 
     _run(cluster.url, body)
 

@@ -31,7 +31,8 @@ from typing import Any
 import pytest
 import redis
 
-from battleline_engine.storage import AI_GROUP, AI_REQUESTS_KEY
+from battleline_engine.storage.ai import GROUP as AI_GROUP
+from battleline_engine.storage.ai import REQUESTS_KEY as AI_REQUESTS_KEY
 from tests.processes import is_alive
 
 from .load import Driver

@@ -22,20 +22,20 @@ def test_per_action_commands_use_the_pipelined_connection(redis_url: str) -> Non
     async def body() -> None:
         storage = Storage.from_url(redis_url)
         try:
-            assert storage.fast is not None
-            await storage.create_match("m1", "S0", status="playing", events=[{"k": "x"}])
+            assert storage.connection.fast is not None
+            await storage.matches.create("m1", "S0", status="playing", events=[{"k": "x"}])
             # Many concurrent commands on one connection: each gets its own reply.
-            records = await asyncio.gather(*(storage.load("m1") for _ in range(200)))
+            records = await asyncio.gather(*(storage.matches.load("m1") for _ in range(200)))
             assert all(r is not None and r.state == "S0" for r in records)
-            assert await storage.load("missing") is None
-            result = await storage.commit("m1", expected_version=1, state="S1",
+            assert await storage.matches.load("missing") is None
+            result = await storage.matches.commit("m1", expected_version=1, state="S1",
                                           action_key="a:0:k", response=b"\x00ok\xff")
             assert result.status is CommitStatus.OK
-            assert (await storage.commit("m1", expected_version=1, state="S9",
+            assert (await storage.matches.commit("m1", expected_version=1, state="S9",
                                          action_key="a:0:k")).response == b"\x00ok\xff"
-            assert (await storage.commit("m1", expected_version=1, state="S9")).status \
+            assert (await storage.matches.commit("m1", expected_version=1, state="S9")).status \
                 is CommitStatus.CONFLICT
-            assert await storage.load_for_action("m1", "a:0:k") == (None, b"\x00ok\xff")
+            assert await storage.matches.load_for_action("m1", "a:0:k") == (None, b"\x00ok\xff")
         finally:
             await storage.close()
 
@@ -86,14 +86,14 @@ def test_pipelined_connection_survives_a_killed_connection_and_a_script_flush(
     async def body() -> None:
         storage = Storage.from_url(redis_url)
         try:
-            await storage.create_match("m1", "S0", status="playing")
-            assert (await storage.commit("m1", expected_version=1, state="S1")).status \
+            await storage.matches.create("m1", "S0", status="playing")
+            assert (await storage.matches.commit("m1", expected_version=1, state="S1")).status \
                 is CommitStatus.OK
             admin.script_flush()  # as after a Redis restart: EVALSHA answers NOSCRIPT
             admin.client_kill_filter(_type="normal", skipme=True)  # every client connection
-            assert (await storage.commit("m1", expected_version=2, state="S2")).status \
+            assert (await storage.matches.commit("m1", expected_version=2, state="S2")).status \
                 is CommitStatus.OK
-            record = await storage.load("m1")
+            record = await storage.matches.load("m1")
             assert record is not None and (record.state, record.version) == ("S2", 3)
         finally:
             await storage.close()
@@ -113,7 +113,7 @@ def test_unreachable_redis_is_a_connection_error() -> None:
         storage = Storage.from_url(f"redis://127.0.0.1:{port}/0")
         try:
             with pytest.raises(redis.exceptions.ConnectionError):
-                await storage.load("m1")
+                await storage.matches.load("m1")
         finally:
             await storage.close()
 
@@ -128,15 +128,15 @@ def test_pipelined_connection_authenticates_and_selects_the_database(redis_url: 
     async def body() -> None:
         storage = Storage.from_url(f"redis://:s3cret@{host_port}/3")
         try:
-            await storage.create_match("m1", "S0", status="playing")
-            record = await storage.load("m1")
+            await storage.matches.create("m1", "S0", status="playing")
+            record = await storage.matches.load("m1")
             assert record is not None and record.state == "S0"
         finally:
             await storage.close()
         wrong = Storage.from_url(f"redis://:nope@{host_port}/3")
         try:
             with pytest.raises(redis.exceptions.AuthenticationError):
-                await wrong.load("m1")
+                await wrong.matches.load("m1")
         finally:
             await wrong.close()
 
@@ -227,10 +227,10 @@ def test_the_match_kept_after_a_commit_is_exactly_what_a_read_finds(redis_url: s
                     await matches.submit(match_id, seat, match.version, f"k{n}",
                                          parse_actions([format_action(action)]))
                     held = matches.cache.latest(match_id)
-                    fresh = await storage.load(match_id)
+                    fresh = await storage.matches.load(match_id)
                     assert held is not None and fresh is not None
                     assert held.record == fresh, n
-                    assert await storage.load(match_id, held.record) is held.record
+                    assert await storage.matches.load(match_id, held.record) is held.record
         finally:
             await storage.close()
 

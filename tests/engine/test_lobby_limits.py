@@ -14,7 +14,7 @@ import redis
 from battleline.v1 import lobby_pb2, types_pb2
 from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
-from battleline_engine.storage import match_key
+from battleline_engine.storage.matches import match_key
 
 from .harness import OPEN_LIMITS, Client, Engine
 from .test_errors import details

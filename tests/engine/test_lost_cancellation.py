@@ -50,7 +50,7 @@ def test_the_clock_sweeper_stops_though_a_redis_call_lost_its_cancellation(
         redis_url: str) -> None:
     async def scenario() -> None:
         storage = Storage.from_url(redis_url)
-        storage.due_clocks = _swallowing(storage.due_clocks, [])  # type: ignore[method-assign]
+        storage.clocks.due = _swallowing(storage.clocks.due, [])  # type: ignore[method-assign]
         sweeper = Sweeper(storage, Matches(storage), interval_s=0.05)
         sweeper.start()
         await asyncio.sleep(0.2)
@@ -63,8 +63,8 @@ def test_the_clock_sweeper_stops_though_a_redis_call_lost_its_cancellation(
 def test_the_event_hub_stops_though_a_redis_call_lost_its_cancellation(redis_url: str) -> None:
     async def scenario() -> None:
         storage = Storage.from_url(redis_url)
-        storage.read_new_events = _swallowing(  # type: ignore[method-assign]
-            storage.read_new_events, {})
+        storage.events.read_new_events = _swallowing(  # type: ignore[method-assign]
+            storage.events.read_new_events, {})
         hub = Hub(storage, block_ms=200)
         await hub.subscribe("abcdefghijklmnop", 0)  # a subscriber keeps the reader going
         await asyncio.sleep(0.1)

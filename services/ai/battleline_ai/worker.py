@@ -35,7 +35,6 @@ import socket
 import uuid
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -53,7 +52,7 @@ from battleline_client.errors import (
     StaleVersion,
 )
 from battleline_engine.children import die_with_parent
-from battleline_engine.storage import AI_GROUP, AI_REQUESTS_KEY, Storage
+from battleline_engine.storage import Storage
 
 from .budget import move_deadline
 from .decide import decide_by, level_spec
@@ -107,7 +106,7 @@ class AiWorker:
                                         mp_context=multiprocessing.get_context("spawn"),
                                         initializer=die_with_parent)
         self.client = AsyncClient(self.config.engine)
-        await self.storage.ensure_ai_group()
+        await self.storage.ai.ensure_group()
         log.info("ai worker %s: engine %s", self.name, self.config.engine)
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
@@ -125,13 +124,12 @@ class AiWorker:
     async def _hand_back(self) -> None:
         """On a clean stop, mark the matches in hand as idle for `claim_idle_s` already,
         so the next reclaim pass of any worker takes them over without waiting."""
-        ids: list[Any] = list(self.active)
+        ids = list(self.active)
         if not ids:
             return
         try:
-            await self.storage.redis.xclaim(AI_REQUESTS_KEY, AI_GROUP, self.name, 0, ids,
-                                            idle=int(self.config.claim_idle_s * 1000) + 1,
-                                            justid=True)
+            await self.storage.ai.claim(self.name, ids,
+                                        idle_ms=int(self.config.claim_idle_s * 1000) + 1)
             log.info("ai worker %s: handed back %d match(es)", self.name, len(ids))
         except Exception:  # they are taken over after claim_idle_s anyway
             log.exception("ai worker %s: could not hand back matches", self.name)
@@ -153,8 +151,7 @@ class AiWorker:
                     entries = await self._reclaim(free)
                     next_reclaim = loop.time() + self.config.claim_idle_s / 3
                 if not entries:
-                    entries = await self.storage.read_ai_requests(self.name, count=free,
-                                                                  block_ms=500)
+                    entries = await self.storage.ai.read(self.name, count=free, block_ms=500)
             except (RedisConnectionError, RedisTimeoutError) as err:
                 # Redis restarting: the matches in hand play on; ask again shortly.
                 log.warning("ai worker %s: Redis unavailable (%s)", self.name, err)
@@ -166,18 +163,8 @@ class AiWorker:
 
     async def _reclaim(self, count: int) -> list[tuple[str, dict[str, str]]]:
         """Requests whose holder has been silent for `claim_idle_s` (it died)."""
-        reply = await self.storage.redis.xautoclaim(
-            AI_REQUESTS_KEY, AI_GROUP, self.name, int(self.config.claim_idle_s * 1000),
-            start_id="0-0", count=count)
-        out = []
-        for item in reply[1]:
-            if not item:
-                continue
-            if item[1] is None:  # trimmed from the stream meanwhile: nothing to serve
-                await self.storage.ack_ai_request(_s(item[0]))
-                continue
-            entry_id, fields = item
-            out.append((_s(entry_id), {_s(k): _s(v) for k, v in fields.items()}))
+        out = await self.storage.ai.take_over(
+            self.name, int(self.config.claim_idle_s * 1000), count)
         for entry_id, fields in out:
             log.info("ai worker %s: reclaimed request %s (match %s)", self.name, entry_id,
                      fields.get("match"))
@@ -195,19 +182,15 @@ class AiWorker:
             if not self.active:
                 continue
             try:
-                pending = await self.storage.redis.xpending_range(
-                    AI_REQUESTS_KEY, AI_GROUP, min="-", max="+", count=10_000,
-                    consumername=self.name)
-                mine = {_s(p["message_id"]) for p in pending}
+                mine = await self.storage.ai.held_by(self.name)
                 for entry_id, task in list(self.active.items()):
                     if entry_id not in mine:
                         log.warning("ai worker %s: request %s taken over, leaving it",
                                     self.name, entry_id)
                         task.cancel()
-                ids: list[Any] = [i for i in self.active if i in mine]
+                ids = [i for i in self.active if i in mine]
                 if ids:
-                    await self.storage.redis.xclaim(AI_REQUESTS_KEY, AI_GROUP, self.name, 0,
-                                                    ids, justid=True)
+                    await self.storage.ai.claim(self.name, ids)
             except Exception:  # Redis away for a moment: try again next beat
                 log.exception("ai worker %s: heartbeat failed", self.name)
 
@@ -230,7 +213,7 @@ class AiWorker:
             # Left pending and no longer kept fresh: reclaimed (by anyone) after claim_idle_s.
             log.exception("ai worker %s: match %s failed; left for reclaim", self.name, match_id)
             return
-        await self.storage.ack_ai_request(entry_id)
+        await self.storage.ai.ack(entry_id)
         log.info("ai worker %s: match %s done", self.name, match_id)
 
     async def _seat(self, fields: dict[str, str]) -> SeatHandle:
@@ -274,10 +257,6 @@ class AiWorker:
         view = await seat.view()
         if not is_finished(view):
             raise BattleLineError(f"watch of match {seat.match_id} ended before the match")
-
-
-def _s(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 async def _main(config: WorkerConfig) -> None:

@@ -122,7 +122,7 @@ class Seats:
     async def of(self, token: str) -> tuple[str, int] | None:
         found = self._cache.get(token)
         if found is None:
-            found = await self.storage.seat_of(token)
+            found = await self.storage.matches.seat_of(token)
             if found is not None:
                 self._cache[token] = found
                 if len(self._cache) > self.size:
@@ -162,7 +162,7 @@ class Seats:
     async def _ai_seat(self, match_id: str) -> int:
         seat = self._ai_seats.get(match_id)
         if seat is None:
-            seat = await self.storage.seat_by_hash(match_id, self.ai_key.hash)
+            seat = await self.storage.matches.seat_by_hash(match_id, self.ai_key.hash)
             if seat is None:
                 raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "not-ai-seat",
                               "the AI key acts only for a seat the hosted AI took in this "

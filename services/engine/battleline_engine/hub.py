@@ -48,7 +48,7 @@ class Hub:
         if match_id not in self._cursors:
             self._cursors[match_id] = after
             try:
-                await self.storage.poke(self.wake_name)
+                await self.storage.events.poke(self.wake_name)
             except BaseException:  # cancelled (a stream closed at once): not subscribed
                 self.unsubscribe(match_id, queue)
                 raise
@@ -70,13 +70,13 @@ class Hub:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
         with contextlib.suppress(Exception):
-            await self.storage.drop_stream(self.wake_name)
+            await self.storage.events.drop_stream(self.wake_name)
 
     async def _run(self) -> None:
         while self._subscribers:
             cursors = {**self._cursors, self.wake_name: self._wake_cursor}
             try:
-                got = await self.storage.read_new_events(cursors, block_ms=self.block_ms)
+                got = await self.storage.events.read_new_events(cursors, block_ms=self.block_ms)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -3,7 +3,7 @@
 Every write follows one pattern: read the match (one Redis round trip), work
 on a clone of its state with the rules core, then commit state, events,
 progress fields, clock deadline and the idempotent response together with a
-version check (storage.commit). A lost race is ABORTED, never a silent drop.
+version check (storage.matches.commit). A lost race is ABORTED, never a silent drop.
 No grpc servicer code here: callers get protos back or a `Refusal`.
 """
 
@@ -141,7 +141,7 @@ class Matches:
     async def read(self, match_id: str) -> Match:
         """The match, after ending it if the running clock has run out."""
         known = self.cache.latest(match_id)
-        record = await self.storage.load(match_id, known.record if known else None)
+        record = await self.storage.matches.load(match_id, known.record if known else None)
         if record is None:
             raise not_found(match_id)
         if known is not None and record is known.record:  # still the version we know
@@ -154,7 +154,7 @@ class Matches:
             if not self.clock_expired(match):
                 return match
             await self._time_out(match)
-            fresh = await self.storage.load(match.match_id)
+            fresh = await self.storage.matches.load(match.match_id)
             if fresh is None:
                 raise not_found(match.match_id)
             match = parse_match(fresh, self.cache)
@@ -209,7 +209,7 @@ class Matches:
                   **clock.fields()}
         created = False
         try:
-            result = await self.storage.create_match(
+            result = await self.storage.matches.create(
                 match_id, dump_position(state), status=status, seats=seats, fields=fields,
                 events=events, deadline_ms=clock.deadline_ms(meta) if status == PLAYING else 0,
                 ttl_s=self.lobby_ttl_s if meta.opponent == OPEN else None,
@@ -217,15 +217,15 @@ class Matches:
             created = result.status is CommitStatus.OK
         finally:
             if meta.opponent != LOCAL and not created:  # its place is not held by anything
-                await self.storage.free_places(meta.opponent, client, match_id)
+                await self.storage.lobby.free_places(meta.opponent, client, match_id)
         if result.status is not CommitStatus.OK:  # a 96-bit id collided: practically never
             raise Refusal(grpc.StatusCode.ABORTED, "retry", "could not allocate a match id")
         if invite:
-            await self.storage.set_invite(invite, match_id, self.lobby_ttl_s)
+            await self.storage.lobby.set_invite(invite, match_id, self.lobby_ttl_s)
             if not meta.private:
-                await self.storage.add_open(match_id, now, meta.ruleset, self.lobby_ttl_s)
+                await self.storage.lobby.add_open(match_id, now, meta.ruleset, self.lobby_ttl_s)
         if meta.opponent == AI:
-            await self.storage.request_ai_seat(match_id, other, meta.ai_level)
+            await self.storage.ai.request(match_id, other, meta.ai_level)
         match = await self.read(match_id)
         return Created(match, creator, token, other_token, invite)
 
@@ -235,13 +235,13 @@ class Matches:
         OPEN one a lobby entry until joined. Matches that let go of their place are
         dropped from the count first; the check and the count are one script, so
         concurrent creates cannot pass the cap together."""
-        held = await self.storage.places_of(kind, client)
+        held = await self.storage.lobby.places_of(kind, client)
         if len(held) >= cap:
-            records = await self.storage.load_many(held)
+            records = await self.storage.matches.load_many(held)
             done = [m for m, r in zip(held, records, strict=True)
                     if r is None or r.status == FINISHED or (kind == OPEN and r.status != WAITING)]
-            await self.storage.free_places(kind, client, *done)
-        if not await self.storage.hold_place(kind, client, match_id, cap,
+            await self.storage.lobby.free_places(kind, client, *done)
+        if not await self.storage.lobby.hold_place(kind, client, match_id, cap,
                                              self.lobby_ttl_s if kind == OPEN else AI_PLACE_TTL_S):
             what = "unjoined open matches" if kind == OPEN else \
                 "unfinished matches against the hosted AI"
@@ -252,7 +252,7 @@ class Matches:
     async def resolve(self, match_id: str, invite: str) -> str:
         """The match id of a JoinMatch target."""
         if invite:
-            found = await self.storage.resolve_invite(invite.strip().upper())
+            found = await self.storage.lobby.resolve_invite(invite.strip().upper())
             if found is None:
                 raise Refusal(grpc.StatusCode.NOT_FOUND, "invite-not-found",
                               "no match has this invite code")
@@ -296,7 +296,7 @@ class Matches:
         events = [views.stored_event("joined", version, now, seat, text=f"{seat_name(seat)} "
                                      f"joined: {name}" if name else f"{seat_name(seat)} joined"),
                   views.stored_event("game_started", version, now, text="game 1 started")]
-        result = await self.storage.commit(
+        result = await self.storage.matches.commit(
             match_id, expected_version=match.version, state=match.record.state, events=events,
             status=PLAYING, deadline_ms=clock.deadline_ms(new_meta),
             fields={"meta": new_meta.to_json(), **clock.fields()},
@@ -314,9 +314,9 @@ class Matches:
         # hints only (list_open drops matches no longer waiting; an invite to a full
         # match finds no open seat), so a store hiccup here is logged and left.
         try:
-            await self.storage.remove_open([match_id], [meta.ruleset])
+            await self.storage.lobby.remove_open([match_id], [meta.ruleset])
             if meta.invite:
-                await self.storage.delete_invite(meta.invite)
+                await self.storage.lobby.delete_invite(meta.invite)
         except _STORE_ERRORS:
             log.warning("join of %s: lobby index or invite not tidied", match_id,
                         exc_info=True)
@@ -326,7 +326,9 @@ class Matches:
                             ai_key_hash: str) -> tuple[Match, int, str]:
         """A taken seat: the AI's seat again for the AI's key (a worker taking the
         match over), else FAILED_PRECONDITION match-full."""
-        if ai_key_hash and await self.storage.seat_by_hash(match_id, ai_key_hash) == meta.ai_seat:
+        seat = await self.storage.matches.seat_by_hash(match_id, ai_key_hash) \
+            if ai_key_hash else None
+        if seat is not None and seat == meta.ai_seat:
             return await self.read(match_id), meta.ai_seat, ""
         raise precondition("match-full", "the match has no open seat")
 
@@ -349,9 +351,9 @@ class Matches:
             want = min(limit - len(found), self.max_scan - scanned)
             if want <= 0:
                 return found, after  # the bound: the caller goes on from the cursor
-            page = await self.storage.list_open(want, after, ruleset)
+            page = await self.storage.lobby.list_open(want, after, ruleset)
             scanned += len(page)
-            records = await self.storage.load_many(m for m, _ in page)
+            records = await self.storage.matches.load_many(m for m, _ in page)
             gone = []
             for (match_id, created), record in zip(page, records, strict=True):
                 after = (created, match_id)
@@ -359,10 +361,10 @@ class Matches:
                     gone.append(match_id)
                 else:
                     found.append(parse_match(record, self.cache))
-            await self.storage.remove_open(gone, RULESETS)
+            await self.storage.lobby.remove_open(gone, RULESETS)
             if len(page) < want:
                 return found, None
-        more = await self.storage.list_open(1, after, ruleset)
+        more = await self.storage.lobby.list_open(1, after, ruleset)
         return found, after if more else None
 
     # -- playing --------------------------------------------------------------------
@@ -391,7 +393,7 @@ class Matches:
                 done = await self._commit(known, outcome, key, response, fallback=True)
                 if done is not None:
                     return done
-        record, prior = await self.storage.load_for_action(match_id, key)
+        record, prior = await self.storage.matches.load_for_action(match_id, key)
         if prior is not None:
             return game_pb2.SubmitActionResponse.FromString(prior)
         if record is None:
@@ -439,7 +441,7 @@ class Matches:
         """End the match: the seat resigning loses the game and the series."""
         key = f"r:{seat}:{action_id}"
         for _ in range(5):
-            record, prior = await self.storage.load_for_action(match_id, key)
+            record, prior = await self.storage.matches.load_for_action(match_id, key)
             if prior is not None:
                 return game_pb2.ResignResponse.FromString(prior)
             if record is None:
@@ -532,7 +534,7 @@ class Matches:
         refusing when the match is not at `match`'s version (or gone)."""
         new = outcome.match
         changed = {k: v for k, v in new.fields.items() if match.fields.get(k) != v}
-        result = await self.storage.commit(
+        result = await self.storage.matches.commit(
             match.match_id, expected_version=match.version, state=new.record.state,
             events=outcome.events, action_key=key,
             response=response.SerializeToString() if response is not None else b"",

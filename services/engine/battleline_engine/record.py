@@ -28,7 +28,7 @@ class RecordServicer(record_pb2_grpc.RecordServiceServicer):
         match_id = match_id_of(request.match_id)
         seat = await self.rt.seats.optional(context, match_id)
         match = await self.rt.matches.read(match_id)
-        page = await self.rt.storage.events_after(match_id, 0, MAX_EVENTS)
+        page = await self.rt.storage.events.events_after(match_id, 0, MAX_EVENTS)
         viewer = views.record_viewer(match, SPECTATOR if seat is None else seat)
         response = record_pb2.GetRecordResponse(
             options=views.options_message(match.meta),

@@ -117,7 +117,7 @@ class EngineServer:
                                    else healthy)
             if ok:
                 with contextlib.suppress(Exception):  # a metric, not a health signal
-                    LIVE_MATCHES.set(await self.storage.live_count())
+                    LIVE_MATCHES.set(await self.storage.matches.live_count())
             if now is not None and now != healthy and not self._stopping:
                 await self._set_all(SERVING if now else NOT_SERVING)
                 log.log(logging.INFO if now else logging.WARNING, "redis %s",

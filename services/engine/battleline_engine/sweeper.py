@@ -38,11 +38,11 @@ class Sweeper:
 
     async def sweep_once(self) -> int:
         """Time out every due match; returns how many due entries were handled."""
-        due = await self.storage.due_clocks(now_ms())
+        due = await self.storage.clocks.due(now_ms())
         for match_id, _ in due:
-            record = await self.storage.load(match_id)
+            record = await self.storage.matches.load(match_id)
             if record is None or record.status != PLAYING or record.deadline_ms == 0:
-                await self.storage.unindex_clock(match_id)
+                await self.storage.clocks.unindex(match_id)
                 continue
             await self.matches.read(match_id)  # times it out if the deadline has passed
         return len(due)

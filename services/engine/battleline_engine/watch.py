@@ -63,7 +63,7 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
             if request.resume_after > last:
                 raise invalid("bad-resume", f"resume_after {request.resume_after} is after the "
                               f"last event ({last})")
-            page = await self.rt.storage.events_after(match_id, request.resume_after, PAGE)
+            page = await self.rt.storage.events.events_after(match_id, request.resume_after, PAGE)
             if page.complete:
                 backlog, last = page.events, request.resume_after
         SUBSCRIBERS.inc()
@@ -80,7 +80,7 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
                 batch = backlog if backlog is not None else []
                 while True:
                     if not batch or batch[0].number > last + 1:  # a gap: fill it from Redis
-                        page = await self.rt.storage.events_after(match_id, last, PAGE)
+                        page = await self.rt.storage.events.events_after(match_id, last, PAGE)
                         batch = page.events
                     batch = [e for e in batch if e.number > last]
                     if not batch and match.finished and last >= match.record.last_event:

@@ -1,0 +1,76 @@
+"""Persistence in Redis, in parts that each own their keys (the key tables are at
+the top of each module)::
+
+    matches.py   MatchStore    each match's hash, event stream, idempotency record,
+                               seats; the live-match index
+    events.py    EventStreams  reading match streams; wake-up streams of the reader
+    lobby.py     Lobby         open-match listings, invite codes, places per client
+    clocks.py    ClockIndex    deadlines of running clocks, for the sweeper
+    ai.py        AiRequests    the stream of requests for a hosted AI to take a seat
+
+Everything stored is opaque here (positions, events and responses are the
+caller's text and bytes), and no grpc: callers map `CommitStatus` to their own
+error codes. `Storage` is the one connection and its parts.
+"""
+
+from __future__ import annotations
+
+import redis.asyncio as aioredis
+
+from ..fastredis import BATCH_INTERVAL_S
+from .ai import AiRequests
+from .clocks import ClockIndex
+from .connection import (
+    Connection,
+    check_id,
+    hash_token,
+    is_cluster_url,
+    new_match_id,
+    new_seat_token,
+    now_ms,
+    raise_lost_cancellation,
+    valid_id,
+)
+from .events import EventPage, EventStreams, StoredEvent
+from .lobby import AI_PLACE_TTL_S, Lobby
+from .matches import CommitResult, CommitStatus, MatchRecord, MatchStore
+
+__all__ = [
+    "AI_PLACE_TTL_S", "CommitResult", "CommitStatus", "EventPage", "MatchRecord", "Storage",
+    "StoredEvent", "check_id", "hash_token", "is_cluster_url", "new_match_id",
+    "new_seat_token", "now_ms", "raise_lost_cancellation", "valid_id",
+]
+
+
+class Storage:
+    """One Redis connection and the parts that use it (`options`: see MatchStore)."""
+
+    def __init__(self, connection: Connection, **options: int) -> None:
+        self.connection = connection
+        self.clocks = ClockIndex(connection)
+        self.lobby = Lobby(connection)
+        self.matches = MatchStore(connection, self.clocks, self.lobby, **options)
+        self.events = EventStreams(connection)
+        self.ai = AiRequests(connection)
+
+    @classmethod
+    def from_url(cls, url: str, *, lean: bool = True,
+                 batch_interval_s: float = BATCH_INTERVAL_S, **options: int) -> Storage:
+        """Connect (lazily) to the Redis at `url`; a `redis+cluster://` URL (or
+        `rediss+cluster://`) names any node of a Redis Cluster. `lean`, `batch_interval_s`:
+        how the commands of every action are sent (see Connection.from_url)."""
+        return cls(Connection.from_url(url, lean=lean, batch_interval_s=batch_interval_s),
+                   **options)
+
+    @property
+    def redis(self) -> aioredis.Redis | aioredis.RedisCluster:
+        """The client itself, for tests and tools that look at keys directly."""
+        return self.connection.redis
+
+    async def ping(self) -> bool:
+        """Whether Redis answers (for health checks)."""
+        return bool(await self.connection.redis.ping())
+
+    async def close(self) -> None:
+        """Close the connections."""
+        await self.connection.close()

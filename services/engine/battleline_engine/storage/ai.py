@@ -1,0 +1,92 @@
+"""The AI request stream: matches waiting for a hosted AI to take a seat.
+
+    bl:ai:requests     stream  match, seat, level; read by the consumer group below
+
+An engine appends a request when an AI match is created; AI workers read it
+through one consumer group, keep the entries they serve pending (claiming them
+again as a heartbeat), ack them when the match is done, and take over entries
+whose worker has been silent too long.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, cast
+
+import redis.asyncio as aioredis
+
+from .connection import PREFIX, Connection, check_id, text
+
+REQUESTS_KEY: Final = f"{PREFIX}:ai:requests"  # public for tests that inspect the stream
+GROUP: Final = "ai-workers"
+
+Request = tuple[str, dict[str, str]]  # (entry id, fields)
+
+
+def _request(entry_id: bytes | str, fields: Mapping[bytes, bytes]) -> Request:
+    return text(entry_id), {text(k): text(v) for k, v in fields.items()}
+
+
+class AiRequests:
+    """The request stream and its consumer group."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._redis = connection.redis
+
+    async def ensure_group(self) -> None:
+        """Create the AI workers' consumer group (and stream) if missing."""
+        try:
+            await self._redis.xgroup_create(REQUESTS_KEY, GROUP, id="0", mkstream=True)
+        except aioredis.ResponseError as err:
+            if "BUSYGROUP" not in str(err):
+                raise
+
+    async def request(self, match_id: str, seat: int, level: int) -> str:
+        """Ask an AI worker to play `seat` of a match; returns the request id.
+
+        The entry holds no credential: the worker joins with the AI's own key.
+        """
+        entry = {"match": check_id(match_id), "seat": str(seat), "level": str(level)}
+        return text(await self._redis.xadd(REQUESTS_KEY, entry))  # type: ignore[arg-type]
+
+    async def read(self, consumer: str, count: int = 10, block_ms: int = 5000,
+                   ) -> list[Request]:
+        """New requests for this consumer (XREADGROUP); ack each when handled."""
+        reply = await self._redis.xreadgroup(
+            GROUP, consumer, {REQUESTS_KEY: ">"}, count=count, block=block_ms
+        )
+        # typed for RESP3 too; this client speaks RESP2: [[key, entries], ...], None if none
+        return [_request(i, f) for _key, entries in cast("list[list[Any]] | None", reply) or []
+                for i, f in entries]
+
+    async def ack(self, request_id: str) -> None:
+        """Mark a request handled."""
+        await self._redis.xack(REQUESTS_KEY, GROUP, request_id)
+
+    async def claim(self, consumer: str, request_ids: list[str], idle_ms: int = 0) -> None:
+        """Hold these requests for `consumer`, as idle for `idle_ms` (0: fresh, the
+        heartbeat; a long idle hands them back for the next takeover pass)."""
+        ids: list[Any] = list(request_ids)
+        await self._redis.xclaim(REQUESTS_KEY, GROUP, consumer, 0, ids, idle=idle_ms,
+                                 justid=True)
+
+    async def take_over(self, consumer: str, min_idle_ms: int, count: int) -> list[Request]:
+        """Requests whose holder has been silent for `min_idle_ms` (it died), now held by
+        `consumer`. Entries trimmed from the stream meanwhile are acked: nothing to serve."""
+        reply = await self._redis.xautoclaim(REQUESTS_KEY, GROUP, consumer, min_idle_ms,
+                                             start_id="0-0", count=count)
+        out = []
+        for item in reply[1]:
+            if not item:
+                continue
+            if item[1] is None:
+                await self.ack(text(item[0]))
+                continue
+            out.append(_request(item[0], item[1]))
+        return out
+
+    async def held_by(self, consumer: str) -> set[str]:
+        """The ids of the requests `consumer` holds (pending for it)."""
+        pending = await self._redis.xpending_range(REQUESTS_KEY, GROUP, min="-", max="+",
+                                                   count=10_000, consumername=consumer)
+        return {text(cast("bytes", p["message_id"])) for p in pending}

@@ -1,0 +1,175 @@
+"""The Redis connection every storage part shares, and the small helpers they all use.
+
+No key names here: each part (matches, events, lobby, clocks, ai) owns its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import re
+import secrets
+import time
+from typing import TYPE_CHECKING, Any, Final
+
+import redis.asyncio as aioredis
+import redis.exceptions
+
+from ..fastredis import BATCH_INTERVAL_S, FastRedis
+
+if TYPE_CHECKING:
+    from redis.commands.core import AsyncScript
+
+PREFIX: Final = "bl"  # every key of the engine starts "bl:"
+
+_ID_RE: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class Connection:
+    """One Redis (or Redis Cluster) client, plus the lean connection for the commands of
+    every action when there is one (`fast`; without it those go through `redis` too).
+
+    `cluster`: on Redis Cluster a script may touch one slot only, so the parts write
+    global indexes right after a match's script instead of inside it.
+    """
+
+    def __init__(self, client: aioredis.Redis | aioredis.RedisCluster, *,
+                 cluster: bool = False, fast: FastRedis | None = None) -> None:
+        self.redis = client
+        self.fast = fast
+        self.cluster = cluster
+
+    @classmethod
+    def from_url(cls, url: str, *, lean: bool = True,
+                 batch_interval_s: float = BATCH_INTERVAL_S) -> Connection:
+        """Connect (lazily) to the Redis at `url`; hiredis parses replies when installed.
+
+        A `redis+cluster://` (or `rediss+cluster://`) URL names any node of a Redis
+        Cluster: the cluster client discovers the others and `cluster` mode is on.
+        `lean`: the commands of every action go on a FastRedis connection (plain
+        redis:// and unix:// URLs), batched by `batch_interval_s`; else on redis-py.
+        """
+        if is_cluster_url(url):
+            cluster_client = aioredis.RedisCluster.from_url(
+                url.replace("+cluster", "", 1), decode_responses=False, health_check_interval=30
+            )
+            _use_connection_class(cluster_client, _ResetSafeConnection)
+            return cls(cluster_client, cluster=True)
+        # Bounded and blocking: under a burst of concurrent calls, commands wait for one
+        # of the pooled connections instead of each opening a socket (which fails under
+        # load with 1000 concurrent matches).
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url, max_connections=64, timeout=20, decode_responses=False,
+            health_check_interval=30,
+        )
+        fast = (FastRedis(url, batch_interval_s) if lean and FastRedis.supports(url)
+                else None)
+        return cls(aioredis.Redis(connection_pool=pool), fast=fast)
+
+    def register(self, lua: str) -> AsyncScript:
+        """A script, loaded on first use (and again after a Redis restart)."""
+        return self.redis.register_script(lua)
+
+    async def script(self, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
+        """Run a registered script, on the lean connection when there is one."""
+        if self.fast is not None:
+            return await self.fast.evalsha(script.sha, script.script, keys, args)
+        return await script(keys=keys, args=args)
+
+    async def command(self, *args: Any) -> Any:
+        """One command on the lean connection when there is one (its raw reply)."""
+        if self.fast is not None:
+            return await self.fast.execute(*args)
+        return await self.redis.execute_command(*args)
+
+    async def close(self) -> None:
+        if self.fast is not None:
+            await self.fast.close()
+        await self.redis.aclose()
+
+
+class _ResetSafeConnection(aioredis.Connection):
+    """A write on a connection that the peer reset (a restarted Redis Cluster node) can
+    fail inside asyncio's transport with AttributeError or TypeError instead of
+    ConnectionError (redis-py issue 4287), which skips the cluster client's retry and
+    reaches the caller as an unknown error. Here it is the ConnectionError it is: the
+    command was not sent, so the cluster client reconnects and retries it."""
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        try:
+            await super().send_packed_command(command, check_health)
+        except (AttributeError, TypeError) as err:
+            with contextlib.suppress(Exception):
+                await self.disconnect(nowait=True)
+            raise redis.exceptions.ConnectionError(f"connection lost: {err}") from err
+
+
+def _use_connection_class(client: aioredis.RedisCluster, connection_class: type) -> None:
+    """The async cluster client has no `connection_class` option: set it on the shared
+    node settings (nodes found later) and on the start-up nodes (made already)."""
+    client.connection_kwargs["connection_class"] = connection_class
+    manager = client.nodes_manager
+    manager.connection_kwargs["connection_class"] = connection_class
+    for node in manager.startup_nodes.values():
+        node.connection_class = connection_class
+
+
+def is_cluster_url(url: str) -> bool:
+    """Whether `url` asks for the Redis Cluster client (`redis+cluster://...`)."""
+    return url.startswith(("redis+cluster://", "rediss+cluster://"))
+
+
+def raise_lost_cancellation() -> None:
+    """Raise CancelledError if the running task was cancelled but a Redis call lost it.
+
+    redis-py's asyncio client can swallow a cancellation that lands mid-command (the
+    call returns normally and the task runs on: redis/redis-py#2028, #2551; often in
+    a blocking XREAD). A loop that waits on Redis calls this after each call, so a
+    cancelled task stops instead of running (or waiting) on.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds, the unit of every stored time."""
+    return int(time.time() * 1000)
+
+
+def valid_id(value: str) -> bool:
+    """Whether `value` can be an id inside a key (no braces, colons, spaces)."""
+    return _ID_RE.fullmatch(value) is not None  # fullmatch: `$` alone lets a final newline in
+
+
+def check_id(value: str, what: str = "match id") -> str:
+    """Reject ids that could escape their key (braces, colons, spaces)."""
+    if not valid_id(value):
+        # The value is not echoed: a long one would not fit in the status's metadata.
+        raise ValueError(f"bad {what} ({len(value)} characters): 1-64 of A-Z a-z 0-9 _ -")
+    return value
+
+
+def new_match_id() -> str:
+    """A random match id (96 bits), safe inside a hash tag."""
+    return secrets.token_urlsafe(12)
+
+
+def new_seat_token(match_id: str) -> str:
+    """A bearer token for a seat: the match id plus 256 random bits.
+
+    The match id inside lets the server find the hash without a global index,
+    so the token lives (and expires) in the match's own slot.
+    """
+    return f"{check_id(match_id)}.{secrets.token_urlsafe(32)}"
+
+
+def hash_token(token: str) -> str:
+    """SHA-256 of a token; only this is stored."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def text(value: bytes | str) -> str:
+    """A reply item as text (the clients run with decode_responses=False)."""
+    return value.decode() if isinstance(value, bytes) else value

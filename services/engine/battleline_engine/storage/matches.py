@@ -1,0 +1,448 @@
+"""The match store: each match's hash, event stream, idempotency record and seats.
+
+Everything stored is opaque here: the state is the rules core's position text,
+events and idempotency responses are whatever the caller encodes. What this
+part guarantees is the atomic step the design needs: one Lua script checks the
+expected version and then writes the new state, the numbered events, the
+version bump, the idempotency record and the clock deadline together, or
+writes nothing.
+
+Keys of one match share the hash tag ``{match_id}`` so they live in one Redis
+Cluster slot and every script stays in that slot::
+
+    bl:{id}:m      hash    state, version, seq (last event number), status,
+                           deadline (ms, 0 = none), created, updated, f:<name>
+    bl:{id}:ev     stream  events with ids "<number>-0", numbered from 1
+    bl:{id}:idem   hash    action key -> stored response
+    bl:{id}:seats  hash    s<seat> -> token hash, t<token hash> -> seat
+
+and one global index::
+
+    bl:live        zset    unfinished matches by creation time (ms), for metrics
+
+A commit also keeps the clock index (clocks.py) and, when a match finishes, the
+lobby (lobby.py) up to date, through those parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Final, cast
+
+from .clocks import ClockIndex
+from .connection import PREFIX, Connection, check_id, hash_token, now_ms, text, valid_id
+from .lobby import Lobby
+
+_LIVE: Final = f"{PREFIX}:live"
+_RESERVED: Final = frozenset(
+    {"state", "version", "seq", "status", "deadline", "created", "updated"}
+)
+
+# The scripts' arguments: first named settings as name, value pairs (a setting left
+# out is not changed), then 'fields', n, n (name, value) pairs for the match hash,
+# then n events, each as n, n (name, value) pairs. KEYS: m, ev, idem, seats, and
+# the clock index when it is written in the same step (not on Redis Cluster).
+_READ_ARGUMENTS: Final = """
+local a, i = {}, 1
+while ARGV[i] ~= 'fields' do a[ARGV[i]] = ARGV[i + 1]; i = i + 2 end
+"""
+# Writes the fields and appends the events after the stream's number `seq`;
+# leaves `seq` at the last event's number.
+_WRITE_FIELDS_AND_EVENTS: Final = """
+local nf = tonumber(ARGV[i + 1]); i = i + 2
+for _ = 1, nf do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+local ne = tonumber(ARGV[i]); i = i + 1
+for _ = 1, ne do
+  local np = tonumber(ARGV[i]); i = i + 1
+  seq = seq + 1
+  local args = {'XADD', KEYS[2]}
+  if a.maxlen then
+    args[#args + 1] = 'MAXLEN'
+    args[#args + 1] = '~'
+    args[#args + 1] = a.maxlen
+  end
+  args[#args + 1] = seq .. '-0'
+  for _ = 1, np * 2 do
+    args[#args + 1] = ARGV[i]
+    i = i + 1
+  end
+  redis.call(unpack(args))
+end
+"""
+_EXPIRE: Final = """
+if a.ttl then
+  for k = 1, 4 do redis.call('EXPIRE', KEYS[k], a.ttl) end
+end
+"""
+
+# Settings: expect (version), action (key of the idempotency record) and response,
+# state, status, deadline (ms; 0: no clock running), ttl (s), maxlen (of the stream),
+# seat and token_hash (a seat to take), now (ms), match (its id, for the clock index).
+# Returns {status, ...}.
+_COMMIT_LUA: Final = _READ_ARGUMENTS + """
+local m, idem, seats = KEYS[1], KEYS[3], KEYS[4]
+if a.action then
+  local prior = redis.call('HGET', idem, a.action)
+  if prior then return {'DUPLICATE', prior} end
+end
+local version = redis.call('HGET', m, 'version')
+if not version then return {'NOT_FOUND'} end
+if version ~= a.expect then return {'CONFLICT', version} end
+if a.seat then
+  if redis.call('HEXISTS', seats, 's' .. a.seat) == 1 then return {'SEAT_TAKEN', version} end
+  redis.call('HSET', seats, 's' .. a.seat, a.token_hash, 't' .. a.token_hash, a.seat)
+end
+local newv = tonumber(version) + 1
+local seq = tonumber(redis.call('HGET', m, 'seq'))
+""" + _WRITE_FIELDS_AND_EVENTS + """
+redis.call('HSET', m, 'state', a.state, 'version', newv, 'seq', seq, 'updated', a.now)
+if a.status then redis.call('HSET', m, 'status', a.status) end
+if a.deadline then
+  redis.call('HSET', m, 'deadline', a.deadline)
+  if KEYS[5] then
+    if a.deadline == '0' then
+      redis.call('ZREM', KEYS[5], a.match)
+    else
+      redis.call('ZADD', KEYS[5], a.deadline, a.match)
+    end
+  end
+end
+if a.action then redis.call('HSET', idem, a.action, a.response) end
+""" + _EXPIRE + """
+return {'OK', newv, seq}
+"""
+
+# Creates a match if the id is free. Settings: state, now, status, deadline, ttl,
+# match; then the seats to take as 'seats', n, n (seat, token hash) pairs, before
+# the fields and events.
+_CREATE_LUA: Final = """
+local m, seats = KEYS[1], KEYS[4]
+if redis.call('EXISTS', m) == 1 then return {'EXISTS'} end
+local a, i = {}, 1
+while ARGV[i] ~= 'seats' do a[ARGV[i]] = ARGV[i + 1]; i = i + 2 end
+local ns = tonumber(ARGV[i + 1]); i = i + 2
+for _ = 1, ns do
+  redis.call('HSET', seats, 's' .. ARGV[i], ARGV[i + 1], 't' .. ARGV[i + 1], ARGV[i])
+  i = i + 2
+end
+local seq = 0
+""" + _WRITE_FIELDS_AND_EVENTS + """
+redis.call('HSET', m, 'state', a.state, 'version', 1, 'seq', seq, 'status', a.status,
+  'deadline', a.deadline, 'created', a.now, 'updated', a.now)
+if KEYS[5] and a.deadline ~= '0' then redis.call('ZADD', KEYS[5], a.deadline, a.match) end
+""" + _EXPIRE + """
+return {'OK', 1, seq}
+"""
+
+# KEYS: m, idem. ARGV: action key. The stored response if the key was seen, else the
+# match hash (flat), in one command: the start of every action.
+_LOAD_FOR_ACTION_LUA: Final = """
+local prior = redis.call('HGET', KEYS[2], ARGV[1])
+if prior then return {1, prior} end
+return {0, redis.call('HGETALL', KEYS[1])}
+"""
+
+
+class CommitStatus(Enum):
+    """Outcome of a write; callers map it to their own error codes."""
+
+    OK = "OK"
+    CONFLICT = "CONFLICT"  # expected version was stale: nothing written
+    DUPLICATE = "DUPLICATE"  # action key seen before: nothing written, response is the original
+    NOT_FOUND = "NOT_FOUND"  # no such match (never created, or expired)
+    SEAT_TAKEN = "SEAT_TAKEN"  # the seat to claim is already held: nothing written
+    EXISTS = "EXISTS"  # create_match: the id is in use
+
+
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    """What a write did. `version`/`last_event` are the match's after an OK write,
+    the current version on CONFLICT/SEAT_TAKEN, and 0 otherwise."""
+
+    status: CommitStatus
+    version: int = 0
+    last_event: int = 0
+    response: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRecord:
+    """One read of a match hash."""
+
+    match_id: str
+    state: str
+    version: int
+    last_event: int
+    status: str
+    deadline_ms: int  # 0: no clock running
+    created_ms: int
+    updated_ms: int
+    fields: dict[str, str] = field(default_factory=dict)  # the caller's f:<name> fields
+
+
+def match_key(match_id: str, part: str) -> str:
+    """Key of one part of a match; all parts share the `{match_id}` hash tag."""
+    return f"{PREFIX}:{{{check_id(match_id)}}}:{part}"
+
+
+def match_id_of_key(key: bytes | str) -> str:
+    """The match id inside a key made by `match_key`."""
+    return text(key).split("{", 1)[1].split("}", 1)[0]
+
+
+def _match_keys(match_id: str) -> list[str]:
+    base = f"{PREFIX}:{{{check_id(match_id)}}}:"
+    return [base + "m", base + "ev", base + "idem", base + "seats"]
+
+
+def _settings(**values: str | bytes | int | None) -> list[str | bytes]:
+    """Named script settings as name, value pairs; None leaves a setting out."""
+    out: list[str | bytes] = []
+    for name, value in values.items():
+        if value is not None:
+            out += [name, value if isinstance(value, (str, bytes)) else str(value)]
+    return out
+
+
+def _fields_and_events(fields: Mapping[str, str],
+                       events: Sequence[Mapping[str, str]]) -> list[str | bytes]:
+    out: list[str | bytes] = ["fields", str(len(fields))]
+    for key, value in fields.items():
+        out += [f"f:{key}", value]
+    out.append(str(len(events)))
+    for event in events:
+        if not event:
+            raise ValueError("an event needs at least one field")
+        out.append(str(len(event)))
+        for key, value in event.items():
+            out += [key, value]
+    return out
+
+
+class MatchStore:
+    """Matches: create, read, commit; their seats and idempotency records.
+
+    `retention_s`: how long a finished match (record, stream, tokens) is kept.
+    `idle_ttl_s`: an unfinished match untouched this long expires (0: never).
+    `stream_maxlen`: approximate cap on events kept per match (0: all).
+    """
+
+    def __init__(self, connection: Connection, clocks: ClockIndex, lobby: Lobby, *,
+                 retention_s: int = 7 * 24 * 3600, idle_ttl_s: int = 30 * 24 * 3600,
+                 stream_maxlen: int = 0) -> None:
+        self._conn = connection
+        self._clocks = clocks
+        self._lobby = lobby
+        self.retention_s = retention_s
+        self.idle_ttl_s = idle_ttl_s
+        self.stream_maxlen = stream_maxlen
+        self._commit = connection.register(_COMMIT_LUA)
+        self._create = connection.register(_CREATE_LUA)
+        self._load_for_action = connection.register(_LOAD_FOR_ACTION_LUA)
+
+    def _clock_key(self, keys: list[str], deadline_ms: int | None) -> bool:
+        """Add the clock index to a script's keys when the script can write it (not on
+        Redis Cluster: another slot); whether it did."""
+        if self._conn.cluster or deadline_ms is None:
+            return False
+        keys.append(self._clocks.key)
+        return True
+
+    async def create(
+        self,
+        match_id: str,
+        state: str,
+        *,
+        status: str,
+        seats: Mapping[int, str] = {},
+        fields: Mapping[str, str] | None = None,
+        events: Sequence[Mapping[str, str]] = (),
+        deadline_ms: int = 0,
+        ttl_s: int | None = None,
+    ) -> CommitResult:
+        """Store a new match at version 1 with its first events, seat token hashes and
+        clock deadline (0: none); it expires after `ttl_s` untouched (default: the idle
+        TTL; the next commit sets that again)."""
+        created = now_ms()
+        ttl = self.idle_ttl_s if ttl_s is None else ttl_s
+        args = _settings(state=state, now=created, status=status, deadline=deadline_ms,
+                         ttl=ttl or None, match=match_id)
+        args += ["seats", str(len(seats))]
+        for seat, token_hash in seats.items():
+            args += [str(seat), token_hash]
+        args += _fields_and_events(fields or {}, events)
+        keys = _match_keys(match_id)
+        in_script_clock = self._clock_key(keys, deadline_ms or None)
+        # Not on the lean connection, which repeats a command after a lost connection: a
+        # create that ran would then answer EXISTS instead of UNAVAILABLE.
+        reply = await self._create(keys=keys, args=args)
+        if text(reply[0]) == "EXISTS":
+            return CommitResult(CommitStatus.EXISTS)
+        if deadline_ms and not in_script_clock:
+            await self._clocks.index(match_id, deadline_ms)
+        await self._conn.command("ZADD", _LIVE, created, match_id)
+        return CommitResult(CommitStatus.OK, int(reply[1]), int(reply[2]))
+
+    async def load(self, match_id: str, known: MatchRecord | None = None,
+                   ) -> MatchRecord | None:
+        """The match hash in one read, or None if it does not exist (or expired).
+
+        `known`: a record of this match that the caller holds; if the hash is still at
+        its version, `known` itself is returned (a version names one hash content)."""
+        key = match_key(match_id, "m")
+        fast = self._conn.fast
+        if fast is not None:
+            flat = await fast.execute("HGETALL", key)
+            if not flat:
+                return None
+            if known is not None:
+                for i in range(0, len(flat), 2):
+                    if flat[i] == b"version":
+                        if int(flat[i + 1]) == known.version:
+                            return known
+                        break
+            return _record(match_id, dict(zip(flat[::2], flat[1::2], strict=True)))
+        raw = await self._conn.redis.hgetall(key)
+        return _record(match_id, raw) if raw else None
+
+    async def load_for_action(
+        self, match_id: str, action_key: str
+    ) -> tuple[MatchRecord | None, bytes | None]:
+        """The response stored for `action_key` if any, else the match hash.
+
+        One script call (one command, one round trip): cheaper on the client than a
+        pipeline, and a repeat never needs the state it would not use.
+        """
+        keys = [match_key(match_id, "m"), match_key(match_id, "idem")]
+        reply = await self._conn.script(self._load_for_action, keys, [action_key])
+        if int(reply[0]):
+            return None, bytes(reply[1])
+        flat = reply[1]
+        raw = dict(zip(flat[::2], flat[1::2], strict=True))
+        return (_record(match_id, raw) if raw else None), None
+
+    async def load_many(self, match_ids: Iterable[str]) -> list[MatchRecord | None]:
+        """Several match hashes in one round trip (one command per match, so Cluster-safe)."""
+        ids = list(match_ids)
+        async with self._conn.redis.pipeline(transaction=False) as pipe:
+            for match_id in ids:
+                pipe.hgetall(match_key(match_id, "m"))
+            raws = await pipe.execute()
+        return [_record(i, r) if r else None for i, r in zip(ids, raws, strict=True)]
+
+    async def commit(
+        self,
+        match_id: str,
+        *,
+        expected_version: int,
+        state: str,
+        events: Sequence[Mapping[str, str]] = (),
+        action_key: str | None = None,
+        response: bytes = b"",
+        status: str | None = None,
+        deadline_ms: int | None = None,
+        fields: Mapping[str, str] | None = None,
+        claim_seat: tuple[int, str] | None = None,
+        finished: bool = False,
+        updated_ms: int | None = None,
+    ) -> CommitResult:
+        """Atomically replace the state if the version is still `expected_version`.
+
+        In one Lua script: a known `action_key` returns DUPLICATE with the stored
+        response (checked first, so a retry after success is recognised even
+        though its version is now stale); a stale version returns CONFLICT; else
+        the events are appended (numbered on from the last), state, version + 1,
+        status, fields and deadline (`None` keeps it, 0 clears it) are written, the
+        response is recorded under `action_key`, and the keys get the retention
+        TTL (`finished`) or the idle TTL. `claim_seat=(seat, token_hash)` also
+        takes a seat, failing with SEAT_TAKEN if it is held.
+        """
+        if fields and _RESERVED & set(fields):
+            raise ValueError(f"reserved field names: {sorted(_RESERVED & set(fields))}")
+        ttl = self.retention_s if finished else self.idle_ttl_s
+        seat, token_hash = claim_seat if claim_seat is not None else (None, None)
+        args = _settings(
+            expect=expected_version, action=action_key or None,
+            response=response if action_key else None, state=state, status=status or None,
+            deadline=deadline_ms, ttl=ttl or None, maxlen=self.stream_maxlen or None,
+            seat=seat, token_hash=token_hash, now=updated_ms or now_ms(), match=match_id,
+        )
+        args += _fields_and_events(fields or {}, events)
+        keys = _match_keys(match_id)
+        in_script_clock = self._clock_key(keys, deadline_ms)
+        reply = await self._conn.script(self._commit, keys, args)
+        outcome = CommitStatus(text(reply[0]))
+        if outcome is CommitStatus.DUPLICATE:
+            return CommitResult(outcome, response=bytes(reply[1]))
+        if outcome is not CommitStatus.OK:
+            return CommitResult(outcome, int(reply[1]) if len(reply) > 1 else 0)
+        if deadline_ms is not None and not in_script_clock:
+            await self._clocks.index(match_id, deadline_ms)
+        if finished:
+            await self._lobby.remove_open([match_id])
+            await self._conn.redis.zrem(_LIVE, match_id)
+        return CommitResult(outcome, int(reply[1]), int(reply[2]))
+
+    async def live_count(self) -> int:
+        """Unfinished matches. Entries older than the idle TTL are dropped first:
+        those matches expired without finishing (a longer live match is miscounted)."""
+        redis = self._conn.redis
+        if self.idle_ttl_s:
+            await redis.zremrangebyscore(_LIVE, "-inf", now_ms() - self.idle_ttl_s * 1000)
+        return int(await redis.zcard(_LIVE))
+
+    async def exists(self, match_id: str) -> bool:
+        """Whether the match is stored (not expired)."""
+        return bool(await self._conn.redis.exists(match_key(match_id, "m")))
+
+    async def ttl(self, match_id: str) -> int:
+        """Seconds until the match expires; -1 if it never does, -2 if gone."""
+        return int(await self._conn.redis.ttl(match_key(match_id, "m")))
+
+    async def stored_response(self, match_id: str, action_key: str) -> bytes | None:
+        """The response recorded for an action key, if any."""
+        # typed `str | bytes` by redis-py; bytes here (decode_responses=False)
+        return cast("bytes | None",
+                    await self._conn.redis.hget(match_key(match_id, "idem"), action_key))
+
+    # -- seats -------------------------------------------------------------------
+
+    async def seat_of(self, token: str) -> tuple[str, int] | None:
+        """(match id, seat) for a bearer token, or None if unknown or malformed."""
+        match_id, dot, _ = token.partition(".")
+        if not dot or not valid_id(match_id):
+            return None
+        seat = await self._conn.command("HGET", match_key(match_id, "seats"),
+                                        f"t{hash_token(token)}")
+        return (match_id, int(seat)) if seat is not None else None
+
+    async def seat_by_hash(self, match_id: str, token_hash: str) -> int | None:
+        """The seat whose token has this hash in `match_id` (the hosted AI's key acts
+        for a seat this way: its token hash is the key's hash), or None."""
+        seat = await self._conn.command("HGET", match_key(match_id, "seats"), f"t{token_hash}")
+        return int(seat) if seat is not None else None
+
+    async def taken_seats(self, match_id: str) -> set[int]:
+        """Seats that have a token."""
+        raw = await self._conn.redis.hkeys(match_key(match_id, "seats"))
+        return {int(text(k)[1:]) for k in raw if text(k).startswith("s")}
+
+
+def _record(match_id: str, raw: Mapping[bytes | str, bytes | str]) -> MatchRecord:
+    data = {text(k): text(v) for k, v in raw.items()}
+    return MatchRecord(
+        match_id=match_id,
+        state=data.get("state", ""),
+        version=int(data.get("version", 0)),
+        last_event=int(data.get("seq", 0)),
+        status=data.get("status", ""),
+        deadline_ms=int(data.get("deadline", 0)),
+        created_ms=int(data.get("created", 0)),
+        updated_ms=int(data.get("updated", 0)),
+        fields={k[2:]: v for k, v in data.items() if k.startswith("f:")},
+    )
