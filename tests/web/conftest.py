@@ -38,7 +38,7 @@ def browser(tmp_path: Path) -> Iterator[BrowserContext]:
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 900},
+            args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 800},
         )
         try:
             yield context

@@ -5,8 +5,10 @@ gateway serving the built page from services/gateway/battleline_gateway/site/); 
 Chromium (/usr/bin/chromium, never a downloaded browser) is driven with Playwright's sync
 API (conftest.py). The test plays like a person would: picks a card and a highlighted
 flag, claims what the page offers, draws; the first move by keyboard only. It ends on the
-result screen and the review with every card revealed. With BATTLELINE_SCREENSHOTS=DIR it
-saves lobby.png, start.png, mid.png and end.png there (the ones in docs/screenshots/ were made so).
+result screen and the review with every card revealed. The window is a desktop's, 1280x800
+(tests/web/test_layout.py takes a phone's). With BATTLELINE_SCREENSHOTS=DIR it saves
+lobby.png, start.png, mid.png, claim.png and end.png there (scripts/screenshots.py writes
+docs/screenshots/ so).
 """
 
 from __future__ import annotations
@@ -73,12 +75,15 @@ def test_full_game_against_the_ai(service: Service, browser: BrowserContext) -> 
     assert wait_for_turn_or_end(page), "the match ended before our first turn"
     expect(page.get_by_test_id("board").locator("[data-testid^='flag-']")).to_have_count(9)
     expect(page.get_by_test_id("player-them")).to_contain_text("AI level 1")
+    expect(page.get_by_test_id("legend-flags")).to_contain_text("won by AI level 1")
+    expect(page.get_by_test_id("legend-colours")).to_contain_text("R Red")
+    assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth")
     page.get_by_test_id("ask-hint").click()  # the hosted AI's suggestion, its card picked
     expect(page.get_by_test_id("advice")).to_contain_text(re.compile(r"The AI would play \w"))
     page.keyboard.press("Escape")
     keyboard_move(page)
 
-    moves, mid_shot = 0, False
+    moves, claim_shot = 0, False
     while wait_for_turn_or_end(page):
         step = first_step(page)
         status = page.get_by_test_id("status").inner_text()
@@ -86,11 +91,15 @@ def test_full_game_against_the_ai(service: Service, browser: BrowserContext) -> 
         step.click()
         settle(page)
         moves += 1
-        # mid.png: the board after 20 steps, replaced once by a later turn with claims to make
-        claims_shown = page.get_by_test_id("proofs").count() > 0
-        if moves == 20 or (moves > 20 and claims_shown and not mid_shot):
+        if moves == 20:
             shoot(page, "mid.png")
-            mid_shot = claims_shown
+        if not claim_shot and page.get_by_test_id("proofs").count() > 0:
+            shoot(page, "claim.png")  # the first claim offered, with its proof
+            claim_shot = True
+        # The live log has the newest move first, so it is never scrolled half out of sight.
+        numbers = page.get_by_test_id("log").locator("li").evaluate_all(
+            "items => items.map(item => item.value)")
+        assert numbers == sorted(numbers, reverse=True), numbers
         assert moves < 600, "the game does not end"
         assert not page.get_by_test_id("error").count(), page.get_by_test_id("error").inner_text()
 
@@ -111,6 +120,10 @@ def test_full_game_against_the_ai(service: Service, browser: BrowserContext) -> 
     draws = moves_list.locator("li", has_text="AI level 1: draw from the")
     assert draws.count() > 5
     assert all(": " in text.split("deck")[-1] for text in draws.all_inner_texts())
+    me = page.get_by_test_id("player-me").bounding_box()
+    every_move = moves_list.bounding_box()
+    assert me is not None and every_move is not None
+    assert me["y"] < every_move["y"], "your own bar sits below the list of every move"
     shoot(page, "end.png")
     assert not errors, errors
     print(f"browser game: {moves + 1} of our steps, {time.monotonic() - started:.0f} s")

@@ -57,10 +57,9 @@ function renderGame(state: State, game: Game): HTMLElement {
     over && renderResult(view, names, () => game.leave()),
     h("div", { class: "table" },
       renderPlayer(view, them, names.get(them) ?? "Opponent", state.viewAt),
-      over && state.record !== null
-        ? renderReview(view, state.record, names, board)
-        : board,
+      board,
       renderPlayer(view, me, names.get(me) ?? "You", state.viewAt)),
+    over && state.record !== null && renderReview(view, state.record, names),
     !over && view.hand.length > 0 && renderHand(view.hand, ruleset, opts, state.selection, {
       pick: (card) => game.select(card === null ? NOTHING : { card, target: null }),
       drag: (card) => { dragging = card; },
@@ -76,14 +75,13 @@ function renderGame(state: State, game: Game): HTMLElement {
     view.phase === MatchPhase.WAITING && h("div", { class: "buttons" },
       h("button", { type: "button", class: "quiet", "data-testid": "leave", onclick: () => game.leave() },
         "Back to the start")),
-    !(over && state.record !== null) && renderLog(state.events.values(), names, ruleset, "Moves", "log"));
+    !(over && state.record !== null) && renderLog(state.events.values(), names, ruleset, "Moves", "log", true));
 }
 
 export function render(root: HTMLElement, state: State, game: Game, lobby: LobbyActions): void {
   const focused = document.activeElement instanceof HTMLElement ? document.activeElement.dataset.key : undefined;
   const hadFocus = root.contains(document.activeElement);
-  const logScroll = root.querySelector(".log .events");
-  const atBottom = logScroll === null || logScroll.scrollTop + logScroll.clientHeight >= logScroll.scrollHeight - 4;
+  const logScroll = root.querySelector(".log .events")?.scrollTop ?? 0;
 
   const page = state.screen === "lobby"
     ? [state.error !== "" && h("p", { class: "error", role: "alert", "data-testid": "error" }, state.error),
@@ -97,7 +95,7 @@ export function render(root: HTMLElement, state: State, game: Game, lobby: Lobby
   if (announce !== null && said !== "" && announce.textContent !== said) announce.textContent = said;
 
   const log = root.querySelector(".log .events");
-  if (log !== null && atBottom) log.scrollTop = log.scrollHeight;
+  if (log !== null) log.scrollTop = logScroll;  // newest first: a reader scrolled down stays there
   if (!hadFocus || focused === undefined) return;
   const again = root.querySelector<HTMLElement>(`[data-key="${CSS.escape(focused)}"]`);
   // The control is gone (a card played): go on from the first thing there is to do.

@@ -1,10 +1,12 @@
 // The battlefield: nine flags in a row, the opponent's cards above, the viewer's below,
-// Fog and Mud at their flag, claimed flags moved toward the side that won them.
+// Fog and Mud at their flag, claimed flags moved toward the side that won them, and the
+// legend. On a narrow screen the flags stack (style.css): the opponent left, the viewer right.
 
 import { cardLabel } from "./cards";
 import { cardButton, cardFace } from "./cardview";
 import { h } from "./dom";
 import { type Flag, Seat, type MatchView } from "./gen/battleline/v1/types_pb";
+import { renderLegend } from "./legend";
 import type { Options, Selection } from "./selection";
 
 export interface BoardActions {
@@ -78,17 +80,18 @@ export function renderBoard(
     if (play !== undefined) words.push(sel.target === null ? "play here" : "move here");
     const label = words.join(", ");
     const where = owner === Seat.UNSPECIFIED ? "open" : owner === me ? "won-mine" : "won-theirs";
+    const tokenClass = `flag-token ${where}${play !== undefined ? " target" : ""}`;
     const body = [
       h("span", { class: "flag-number", "aria-hidden": "true" }, String(flag.number)),
       ...flag.environment.map((env) => cardFace(env, ruleset, "environment")),
     ];
     const token = play !== undefined
       ? h("button", {
-        type: "button", class: "flag-token target", "aria-label": label, title: label,
+        type: "button", class: tokenClass, "aria-label": label, title: label,
         "data-testid": `flag-${flag.number}`, "data-key": `flag-${flag.number}`,
         onclick: () => actions.act(play),
       }, ...body)
-      : h("div", { class: "flag-token", role: "img", "aria-label": label, title: label, "data-testid": `flag-${flag.number}` }, ...body);
+      : h("div", { class: tokenClass, role: "img", "aria-label": label, title: label, "data-testid": `flag-${flag.number}` }, ...body);
     const proof = proofs.get(flag.number);
     return h("div", { class: `flag-slot ${where}` }, token,
       claim !== undefined && h("button", {
@@ -113,6 +116,11 @@ export function renderBoard(
     return col;
   };
 
+  const theirName = names.get(them) ?? "Opponent";
+  const myName = names.get(me) ?? "You";
   return h("section", { class: "board", "aria-label": "Battlefield", "data-testid": "board" },
-    h("ol", { class: "flags" }, ...view.flags.map(column)));
+    h("div", { class: "sides-head", "aria-hidden": "true" },
+      h("span", {}, theirName), h("span", {}, "Flag"), h("span", {}, myName)),
+    h("ol", { class: "flags" }, ...view.flags.map(column)),
+    renderLegend(ruleset, theirName, myName));
 }

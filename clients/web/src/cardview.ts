@@ -5,7 +5,7 @@ import { h } from "./dom";
 
 export function cardFace(card: string, ruleset: string, extra = ""): HTMLElement {
   const f = face(card, ruleset);
-  return h("span", { class: `card ${f.cls} ${extra}`.trim(), role: "img", "aria-label": f.label, title: f.label },
+  return h("span", { class: `card ${f.cls} ${extra}`.trim(), role: "img", "aria-label": f.label, title: f.title },
     h("span", { class: "value", "aria-hidden": "true" }, f.value),
     f.mark !== "" && h("span", { class: "mark", "aria-hidden": "true" }, f.mark));
 }
@@ -16,7 +16,7 @@ export function cardButton(
   const f = face(card, ruleset);
   return h("button", {
     type: "button", class: `card ${f.cls} pickable${pressed ? " chosen" : ""}`,
-    "aria-label": label, "aria-pressed": pressed ? "true" : "false", title: label,
+    "aria-label": label, "aria-pressed": pressed ? "true" : "false", title: f.title,
     "data-key": key, onclick,
   },
   h("span", { class: "value", "aria-hidden": "true" }, f.value),

@@ -1,4 +1,5 @@
-// The event log: every move in words, newest last, naming who made it.
+// The event log: every move in words, naming who made it. The live log puts the newest
+// first, so the move that matters is at the top and never scrolled half out of sight.
 
 import { describe } from "./actions";
 import { h } from "./dom";
@@ -21,8 +22,10 @@ export function eventLine(event: MatchEvent, names: Map<Seat, string>, ruleset: 
 
 export function renderLog(
   events: Iterable<MatchEvent>, names: Map<Seat, string>, ruleset: string, title: string, testid: string,
+  newestFirst = false,
 ): HTMLElement {
   const items = [...events].map((e) => h("li", { value: Number(e.number) }, eventLine(e, names, ruleset)));
-  const list = h("ol", { class: "events" }, ...items);
+  if (newestFirst) items.reverse();
+  const list = h("ol", { class: "events", reversed: newestFirst }, ...items);
   return h("section", { class: "log", "aria-label": title, "data-testid": testid }, h("h2", {}, title), list);
 }

@@ -1,5 +1,6 @@
 // The end: a result naming the winner, and the finished game with every card revealed
-// (the board, both hands and the decks from the record's final position, and every move).
+// (both hands and the decks from the record's final position, and every move; the board
+// above it shows the final flags).
 
 import { cardFace } from "./cardview";
 import { h } from "./dom";
@@ -37,9 +38,7 @@ function positionLines(position: string): Map<string, string[]> {
   return lines;
 }
 
-export function renderReview(
-  view: MatchView, record: GetRecordResponse, names: Map<Seat, string>, board: HTMLElement,
-): HTMLElement {
+export function renderReview(view: MatchView, record: GetRecordResponse, names: Map<Seat, string>): HTMLElement {
   const ruleset = view.options?.ruleset ?? "standard";
   const lines = positionLines(record.position);
   const row = (title: string, cards: string[], testid: string): HTMLElement =>
@@ -48,7 +47,6 @@ export function renderReview(
   const seats: [Seat, string][] = [[Seat.FIRST, "0"], [Seat.SECOND, "1"]];
   return h("section", { class: "review", "data-testid": "review", "aria-label": "Review of the game" },
     h("h2", {}, "The finished game, every card revealed"),
-    board,
     ...seats.map(([seat, n]) => row(`${names.get(seat) ?? "?"}: hand at the end`, lines.get(`hand ${n}`) ?? [], `review-hand-${n}`)),
     row("Troop deck, bottom to top", lines.get("deck troop") ?? [], "review-deck-troop"),
     lines.has("deck tactic") && row("Tactics deck, bottom to top", lines.get("deck tactic") ?? [], "review-deck-tactic"),
