@@ -4,7 +4,7 @@ against a trivial echo servicer (same server stack: start_server, interceptor,
 health) in the same run.
 
     python benchmarks/engine.py            # 1000 concurrent matches
-    python benchmarks/engine.py --quick    # 100 concurrent matches, shorter echo run
+    python benchmarks/engine.py --quick    # 100 concurrent matches, shorter runs
 
 Prints `name: value` lines. `engine_actions_per_s` counts game actions applied
 (a troop play and its draw go in one request, as a real client sends a turn);
@@ -15,8 +15,19 @@ RPCs with RPCs. Client, server and Redis share this machine's cores.
 The echo load is the same harness: as many concurrent clients, the same channels and
 client library, a seat-token-sized authorization header and messages of about the
 engine's mean sizes (printed as engine_request_bytes / engine_response_bytes). It
-runs half before and half after the engine load, so a change in what else loads the
+runs half before and half after the engine loads, so a change in what else loads the
 machine during the run shifts both sides alike.
+
+Three engine processes serve the same Redis, each with one way to send an action's
+Redis commands: `engine` (the default: FastRedis, adaptive batching), `unbatched`
+(FastRedis, each command leaves at the end of its event-loop turn:
+--redis-batch-ms 0) and `redispy` (redis-py's pool with hiredis: --redis-client
+redis-py). At low load (1, 4 and 16 concurrent matches from one client process)
+`p50_ms_K` / `p99_ms_K` are the default engine's call latencies beside the unbatched
+engine's and the echo's (`unbatched_p50_ms_K`, `echo_p50_ms_K`, ...). Under the full
+load the default and the redis-py engine play the same matches in turn;
+`fastredis_cpu_saving` is the share of engine CPU per call FastRedis saves against
+redis-py, the CPU time read from each server process's own /proc stat.
 """
 
 from __future__ import annotations
@@ -205,6 +216,29 @@ def open_channels(address: str) -> list[grpc.aio.Channel]:
     return [grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) for _ in range(CHANNELS)]
 
 
+async def run_engine_for(address: str, concurrency: int, seconds: float, seed: int,
+                         ) -> Stats:
+    """`concurrency` matches at a time, each task playing matches back to back until
+    `seconds` have passed (low-load latency)."""
+    channels = [grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+                for _ in range(min(concurrency, CHANNELS))]
+    stats = Stats()
+    rulesets = ["standard", "basic", "deck52"]
+    stop_at = time.perf_counter() + seconds
+
+    async def loop(i: int) -> None:
+        rng = random.Random(seed + i)
+        n = 0
+        while time.perf_counter() < stop_at:
+            await bot_match(channels[i % len(channels)], rng, stats, rulesets[n % 3])
+            n += 1
+
+    await asyncio.gather(*(loop(i) for i in range(concurrency)))
+    for channel in channels:
+        await channel.close()
+    return stats
+
+
 async def run_engine(address: str, matches: int, seed: int) -> tuple[Stats, float]:
     channels = open_channels(address)
     stats = Stats()
@@ -220,13 +254,14 @@ async def run_engine(address: str, matches: int, seed: int) -> tuple[Stats, floa
 
 
 async def run_echo(address: str, concurrency: int, seconds: float) -> tuple[Stats, float]:
-    channels = open_channels(address)
+    channels = [grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+                for _ in range(min(concurrency, CHANNELS))]
     stats = Stats()
     payload = os.urandom(ECHO_REQUEST_BYTES)
     stop_at = time.perf_counter() + seconds
 
     async def loop(i: int) -> None:
-        call = channels[i % CHANNELS].unary_unary(ECHO_METHOD)
+        call = channels[i % len(channels)].unary_unary(ECHO_METHOD)
         while time.perf_counter() < stop_at:
             try:
                 await _call(stats, call, payload, metadata=ECHO_METADATA, timeout=60)
@@ -266,9 +301,34 @@ def in_processes(worker: Callable[..., tuple[Stats, float, float]], clients: int
     return merged, elapsed
 
 
+def low_load(engines: dict[str, str], echo_address: str, levels: tuple[int, ...],
+             seconds: float, seed: int) -> tuple[dict[tuple[str, int], Stats], Stats]:
+    """Latencies at each level of concurrency for each engine and the echo, the servers
+    taking turns level by level (so a change in the machine's load weighs on all)."""
+    results: dict[tuple[str, int], Stats] = {}
+    errors = Stats()
+    for k in levels:
+        for name, address in engines.items():
+            results[(name, k)] = asyncio.run(run_engine_for(address, k, seconds, seed))
+        results[("echo", k)] = asyncio.run(run_echo(echo_address, k, seconds))[0]
+    for stats in results.values():
+        errors.add(Stats(errors=stats.errors, error_kinds=stats.error_kinds,
+                         first_errors=stats.first_errors))
+    return results, errors
+
+
+SERVE = [BATTLELINE, "serve", "--port", "0", "--log-level", "warning", "--no-ai", "--no-web",
+         "--create-rate", "1000000", "--action-rate", "1000000"]
+# The engines of one run: each sends an action's Redis commands its own way.
+ENGINES = {"engine": [], "unbatched": ["--redis-batch-ms", "0"],
+           "redispy": ["--redis-client", "redis-py"]}
+LATENCY_LEVELS = (1, 4, 16)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="100 matches, 5 s of echo")
+    parser.add_argument("--quick", action="store_true",
+                        help="100 matches, 5 s of echo, 2 s per latency level")
     parser.add_argument("--matches", type=int, help="concurrent matches (default 1000)")
     parser.add_argument("--echo-seconds", type=float)
     parser.add_argument("--seed", type=int, default=1)
@@ -280,23 +340,25 @@ def main() -> None:
         return
     matches = args.matches or (100 if args.quick else 1000)
     echo_seconds = args.echo_seconds or (5.0 if args.quick else 15.0)
+    latency_seconds = 2.0 if args.quick else 5.0
 
     from battleline_engine.redis_server import EmbeddedRedis
 
+    n = args.clients
+    shares = [matches // n + (i < matches % n) for i in range(n)]
     with tempfile.TemporaryDirectory() as tmp:
         redis = EmbeddedRedis(Path(tmp) / "redis")
         url = redis.start()
-        engine = echo = None
+        servers: dict[str, tuple[subprocess.Popen[str], str]] = {}
         try:
-            engine, engine_address = start_listening(
-                [BATTLELINE, "serve", "--port", "0", "--log-level", "warning", "--no-ai",
-                 "--no-web", "--create-rate", "1000000", "--action-rate", "1000000"],
-                {"REDIS_URL": url})
-            echo, echo_address = start_listening(
-                [sys.executable, __file__, "--echo-server", url], {}
-            )
-            n = args.clients
-            shares = [matches // n + (i < matches % n) for i in range(n)]
+            for name, extra in ENGINES.items():
+                servers[name] = start_listening([*SERVE, *extra], {"REDIS_URL": url})
+            servers["echo"] = start_listening([sys.executable, __file__, "--echo-server", url],
+                                              {})
+            echo, echo_address = servers["echo"]
+            latencies, latency_errors = low_load(
+                {name: servers[name][1] for name in ENGINES}, echo_address, LATENCY_LEVELS,
+                latency_seconds, args.seed)
 
             def echo_run() -> tuple[Stats, float, float]:
                 cpu = cpu_seconds(echo.pid)
@@ -304,18 +366,21 @@ def main() -> None:
                     _echo_worker, n, [(echo_address, k, echo_seconds / 2) for k in shares])
                 return stats, seconds, cpu_seconds(echo.pid) - cpu
 
+            def engine_run(name: str) -> tuple[Stats, float, float]:
+                process, address = servers[name]
+                cpu = cpu_seconds(process.pid)
+                stats, seconds = in_processes(
+                    _engine_worker, n,
+                    [(address, k, args.seed + 100_000 * i) for i, k in enumerate(shares)])
+                return stats, seconds, cpu_seconds(process.pid) - cpu
+
             echo_before = echo_run()
-            engine_cpu = cpu_seconds(engine.pid)
-            engine_stats, engine_s = in_processes(
-                _engine_worker, n,
-                [(engine_address, k, args.seed + 100_000 * i) for i, k in enumerate(shares)])
-            engine_cpu = cpu_seconds(engine.pid) - engine_cpu
+            loads = {name: engine_run(name) for name in ENGINES}
             echo_after = echo_run()
         finally:
-            for process in (engine, echo):
-                if process is not None:
-                    process.terminate()
-                    process.wait(15)
+            for process, _ in servers.values():
+                process.terminate()
+                process.wait(15)
             redis.stop()
     echo_stats = Stats()
     for part in (echo_before[0], echo_after[0]):
@@ -323,6 +388,7 @@ def main() -> None:
     echo_s = echo_before[1] + echo_after[1]
     echo_cpu = echo_before[2] + echo_after[2]
     echo_rate = echo_stats.calls / echo_s
+    engine_stats, engine_s, engine_cpu = loads["engine"]
     actions_rate = engine_stats.actions / engine_s
     calls_rate = engine_stats.calls / engine_s
     ms = 1000.0
@@ -345,8 +411,25 @@ def main() -> None:
     print(f"mean_ms: {statistics.fmean(engine_stats.latencies or [0]) * ms:.2f}")
     print(f"echo_p50_ms: {percentile(echo_stats.latencies, 0.5) * ms:.2f}")
     print(f"echo_p99_ms: {percentile(echo_stats.latencies, 0.99) * ms:.2f}")
+    for k in LATENCY_LEVELS:
+        for name, prefix in (("engine", ""), ("unbatched", "unbatched_"), ("echo", "echo_")):
+            values = latencies[(name, k)].latencies
+            print(f"{prefix}p50_ms_{k}: {percentile(values, 0.5) * ms:.2f}")
+            print(f"{prefix}p99_ms_{k}: {percentile(values, 0.99) * ms:.2f}")
+        for q in (0.5, 0.99):
+            ratio = (percentile(latencies[("engine", k)].latencies, q)
+                     / max(1e-9, percentile(latencies[("unbatched", k)].latencies, q)))
+            print(f"p{int(q * 100)}_vs_unbatched_{k}: {ratio:.2f}")
     # Server CPU per call: independent of what else loads this (shared) machine.
-    print(f"engine_server_cpu_ms_per_call: {engine_cpu * ms / max(1, engine_stats.calls):.3f}")
+    cpu_per_call = {name: cpu / max(1, stats.calls) for name, (stats, _, cpu) in loads.items()}
+    print(f"engine_server_cpu_ms_per_call: {cpu_per_call['engine'] * ms:.3f}")
+    print(f"unbatched_server_cpu_ms_per_call: {cpu_per_call['unbatched'] * ms:.3f}")
+    print(f"redispy_server_cpu_ms_per_call: {cpu_per_call['redispy'] * ms:.3f}")
+    print(f"fastredis_cpu_saving: {1 - cpu_per_call['engine'] / cpu_per_call['redispy']:.3f}")
+    print(f"batching_cpu_saving: {1 - cpu_per_call['engine'] / cpu_per_call['unbatched']:.3f}")
+    for name in ("unbatched", "redispy"):
+        stats, seconds, _ = loads[name]
+        print(f"{name}_vs_echo_ratio: {stats.actions / seconds / echo_rate:.3f}")
     print(f"echo_server_cpu_ms_per_call: {echo_cpu * ms / max(1, echo_stats.calls):.3f}")
     print(f"engine_server_cpu_share: {engine_cpu / engine_s:.2f}")
     print(f"engine_server_cpu_ms_per_action: {engine_cpu * ms / max(1, engine_stats.actions):.3f}")
@@ -358,12 +441,15 @@ def main() -> None:
     print(f"engine_response_bytes: {engine_stats.response_bytes / calls:.0f}")
     print(f"echo_request_bytes: {ECHO_REQUEST_BYTES}")
     print(f"echo_response_bytes: {ECHO_RESPONSE_BYTES}")
-    print(f"errors: {engine_stats.errors + echo_stats.errors}")
-    if engine_stats.error_kinds or echo_stats.error_kinds:
-        print(f"error_kinds: {engine_stats.error_kinds} {echo_stats.error_kinds}")
-        for line in engine_stats.first_errors + echo_stats.first_errors:
-            print(f"first_error: {line}")
-
+    every = [echo_stats, latency_errors, *(stats for stats, _, _ in loads.values())]
+    print(f"errors: {sum(stats.errors for stats in every)}")
+    for stats in every:
+        if stats.error_kinds:
+            print(f"error_kinds: {stats.error_kinds}")
+            for line in stats.first_errors:
+                print(f"first_error: {line}")
+    # Other work on the machine skews the figures; the load average says how much.
+    print(f"load_average_1min: {os.getloadavg()[0]:.2f}")
 
 if __name__ == "__main__":
     main()

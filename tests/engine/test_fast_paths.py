@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 
 import grpc
 import pytest
@@ -12,17 +13,21 @@ import redis
 import redis.exceptions
 
 from battleline.v1 import types_pb2
-from battleline_engine import storage as st
+from battleline_engine.fastredis import FastRedis
 from battleline_engine.storage import CommitStatus, Storage
+from battleline_engine.storage.matches import match_key
 
 from .harness import SEATS, Client, Engine
 
 
-def test_per_action_commands_use_the_pipelined_connection(redis_url: str) -> None:
+@pytest.mark.parametrize("lean", [True, False])
+def test_per_action_commands_on_either_connection(redis_url: str, lean: bool) -> None:
+    """The same answers on the pipelined connection (the default) and on redis-py's pool
+    (`battleline serve --redis-client redis-py`)."""
     async def body() -> None:
-        storage = Storage.from_url(redis_url)
+        storage = Storage.from_url(redis_url, lean=lean)
         try:
-            assert storage.connection.fast is not None
+            assert (storage.connection.fast is not None) is lean
             await storage.matches.create("m1", "S0", status="playing", events=[{"k": "x"}])
             # Many concurrent commands on one connection: each gets its own reply.
             records = await asyncio.gather(*(storage.matches.load("m1") for _ in range(200)))
@@ -42,37 +47,71 @@ def test_per_action_commands_use_the_pipelined_connection(redis_url: str) -> Non
     asyncio.run(body())
 
 
-def test_commands_of_many_calls_share_batches_and_keep_their_own_replies(
-        redis_url: str) -> None:
-    """Under load, calls arriving at different moments (as gRPC calls do) leave in a few
-    writes, at most one per BATCH_INTERVAL_S, and each still gets the reply to its own
-    command."""
-    from battleline_engine.fastredis import FastRedis
+async def _counting_writes(fast: FastRedis) -> list[bytes]:
+    """Connect `fast`; the list its connection's writes are appended to from now on."""
+    await fast.execute("PING")
+    protocol = fast._protocol
+    assert protocol is not None and protocol.transport is not None
+    transport, writes = protocol.transport, []
+    write = transport.write
 
+    def counted(data: bytes) -> None:  # the real write, counted
+        writes.append(data)
+        write(data)
+
+    transport.write = counted  # type: ignore[method-assign,assignment]
+    return writes
+
+
+async def _turns(n: int) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+def test_a_command_sent_while_none_is_in_flight_leaves_at_once(redis_url: str) -> None:
+    """No latency price at low load: with nothing in flight a command leaves at the end
+    of its turn of the event loop, however long the batch interval."""
     async def body() -> None:
-        fast = FastRedis(redis_url)
+        fast = FastRedis(redis_url, batch_interval_s=10.0)
         try:
-            await fast.execute("PING")
-            protocol = fast._protocol
-            assert protocol is not None and protocol.transport is not None
-            transport, writes = protocol.transport, []
-            write = transport.write
+            writes = await _counting_writes(fast)
+            reply = asyncio.ensure_future(fast.execute("SET", "idle", "1"))
+            await _turns(3)  # the task's first step, then the flush it scheduled
+            assert len(writes) == 1
+            assert await reply == b"OK"
+        finally:
+            await fast.close()
 
-            def counted(data: bytes) -> None:  # the real write, counted
-                writes.append(data)
-                write(data)
+    asyncio.run(body())
 
-            transport.write = counted
 
-            async def call(i: int) -> None:
-                # A burst (load: a batch of several commands), then one arrival every 50 us.
-                await asyncio.sleep(max(0, i - 10) / 20000)
-                assert await fast.execute("SET", f"batch:{i}", f"v{i}") == b"OK"
-                assert await fast.execute("GET", f"batch:{i}") == f"v{i}".encode()
-
-            await asyncio.gather(*(call(i) for i in range(100)))
-            print(f"{len(writes)} writes for 200 commands")
-            assert 0 < len(writes) <= 200 / 4, f"{len(writes)} writes for 200 commands"
+@pytest.mark.parametrize("interval", [0.0, 5.0])
+def test_commands_sent_while_others_are_in_flight_wait_for_them_in_one_batch(
+        redis_url: str, interval: float) -> None:
+    """Under load (commands in flight) the next commands wait for the replies in flight and
+    then leave in one write, each still getting the reply to its own command; with a batch
+    interval of 0 (the unbatched path) each turn's commands leave at the end of the turn."""
+    async def body() -> None:
+        fast = FastRedis(redis_url, batch_interval_s=interval)
+        try:
+            writes = await _counting_writes(fast)
+            started = time.monotonic()
+            blocked = asyncio.ensure_future(fast.execute("BLPOP", "nothing", "0.3"))
+            await _turns(3)
+            assert len(writes) == 1  # in flight for 0.3 s
+            calls = []
+            for i in range(20):  # one arrival per turn of the event loop
+                calls.append(asyncio.ensure_future(fast.execute("SET", f"b:{i}", f"v{i}")))
+                await _turns(1)
+            assert await asyncio.gather(*calls) == [b"OK"] * 20
+            assert await blocked is None
+            if interval:
+                assert len(writes) == 2  # all 20 in one write, once the BLPOP answered
+                assert time.monotonic() - started < interval
+            else:
+                assert len(writes) > 2
+            got = await asyncio.gather(*(fast.execute("GET", f"b:{i}") for i in range(20)))
+            assert got == [f"v{i}".encode() for i in range(20)]
         finally:
             await fast.close()
 
@@ -143,7 +182,7 @@ def test_pipelined_connection_authenticates_and_selects_the_database(redis_url: 
     authed = redis.Redis.from_url(f"redis://:s3cret@{host_port}/3")
     try:
         asyncio.run(body())
-        assert authed.exists(st.match_key("m1", "m")) == 1
+        assert authed.exists(match_key("m1", "m")) == 1
     finally:
         authed.config_set("requirepass", "")  # the session's server is shared by every test
         authed.close()

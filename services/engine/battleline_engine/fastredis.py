@@ -5,9 +5,15 @@ Python around the command: a pooled connection checked out and back under a
 lock, a timeout context, a retry wrapper, a stream reader. The few commands
 that every GetView and SubmitAction sends (one HGETALL or one EVALSHA), and
 a new match's live-index entry and a first seat-token lookup, go here
-instead: one connection, commands written in batches (pipelined across
-concurrent calls, at most one write per `BATCH_INTERVAL_S`) and replies handed
-back in order, parsed by hiredis.
+instead: one connection, commands pipelined across concurrent calls, replies
+handed back in order, parsed by hiredis.
+
+Batching is adaptive. A command sent while none is in flight (a lone few
+matches) leaves at the end of this turn of the event loop: no latency price.
+A command sent while others are in flight waits for them: it leaves with the
+rest of its batch when their replies are all in, or after `BATCH_INTERVAL_S`
+at the latest. Under load one write and one read then serve many calls, which
+costs far less CPU (here and in Redis) than one per call.
 Everything else (blocking reads, pipelines, Redis Cluster, TLS) stays on
 redis-py.
 
@@ -28,14 +34,11 @@ from typing import Any
 
 import hiredis
 import redis.exceptions
-from redis._parsers.base import BaseParser
 from redis.asyncio.connection import parse_url
 
 CONNECT_TIMEOUT_S = 5.0
-# Under load (the last batch carried several commands), commands leave in batches at
-# most this often: a write, and the read of its replies, then serve many calls, which
-# costs far less CPU (here and in Redis) than one per call or two. A command then waits
-# at most this long; otherwise it leaves at the end of this turn of the event loop.
+# While commands are in flight, the next batch waits for their replies at most this long
+# (0: every command leaves at the end of its turn of the event loop, batched or not).
 BATCH_INTERVAL_S = 0.002
 RETRY_DELAYS_S = (0.05, 0.2, 0.5, 1.0, 2.0)  # a command is sent at most 1 + len(...) times
 
@@ -43,14 +46,15 @@ RETRY_DELAYS_S = (0.05, 0.2, 0.5, 1.0, 2.0)  # a command is sent at most 1 + len
 class _Protocol(asyncio.Protocol):
     """Replies are matched to commands in order: Redis answers one connection in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, batch_interval_s: float) -> None:
         self.reader = hiredis.Reader()
+        # Callers of the commands sent (in flight), then of those of the next batch.
         self.waiters: deque[asyncio.Future[Any]] = deque()
         self.transport: asyncio.Transport | None = None
         self.lost = False
+        self._interval = batch_interval_s
         self._outgoing: list[bytes] = []  # commands of the next batch
-        self._last_batch = float("-inf")  # when the last batch left (event loop time)
-        self._last_size = 0  # how many commands it carried
+        self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's is no subclass
@@ -61,19 +65,22 @@ class _Protocol(asyncio.Protocol):
         while True:
             reply = reader.gets()
             if reply is False:
-                return
-            if not waiters:  # a reply nobody asked for: the stream is out of step
+                break
+            if len(waiters) <= len(self._outgoing):  # a reply nobody asked for
                 self._fail(redis.exceptions.ConnectionError("unexpected reply from Redis"))
                 return
             waiter = waiters.popleft()
             if not waiter.done():  # a cancelled caller's reply is dropped
                 waiter.set_result(reply)
+        if self._outgoing and len(waiters) == len(self._outgoing):
+            self._flush()  # nothing in flight any more: the waiting batch leaves now
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._fail(redis.exceptions.ConnectionError(f"connection to Redis lost: {exc}"))
 
     def _fail(self, error: Exception) -> None:
         self.lost = True
+        self._outgoing = []
         if self.transport is not None:
             self.transport.close()
         while self.waiters:
@@ -82,41 +89,66 @@ class _Protocol(asyncio.Protocol):
                 waiter.set_exception(error)
 
     def send(self, packed: bytes) -> asyncio.Future[Any]:
-        """Queue a command for the next batch: at the end of this turn of the event loop,
-        or under load once `BATCH_INTERVAL_S` has passed since the last batch."""
+        """Queue a command for the next batch: it leaves at the end of this turn of the
+        event loop if nothing is in flight, else once the replies in flight are in (or
+        `batch_interval_s` has passed)."""
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
-        self.waiters.append(waiter)
         if not self._outgoing:
-            wait = self._last_batch + BATCH_INTERVAL_S - loop.time()
-            if wait > 0 and self._last_size > 1:
-                loop.call_later(wait, self._flush)
+            if self._interval > 0 and self.waiters:  # commands in flight: batch behind them
+                self._timer = loop.call_later(self._interval, self._flush)
             else:
                 loop.call_soon(self._flush)
+        self.waiters.append(waiter)
         self._outgoing.append(packed)
         return waiter
 
     def _flush(self) -> None:
-        self._last_batch = asyncio.get_running_loop().time()
-        self._last_size = len(self._outgoing)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._outgoing:  # already sent (its replies came in before the timer)
+            return
         data, self._outgoing = b"".join(self._outgoing), []
         if self.transport is not None and not self.lost:
             self.transport.write(data)
 
 
+# Error replies whose first word names a redis-py exception (as redis-py maps them);
+# any other error reply is a ResponseError.
+_ERRORS: dict[str, type[redis.exceptions.RedisError]] = {
+    "LOADING": redis.exceptions.BusyLoadingError,  # a restarted Redis reading its data
+    "NOSCRIPT": redis.exceptions.NoScriptError,
+    "READONLY": redis.exceptions.ReadOnlyError,
+    "OOM": redis.exceptions.OutOfMemoryError,
+    "MASTERDOWN": redis.exceptions.MasterDownError,
+    "WRONGPASS": redis.exceptions.AuthenticationError,
+    "NOAUTH": redis.exceptions.AuthenticationError,
+    "NOPERM": redis.exceptions.NoPermissionError,
+}
+
+
 def _error(reply: hiredis.ReplyError) -> redis.exceptions.RedisError:
-    """The exception redis-py raises for this error reply: LOADING (a restarted Redis
-    reading its data) is a BusyLoadingError, a ConnectionError, so it is retried and
-    answered UNAVAILABLE like an unreachable Redis; NOSCRIPT is a NoScriptError."""
-    error: redis.exceptions.RedisError = BaseParser.parse_error(str(reply))
-    return error
+    """The exception redis-py raises for this error reply: LOADING is a BusyLoadingError,
+    a ConnectionError, so it is retried and answered UNAVAILABLE like an unreachable
+    Redis; NOSCRIPT is a NoScriptError. Written here, not taken from redis-py's private
+    parser module, which moves between releases."""
+    message = str(reply)
+    code, _, rest = message.partition(" ")
+    kind = _ERRORS.get(code)
+    if kind is not None:
+        return kind(rest)
+    if message == "ERR max number of clients reached":
+        return redis.exceptions.ConnectionError(message)
+    return redis.exceptions.ResponseError(message)
 
 
 class FastRedis:
     """One pipelined connection to a (non-cluster, non-TLS) Redis, made on first use."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, batch_interval_s: float = BATCH_INTERVAL_S) -> None:
         options = parse_url(url)
+        self.batch_interval_s = batch_interval_s
         self.host: str = options.get("host", "localhost")
         self.port: int = int(options.get("port", 6379))
         self.path: str | None = options.get("path")
@@ -141,11 +173,14 @@ class FastRedis:
             current = self._protocol
             if current is not None and not current.lost:
                 return current
+            def made() -> _Protocol:
+                return _Protocol(self.batch_interval_s)
+
             try:
                 if self.path:
-                    opening = loop.create_unix_connection(_Protocol, self.path)
+                    opening = loop.create_unix_connection(made, self.path)
                 else:
-                    opening = loop.create_connection(_Protocol, self.host, self.port)
+                    opening = loop.create_connection(made, self.host, self.port)
                 _, protocol = await asyncio.wait_for(opening, CONNECT_TIMEOUT_S)
             except (OSError, TimeoutError) as err:
                 raise redis.exceptions.ConnectionError(f"cannot reach Redis: {err}") from err

@@ -44,6 +44,14 @@ def serve(
     redis_cluster: Annotated[bool, typer.Option(
         envvar="REDIS_CLUSTER", help="The Redis URL names a node of a Redis Cluster."
     )] = False,
+    redis_client: Annotated[str, typer.Option(
+        envvar="BATTLELINE_REDIS_CLIENT",
+        help="lean: each action's commands on one pipelined connection; redis-py: the pool.",
+    )] = "lean",
+    redis_batch_ms: Annotated[float, typer.Option(
+        envvar="BATTLELINE_REDIS_BATCH_MS", min=0.0,
+        help="While commands are in flight, the next batch waits this long at most (0: none).",
+    )] = 2.0,
     tls_cert: Annotated[Path | None, typer.Option(help="PEM certificate; enables TLS.")] = None,
     tls_key: Annotated[Path | None, typer.Option(help="PEM private key for --tls-cert.")] = None,
     metrics_port: Annotated[int, typer.Option(
@@ -126,6 +134,8 @@ def serve(
 
         if clock not in ("per-move", "per-game"):
             raise typer.BadParameter("--clock: per-move or per-game")
+        if redis_client not in ("lean", "redis-py"):
+            raise typer.BadParameter("--redis-client: lean or redis-py")
         ai_workers = 0 if no_ai else ai_workers
         if ai_workers and tls_cert:
             log.warning("no hosted AI with --tls-cert (AI matches are refused): run "
@@ -162,7 +172,9 @@ def serve(
                                request_timeout_s=web_request_timeout)
         asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention, grace,
                          config, ai_workers, ai_port, None if no_web else web_port,
-                         embedded=embedded, web_limits=web_limits))
+                         embedded=embedded, web_limits=web_limits,
+                         redis_lean=redis_client == "lean",
+                         redis_batch_s=redis_batch_ms / 1000))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -172,7 +184,7 @@ async def _run(
     redis_url: str, port: int, host: str, tls_cert: Path | None, tls_key: Path | None,
     metrics_port: int, retention: int, grace: float, config: EngineConfig, ai_workers: int = 0,
     ai_port: int = 0, web_port: int | None = None, embedded: EmbeddedRedis | None = None,
-    web_limits: WebLimits | None = None,
+    web_limits: WebLimits | None = None, redis_lean: bool = True, redis_batch_s: float = 0.002,
 ) -> None:
     from battleline_engine import metrics
     from battleline_engine.server import ServerConfig, start_server
@@ -182,7 +194,8 @@ async def _run(
 
     # Handlers first: a SIGTERM as soon as the address is printed is a clean stop.
     stop = stop_on_signals()
-    storage = Storage.from_url(redis_url, retention_s=retention)
+    storage = Storage.from_url(redis_url, lean=redis_lean, batch_interval_s=redis_batch_s,
+                               retention_s=retention)
     server_config = ServerConfig(
         host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, grace_s=grace
     )
