@@ -8,21 +8,35 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
+import grpc
 import pytest
+import redis
 
+from battleline.v1 import ai_pb2, ai_pb2_grpc, record_pb2, types_pb2
 from battleline_ai.bots import make_bot
 from battleline_ai.odds import seen_position_value
 from battleline_ai.review import COSTLIEST, MIN_LOSS, GameReview, judge_move, review_game
+from battleline_client.client import Client
+from battleline_client.errors import BattleLineError
+from battleline_client.local import LocalService
 from battleline_rules import (
     GameRecord,
     GameState,
     Kind,
     format_action,
+    load_position,
     new_game,
     parse_action,
     record_of,
 )
+from tests.ai.service_harness import AI_KEY, play_random
+from tests.ai.test_hints import engine
+from tests.engine.conftest import redis_server, redis_url
+
+__all__ = ["engine", "redis_server", "redis_url"]  # fixtures
 
 # (ruleset, seed): a tactics game, a game without tactics, the 52-card deck.
 GAMES = [("standard", 1501), ("standard", 1502), ("basic", 1503), ("deck52", 1504)]
@@ -151,3 +165,91 @@ def test_no_peeking_at_the_opponents_hidden_cards(
             assert after.view(seat).hands[seat] == real_after.view(seat).hands[seat]
             assert judge_move(world, action, after, move.index) == move
     assert changed > len(review.moves)  # the swaps did hide other cards from the mover
+
+
+# ---------------------------------------------------------------- through the services
+
+
+def _played_match(client: Client, seed: int) -> str:
+    """A LOCAL match played to its end by random moves for both seats."""
+    created = client.create(opponent="local", clock="none", seed=seed)
+    assert created.other is not None
+    play_random(client, [client.seat(created.seat), client.seat(created.other)],
+                random.Random(seed))
+    return created.match_id
+
+
+def _refusal(call: Callable[[], object]) -> BattleLineError:
+    with pytest.raises(BattleLineError) as err:
+        call()
+    return err.value
+
+
+def test_get_review_through_a_real_engine_and_ai_service(
+        engine: LocalService, redis_url: str) -> None:
+    with Client(engine.address, timeout=60) as client:
+        assert _refusal(lambda: client.review("no-such-match")).code \
+            == grpc.StatusCode.NOT_FOUND
+        live = client.create(opponent="local", clock="none")
+        refused = _refusal(lambda: client.review(live.match_id))
+        assert refused.code == grpc.StatusCode.FAILED_PRECONDITION
+        assert "over" in str(refused)
+
+        match_id = _played_match(client, seed=1505)
+        started = time.perf_counter()
+        review = client.review(match_id).review
+        print(f"GetReview, first ask: {time.perf_counter() - started:.2f} s for "
+              f"{len(review.moves)} moves")
+        record = client.record(match_id)
+        actions = [e.text for e in record.events if e.kind == types_pb2.EVENT_KIND_ACTION]
+        assert len(review.moves) == len(actions) and review.game == 1
+        for move, text in zip(review.moves, actions, strict=True):
+            assert text.startswith(move.action)  # a draw's event also names the card
+        # The figures are the review module's own on the replayed game.
+        final = load_position(record.position)
+        assert final.seed is not None
+        local = review_game(GameRecord(final.ruleset.name, final.options, final.seed,
+                                       [m.action for m in review.moves]))
+        assert [(m.estimate_before, m.estimate_after, m.preferred_action, m.loss)
+                for m in review.moves] == [(m.before, m.after, m.preferred, m.loss)
+                                           for m in local.moves]
+        assert list(review.costliest) == [i + 1 for i in local.costliest]
+
+        # Kept in Redis with the match, and read from there on the next ask.
+        key = f"bl:{{{match_id}}}:review"
+        store = redis.Redis.from_url(redis_url)
+        assert 0 < store.ttl(key) <= store.ttl(f"bl:{{{match_id}}}:m")
+        marked = record_pb2.GetReviewResponse(review=review)
+        marked.review.evaluator = "read from the cache"
+        store.set(key, marked.SerializeToString())
+        assert client.review(match_id).review.evaluator == "read from the cache"
+
+
+def test_the_ai_service_refuses_reviews_past_its_limits(engine: LocalService) -> None:
+    """One review per match at a time, and no more than the search queue holds (3 for
+    the test service's one search process): the rest RESOURCE_EXHAUSTED at once."""
+    record = recorded_game("standard", 1501)
+    stub = ai_pb2_grpc.AiServiceStub(grpc.insecure_channel(engine.config.ai_address))
+
+    def ask(match_id: str) -> str:
+        request = ai_pb2.ReviewRequest(
+            ruleset=record.ruleset, options=record.options.text(), seed=record.seed,
+            actions=record.actions, match_id=match_id)
+        try:
+            stub.Review(request, metadata=(("authorization", f"Bearer {AI_KEY}"),),
+                        timeout=60)
+            return "OK"
+        except grpc.RpcError as err:
+            assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err
+            return str(err.details())
+
+    with ThreadPoolExecutor(8) as pool:
+        same = list(pool.map(ask, ["m1"] * 4))
+        assert same.count("OK") >= 1 and any("one at a time" in r for r in same), same
+        many = list(pool.map(ask, [f"m{i}" for i in range(8)]))
+        assert many.count("OK") >= 1 and any("retry shortly" in r for r in many), many
+    assert ask("m1") == "OK"  # nothing held once they are done
+    with pytest.raises(grpc.RpcError) as err:
+        stub.Review(ai_pb2.ReviewRequest(ruleset="standard", seed=1, actions=["play X1@1"]),
+                    metadata=(("authorization", f"Bearer {AI_KEY}"),), timeout=60)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT

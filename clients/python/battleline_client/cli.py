@@ -6,6 +6,7 @@ from .commands.ai import ai
 from .commands.analyze import analyze
 from .commands.loadtest import loadtest
 from .commands.play import play
+from .commands.review import review
 from .commands.serve import serve
 from .commands.tournament import tournament
 from .commands.watch import watch
@@ -16,6 +17,7 @@ app.command()(ai)
 app.command()(analyze)
 app.command()(loadtest)
 app.command()(play)
+app.command()(review)
 app.command()(serve)
 app.command()(tournament)
 app.command()(watch)

@@ -159,6 +159,12 @@ class Client:
         return self._unary("GetRecord", self._record.GetRecord,
                            record_pb2.GetRecordRequest(match_id=match_id), token)
 
+    def review(self, match_id: str) -> record_pb2.GetReviewResponse:
+        """The hosted AI's review of a finished match: made on the first ask (about a
+        second), then kept with the match."""
+        return self._unary("GetReview", self._record.GetReview,
+                           record_pb2.GetReviewRequest(match_id=match_id))
+
     # -- watching ---------------------------------------------------------------------
 
     def watch(self, match_id: str, token: str | None = None, *, include_views: bool = False,

@@ -14,6 +14,8 @@ engine helping one player.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -36,7 +38,7 @@ _OPPONENTS_WITH_HINTS = frozenset({AI, LOCAL})
 
 class HintClient:
     """A lazily opened channel to the AI service (EngineConfig.ai_address), called with
-    the AI's key: AiService answers no one else."""
+    the AI's key: AiService answers no one else. Hints and post-game reviews."""
 
     def __init__(self, address: str, key: str) -> None:
         self.address = address
@@ -45,18 +47,36 @@ class HintClient:
 
     async def suggest(self, request: ai_pb2.SuggestRequest,
                       timeout_s: float) -> ai_pb2.SuggestResponse:
+        with self._refusals("hint"):
+            response: ai_pb2.SuggestResponse = await self._ai().Suggest(
+                request, timeout=timeout_s, metadata=self._metadata)
+        return response
+
+    async def review(self, request: ai_pb2.ReviewRequest,
+                     timeout_s: float) -> ai_pb2.ReviewResponse:
+        with self._refusals("review"):
+            response: ai_pb2.ReviewResponse = await self._ai().Review(
+                request, timeout=timeout_s, metadata=self._metadata)
+        return response
+
+    def _ai(self) -> ai_pb2_grpc.AiServiceAsyncStub:
         if not self.address:
             raise Refusal(grpc.StatusCode.UNAVAILABLE, "no-ai-service",
-                          "hints need the AI service: start the engine with --ai-address")
+                          "hints and reviews need the AI service: start the engine with "
+                          "--ai-address")
         if self._stub is None:
             self._stub = ai_pb2_grpc.AiServiceStub(grpc.aio.insecure_channel(self.address))
+        return self._stub
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _refusals(what: str) -> Iterator[None]:
+        """The AI service's failures as our refusals: busy stays RESOURCE_EXHAUSTED."""
         try:
-            response: ai_pb2.SuggestResponse = await self._stub.Suggest(
-                request, timeout=timeout_s, metadata=self._metadata)
-            return response
+            yield
         except grpc.aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
-                raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "hint-busy",
+                raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{what}-busy",
                               f"the AI is busy: {err.details()}", retry_after_s=1.0) from None
             raise Refusal(grpc.StatusCode.UNAVAILABLE, "ai-service-failed",
                           f"the AI service did not answer: {err.code().name}") from None

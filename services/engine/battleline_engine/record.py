@@ -1,4 +1,5 @@
-"""RecordService: the move list, projected while the match is live, revealed once over."""
+"""RecordService: the move list, projected while the match is live, revealed once over;
+and the hosted AI's review of a finished match (reviews.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from battleline.v1 import record_pb2, record_pb2_grpc
 from battleline_rules import SPECTATOR
 
 from . import views
+from .reviews import Reviews
 from .runtime import Runtime, match_id_of, unary
 
 MAX_EVENTS = 100_000
@@ -20,6 +22,7 @@ class RecordServicer(record_pb2_grpc.RecordServiceServicer):
 
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
+        self.reviews = Reviews(runtime)
 
     @unary
     async def GetRecord(self, request: record_pb2.GetRecordRequest,
@@ -39,3 +42,9 @@ class RecordServicer(record_pb2_grpc.RecordServiceServicer):
         if match.finished and match.state.seed is not None:
             response.seed = match.state.seed
         return response
+
+    @unary
+    async def GetReview(self, request: record_pb2.GetReviewRequest,
+                        context: grpc.aio.ServicerContext[Any, Any],
+                        ) -> record_pb2.GetReviewResponse:
+        return await self.reviews.get(match_id_of(request.match_id))

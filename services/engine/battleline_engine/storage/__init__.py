@@ -7,6 +7,7 @@ the top of each module)::
     lobby.py     Lobby         open-match listings, invite codes, places per client
     clocks.py    ClockIndex    deadlines of running clocks, for the sweeper
     ai.py        AiRequests    the stream of requests for a hosted AI to take a seat
+    reviews.py   ReviewCache   each finished match's post-game review
 
 Everything stored is opaque here (positions, events and responses are the
 caller's text and bytes), and no grpc: callers map `CommitStatus` to their own
@@ -34,6 +35,7 @@ from .connection import (
 from .events import EventPage, EventStreams, StoredEvent
 from .lobby import AI_PLACE_TTL_S, Lobby
 from .matches import CommitResult, CommitStatus, MatchRecord, MatchStore
+from .reviews import ReviewCache
 
 __all__ = [
     "AI_PLACE_TTL_S", "CommitResult", "CommitStatus", "EventPage", "MatchRecord", "Storage",
@@ -52,6 +54,7 @@ class Storage:
         self.matches = MatchStore(connection, self.clocks, self.lobby, **options)
         self.events = EventStreams(connection)
         self.ai = AiRequests(connection)
+        self.reviews = ReviewCache(connection)
 
     @classmethod
     def from_url(cls, url: str, *, lean: bool = True,
