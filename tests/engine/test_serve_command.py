@@ -159,3 +159,45 @@ def test_a_stop_is_bounded_even_when_redis_hangs(tmp_path: Path) -> None:
     stop_serve(process, timeout=60)
     assert time.monotonic() - started < 1 + SHUTDOWN_SLACK_S  # --grace 1
     assert not is_alive(frozen)
+
+
+def _calls_served(metrics_port: int) -> int:
+    """RPCs one engine process answered, from its own /metrics."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
+                                  timeout=5).read().decode()
+    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("battleline_rpc_latency_seconds_count{")
+                   and "grpc.health" not in line))
+
+
+@pytest.mark.timeout(90)
+def test_serve_workers_share_one_port(redis_url: str) -> None:
+    """`serve --workers 2`: two engine processes on one port and one Redis; new
+    connections are spread over both, and both answer calls (each counts its own in its
+    /metrics, worker i on the metrics port + i). A plain serve cannot take the port."""
+    metrics_port = free_port()
+    process, address = start_serve(
+        "--no-web", "--no-ai", "--workers", "2", "--metrics-port", str(metrics_port),
+        "--create-rate", "1000", env={"REDIS_URL": redis_url}, stderr=subprocess.PIPE)
+    try:
+        workers = children(process.pid)
+        assert len([pid for pid in workers if "serve" in command_line(pid)]) == 1
+        calls = 0
+        for _ in range(40):  # a new connection each time: the kernel picks a process
+            client = Client.to(address)
+            try:
+                created = client.create()
+                view = client.view(created.match_id, created.seat_token)
+                assert view.match_id == created.match_id
+                calls += 2
+            finally:
+                client.channel.close()
+        served = [_calls_served(metrics_port), _calls_served(metrics_port + 1)]
+        assert sum(served) == calls
+        assert min(served) > 0, served
+        with pytest.raises(AssertionError, match="serve did not start"):
+            start_serve("--no-web", "--no-ai", "--port", address.rsplit(":", 1)[1],
+                        env={"REDIS_URL": redis_url})
+    finally:
+        _stop(process)
+    assert not any(is_alive(pid) for pid in workers)

@@ -49,6 +49,10 @@ class ServerConfig:
     # calls still succeed, and a short timeout made health flap.
     health_ping_timeout_s: float = 5.0
     health_failures: int = 3  # consecutive failed pings before NOT_SERVING
+    # Share the port with other engine processes (SO_REUSEPORT: the kernel spreads new
+    # connections over them; `battleline serve --workers N`). Off, a second engine on
+    # the same port fails to start instead of silently sharing it.
+    reuse_port: bool = False
 
 
 class Service(Protocol):
@@ -192,7 +196,7 @@ async def start_server(
         ("grpc.max_concurrent_streams", config.max_concurrent_streams),
         ("grpc.keepalive_time_ms", 60_000),
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
-        ("grpc.so_reuseport", 0),  # a second engine on the same port must fail, not share
+        ("grpc.so_reuseport", int(config.reuse_port)),
     ]
     server = grpc.aio.server(interceptors=[MetricsInterceptor()], options=options)
     health = HealthServicer()

@@ -112,6 +112,14 @@ def serve(
         envvar="BATTLELINE_AI_MATCHES_PER_CLIENT", min=1,
         help="Unfinished matches against the hosted AI one client may hold.",
     )] = 4,
+    workers: Annotated[int, typer.Option(
+        envvar="BATTLELINE_WORKERS", min=1,
+        help="Engine processes on the one port (SO_REUSEPORT), sharing Redis, the AI and "
+             "the web page; with --metrics-port M, worker i serves /metrics on M + i.",
+    )] = 1,
+    shared_port: Annotated[bool, typer.Option(
+        "--shared-port", hidden=True, help="An extra engine of a --workers serve.",
+    )] = False,
 ) -> None:
     """Start the Battle Line engine (gRPC), its hosted AI and the web page until SIGINT/SIGTERM."""
     from battleline_engine import logs
@@ -170,11 +178,26 @@ def serve(
 
         web_limits = WebLimits(max_connections=web_max_connections,
                                request_timeout_s=web_request_timeout)
+        # The other engines of --workers: this one's settings, no AI, web page or Redis
+        # of their own; the port and metrics port are added once this engine has bound.
+        worker_args = [
+            "--host", host, "--retention", str(retention), "--grace", str(grace),
+            "--clock", clock, "--clock-s", str(clock_s), "--create-rate", str(create_rate),
+            "--action-rate", str(action_rate), "--streams-per-seat", str(streams_per_seat),
+            "--log-level", log_level, "--log-format", log_format, "--ai-idle", str(ai_idle),
+            "--ai-matches-per-client", str(ai_matches_per_client),
+            "--redis-client", redis_client, "--redis-batch-ms", str(redis_batch_ms),
+            "--ai-address", ai_address, "--workers", "1", "--no-ai", "--no-web",
+            "--shared-port", *(f"--trusted-proxy={network}" for network in trusted_proxy or []),
+            *(["--tls-cert", str(tls_cert), "--tls-key", str(tls_key)] if tls_cert else []),
+        ]
+        extra = Workers(workers - 1, worker_args, redis_url, config)
         asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention, grace,
                          config, ai_workers, ai_port, None if no_web else web_port,
                          embedded=embedded, web_limits=web_limits,
                          redis_lean=redis_client == "lean",
-                         redis_batch_s=redis_batch_ms / 1000))
+                         redis_batch_s=redis_batch_ms / 1000,
+                         shared_port=shared_port or workers > 1, workers=extra))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -185,6 +208,7 @@ async def _run(
     metrics_port: int, retention: int, grace: float, config: EngineConfig, ai_workers: int = 0,
     ai_port: int = 0, web_port: int | None = None, embedded: EmbeddedRedis | None = None,
     web_limits: WebLimits | None = None, redis_lean: bool = True, redis_batch_s: float = 0.002,
+    shared_port: bool = False, workers: Workers | None = None,
 ) -> None:
     from battleline_engine import metrics
     from battleline_engine.server import ServerConfig, start_server
@@ -197,7 +221,8 @@ async def _run(
     storage = Storage.from_url(redis_url, lean=redis_lean, batch_interval_s=redis_batch_s,
                                retention_s=retention)
     server_config = ServerConfig(
-        host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, grace_s=grace
+        host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, grace_s=grace,
+        reuse_port=shared_port,
     )
     engine = await start_server(server_config, storage, default_services(storage, config))
     ai: subprocess.Popen[bytes] | None = None
@@ -205,6 +230,8 @@ async def _run(
     # A killed embedded Redis is reaped and started again from its append-only file.
     supervisor = asyncio.create_task(embedded.supervise()) if embedded is not None else None
     try:
+        if workers is not None:
+            await workers.start(engine.port, metrics_port)
         if metrics_port:
             metrics.serve_metrics(metrics_port, host)
         # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
@@ -226,9 +253,54 @@ async def _run(
             await web.stop()
         if ai is not None:
             _stop_child(ai)
+        if workers is not None:
+            workers.terminate()
         await engine.stop()
+        if workers is not None:
+            workers.wait()
         with contextlib.suppress(Exception):
             await storage.close()
+
+
+class Workers:
+    """The other engine processes of `serve --workers N`: each binds this engine's port
+    too (SO_REUSEPORT) and serves the same Redis; the AI and the web page stay here.
+    Secrets (the Redis URL, the AI key, the gateway secret) go by environment."""
+
+    def __init__(self, count: int, args: list[str], redis_url: str,
+                 config: EngineConfig) -> None:
+        self.count = count
+        self.args = args
+        self.env = {**os.environ, "REDIS_URL": redis_url, AI_KEY_ENV: config.ai_key,
+                    GATEWAY_SECRET_ENV: config.gateway_secret}
+        self.processes: list[subprocess.Popen[str]] = []
+
+    async def start(self, port: int, metrics_port: int) -> None:
+        """Start them on `port` (worker i's metrics on `metrics_port` + i) and wait until
+        each listens."""
+        from battleline_engine.children import dying_with_parent
+
+        for i in range(1, self.count + 1):
+            command = [sys.executable, "-m", "battleline_client.cli", "serve", *self.args,
+                       "--port", str(port),
+                       "--metrics-port", str(metrics_port + i if metrics_port else 0)]
+            self.processes.append(subprocess.Popen(
+                dying_with_parent(command), env=self.env, stdout=subprocess.PIPE, text=True))
+        for process in self.processes:
+            assert process.stdout is not None
+            line = await asyncio.to_thread(process.stdout.readline)
+            if "listening on" not in line:
+                raise RuntimeError(f"an engine worker did not start (exit {process.poll()})")
+            log.info("engine worker listening", extra={"pid": process.pid})
+
+    def terminate(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+
+    def wait(self) -> None:
+        for process in self.processes:
+            _stop_child(process)
 
 
 def _raise_descriptor_limit() -> None:
@@ -327,7 +399,7 @@ def _start_ai(address: str, redis_url: str, key: str, workers: int,
     return subprocess.Popen(dying_with_parent(command), env=env)
 
 
-def _stop_child(child: subprocess.Popen[bytes]) -> None:
+def _stop_child(child: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
     """SIGTERM, then SIGKILL after 10 s."""
     if child.poll() is None:
         child.send_signal(signal.SIGTERM)
