@@ -105,12 +105,13 @@ def test_losses_are_against_the_preferred_move(reviewed: tuple[GameRecord, GameR
         legal = before.legal_actions()
         if move.preferred == "":
             assert move.loss == 0.0
-            assert len(legal) == 1 or parse_action(move.action).kind in (Kind.DRAW,
-                                                                          Kind.SCOUT_DRAW)
+            assert len(legal) == 1 or parse_action(move.action).kind in (
+                Kind.DRAW, Kind.SCOUT_DRAW, Kind.CLAIM)
             continue
         judged += 1
         preferred = parse_action(move.preferred)
-        assert preferred in legal and preferred.kind not in (Kind.DRAW, Kind.SCOUT_DRAW)
+        assert preferred in legal
+        assert preferred.kind not in (Kind.DRAW, Kind.SCOUT_DRAW, Kind.CLAIM)
         assert move.loss >= 0.0
         # The preferred move played on the real state gives the estimate the review
         # found on a world sampled from the mover's view: it reveals nothing new.
@@ -170,7 +171,7 @@ def test_no_peeking_at_the_opponents_hidden_cards(
 # ---------------------------------------------------------------- through the services
 
 
-def _played_match(client: Client, seed: int) -> str:
+def played_match(client: Client, seed: int) -> str:
     """A LOCAL match played to its end by random moves for both seats."""
     created = client.create(opponent="local", clock="none", seed=seed)
     assert created.other is not None
@@ -195,7 +196,7 @@ def test_get_review_through_a_real_engine_and_ai_service(
         assert refused.code == grpc.StatusCode.FAILED_PRECONDITION
         assert "over" in str(refused)
 
-        match_id = _played_match(client, seed=1505)
+        match_id = played_match(client, seed=1505)
         started = time.perf_counter()
         review = client.review(match_id).review
         print(f"GetReview, first ask: {time.perf_counter() - started:.2f} s for "

@@ -16,6 +16,10 @@ that Battle Line forces:
   other move reveals nothing to its mover, so its loss is exact under the
   evaluator: the estimate after the AI's preferred move minus the estimate
   after the move played, both from what the mover knew then.
+- Claims are not judged either, nor judge others: every one of our bots claims
+  as soon as it can (a proven flag stays proven), and the evaluator weighs a
+  claimed flag by 1 where an open decisive one weighs more, so it would call
+  a claim a small loss.
 
 The evaluator is level 5's leaf, `odds.seen_position_value` (exact formation
 odds, one ply, no search), and the candidates are the move played plus `prob`'s
@@ -60,13 +64,13 @@ EVALUATOR = (f"level 5's leaf (exact formation odds, no search) from the mover's
 MAX_ACTIONS = 2000
 # Any seed: a view's estimate does not depend on the world sampled from it (the tests pin it).
 _WORLD_SEED = 0
-_RANDOM = (Kind.DRAW, Kind.SCOUT_DRAW)
+_UNJUDGED = (Kind.DRAW, Kind.SCOUT_DRAW, Kind.CLAIM)  # luck, and claims (see above)
 
 
 @dataclass(frozen=True, slots=True)
 class MoveReview:
     """One move as its mover saw it. ``preferred`` is "" (and ``loss`` 0) for a move
-    that was not judged: forced (no other legal action) or a draw."""
+    that was not judged: forced (no other legal action), a draw or a claim."""
 
     index: int  # the move's place in the game's action list, from 0
     seat: int
@@ -92,14 +96,12 @@ def estimate(view: GameState, seat: int) -> float:
 
 
 def candidates(view: GameState, played: Action) -> list[Action]:
-    """The moves judged against ``played``: every claim, then prob's best plays (the
-    PLAY step) or every other non-draw move (the later steps: few), and ``played``."""
-    actions = [a for a in view.legal_actions() if a.kind not in _RANDOM]
+    """The moves judged against ``played``: prob's best plays (the PLAY step) or every
+    move but draws and claims (the later steps: few), and ``played``."""
+    actions = [a for a in view.legal_actions() if a.kind not in _UNJUDGED]
     if view.phase is Phase.PLAY:
-        claims = [a for a in actions if a.kind is Kind.CLAIM]
         board = OddsBoard(view, view.current_player)
-        plays = ranked_plays(board, [a for a in actions if a.kind is not Kind.CLAIM])
-        actions = claims + [a for _, a in plays[:TOP_CANDIDATES]]
+        actions = [a for _, a in ranked_plays(board, actions)[:TOP_CANDIDATES]]
     if played not in actions:
         actions.append(played)
     return actions
@@ -117,7 +119,7 @@ def judge_move(before: GameState, action: Action, after: GameState, index: int =
     value_after = estimate(after.view(seat), seat)
     text = format_action(action)
     legal = view.legal_actions()
-    if len(legal) < 2 or action.kind in _RANDOM:
+    if len(legal) < 2 or action.kind in _UNJUDGED:
         return MoveReview(index, seat, text, value_before, value_after, "", 0.0)
     world = view.sample_world(random.Random(_WORLD_SEED))
     best, best_value = action, value_after

@@ -52,7 +52,8 @@ class MoveReview(_message.Message):
     """
     preferred_action: _builtins.str
     """The move the AI preferred in that position; empty when the move was not
-    judged: forced (no other legal move) or a draw (its outcome is luck).
+    judged: forced (no other legal move), a draw (its outcome is luck) or a
+    claim (the AI claims whenever it can).
     """
     loss: _builtins.float
     """The estimate after the preferred move minus the estimate after the move

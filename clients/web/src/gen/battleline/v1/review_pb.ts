@@ -58,7 +58,8 @@ export type MoveReview = Message<"battleline.v1.MoveReview"> & {
 
   /**
    * The move the AI preferred in that position; empty when the move was not
-   * judged: forced (no other legal move) or a draw (its outcome is luck).
+   * judged: forced (no other legal move), a draw (its outcome is luck) or a
+   * claim (the AI claims whenever it can).
    *
    * @generated from field: string preferred_action = 6;
    */

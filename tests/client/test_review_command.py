@@ -1,0 +1,54 @@
+"""`battleline review MATCH_ID` against a real engine and AI service: the moves table,
+the text graph and the costliest moves of a finished match; a precise error for a
+match still being played or unknown."""
+
+from __future__ import annotations
+
+import re
+
+from typer.testing import CliRunner
+
+from battleline_client.cli import app
+from battleline_client.client import Client
+from battleline_client.commands.review import BARS, sparkline
+from battleline_client.local import LocalService
+from tests.ai.test_hints import engine
+from tests.ai.test_review import played_match
+from tests.engine.conftest import redis_server, redis_url
+
+__all__ = ["engine", "redis_server", "redis_url"]  # fixtures
+
+runner = CliRunner()
+
+
+def test_sparkline_maps_estimates_to_bars() -> None:
+    assert sparkline([0.0, 0.5, 1.0]) == BARS[0] + BARS[4] + BARS[-1]
+    assert sparkline([]) == ""
+
+
+def test_review_prints_moves_graph_and_costliest_moves(engine: LocalService) -> None:
+    with Client(engine.address, timeout=60) as client:
+        match_id = played_match(client, seed=1506)
+        live = client.create(opponent="local", clock="none").match_id
+        review = client.review(match_id).review
+    result = runner.invoke(app, ["review", match_id, "--target", engine.address],
+                           terminal_width=120)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    print(out[-1500:])
+    assert "Every move of game 1" in out and "Win estimate over the game" in out
+    rows = re.findall(r"^│\s*(\d+)\s*│", out, re.MULTILINE)
+    assert [int(n) for n in rows] == [m.number for m in review.moves]
+    for seat in ("first seat", "second seat"):
+        graph = next(line for line in out.splitlines() if line.strip().startswith(seat))
+        assert re.search(f"[{BARS}]{{5,}}", graph), graph
+    assert review.costliest, "a random game has costly moves"
+    assert "The costliest moves:" in out
+    for number in review.costliest:
+        move = review.moves[number - 1]
+        assert f"move {number}, " in out and move.preferred_action in out
+
+    refused = runner.invoke(app, ["review", live, "--target", engine.address])
+    assert refused.exit_code == 1 and "over" in refused.output
+    unknown = runner.invoke(app, ["review", "no-such-match", "--target", engine.address])
+    assert unknown.exit_code == 1 and "no match" in unknown.output
