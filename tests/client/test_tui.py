@@ -1,9 +1,13 @@
-"""The terminal board: every card keeps its letter (colour-blind safe), claim proofs and
-clocks are shown, and typed choices are read as numbers or notation."""
+"""The terminal board: drawn as the table looks (nine flag columns, the opponent's cards
+above, the viewer's below), every card keeps its letter (colour-blind safe), claim proofs,
+clocks, discards and the last moves in words are shown, what can be done fits in a few
+lines, and typed choices are read as a card then a flag, numbers or notation."""
 
 from __future__ import annotations
 
+import itertools
 import random
+import re
 
 from rich.console import Console
 
@@ -80,6 +84,99 @@ def test_a_card_then_a_flag_is_a_move() -> None:
     assert tui.parse_choice("R7 4", legal) == ["play R7@4"]
     assert tui.parse_choice("fog 2", legal) == ["play FOG@2"]
     assert tui.parse_choice("R7 9", legal) == ["play R7@9"]  # the engine says why not
+    assert tui.choice_step(tui.card_moves("R7", legal)) == (
+        "to which flag?", {"3": ["play R7@3"], "4": ["play R7@4"]})
+
+
+def test_a_guile_tactic_asks_for_the_card_then_the_flag() -> None:
+    legal = ["play R7@3", "traitor B4@2 3", "traitor B4@2 6", "traitor Y8@5 6",
+             "deserter B4@2", "deserter Y8@5", "redeploy R7@1 discard", "redeploy R7@1 4"]
+    traitor = tui.card_moves("traitor", legal)
+    assert traitor == ["traitor B4@2 3", "traitor B4@2 6", "traitor Y8@5 6"]
+    question, answers = tui.choice_step(traitor)
+    assert question == "which card?" and list(answers) == ["B4@2", "Y8@5"]
+    assert tui.choice_step(answers["B4@2"]) == (
+        "to which flag?", {"3": ["traitor B4@2 3"], "6": ["traitor B4@2 6"]})
+    assert answers["Y8@5"] == ["traitor Y8@5 6"]  # one use left: no more questions
+    assert tui.choice_step(tui.card_moves("Deserter", legal))[1] == {
+        "B4@2": ["deserter B4@2"], "Y8@5": ["deserter Y8@5"]}
+    assert tui.choice_step(tui.card_moves("REDEPLOY", legal)) == (
+        "to which flag?", {"DISCARD": ["redeploy R7@1 discard"], "4": ["redeploy R7@1 4"]})
+    assert tui.card_moves("R3", ["scout-return R3", "scout-return B4"]) == ["scout-return R3"]
+    assert tui.card_moves("r4", ["mud-discard R4@6", "mud-discard B1@6"]) == [
+        "mud-discard R4@6"]
+
+
+def test_what_can_be_done_fits_in_a_few_lines(client: Client) -> None:
+    """The opening turn offers some sixty actions; the terminal tells them in a line a kind
+    of move, every card and flag still named (issue #15)."""
+    created = client.create(opponent="local", clock="none", seed=4, seat="first")
+    view = client.seat(created.seat).view()
+    assert len(view.legal_actions) > 40
+    shown = _text(tui.choices(view))
+    assert len(shown.strip().splitlines()) <= 5, shown
+    assert " 1. " not in shown
+    plays = [a for a in view.legal_actions if a.startswith("play ")]
+    for action in plays:
+        held, _, flag = action.removeprefix("play ").partition("@")
+        line = next(line for line in shown.splitlines() if re.search(rf"\b{held}\b", line))
+        assert not flag or re.search(rf"at flag [\d ]*\b{flag}\b", line), (action, line)
+    guile = tui.choices(types_pb2.MatchView(legal_actions=[
+        "deserter B4@2", "deserter Y8@5", "traitor B4@2 3", "claim 4", "claim 6", "pass"]))
+    told = _text(guile)
+    assert re.search(r"deserter\s+B4@2 Y8@5", told) and re.search(r"claim\s+4 6", told)
+    assert re.search(r"traitor\s+B4@2, then a flag", told) and "play no card" in told
+
+
+def _columns(shown: str) -> tuple[list[str], int, list[tuple[int, int]]]:
+    """The board's lines, the index of the flags' line, and each flag column's span."""
+    lines = shown.splitlines()
+    middle = next(i for i, line in enumerate(lines) if re.search(r"(\[1\]|▼1▼|▲1▲)", line))
+    bars = [i for i, ch in enumerate(lines[middle]) if ch == "│"]
+    bars = bars[1:-1]  # the panel's own borders, left and right, hold the board's ten
+    return lines, middle, list(itertools.pairwise(bars))
+
+
+def test_the_board_is_drawn_as_the_table_looks(client: Client) -> None:
+    """Each flag a column: the opponent's cards above its mark, the first played nearest
+    the flag, the viewer's below, won flags marked toward the winner and the marks and
+    colours explained; the last moves told in words."""
+    created = client.create(opponent="local", clock="none", seed=8, seat="first", name="Ada")
+    assert created.other is not None
+    seats = [client.seat(created.seat), client.seat(created.other)]
+    rng = random.Random(8)
+    events: list[types_pb2.MatchEvent] = []
+    for _ in range(300):
+        view = seats[0].view()
+        if is_finished(view) or (is_my_turn(view) and all(p.flags_claimed for p in view.players)):
+            break
+        mover = 0 if is_my_turn(view) else 1
+        legal = list(seats[mover].view().legal_actions)
+        claims = [a for a in legal if a.startswith("claim ")]
+        events += seats[mover].act(claims[0] if claims else rng.choice(legal)).events
+    view = seats[0].view()
+    assert all(p.flags_claimed for p in view.players), "no flag for each seat in 300 steps"
+    shown = _text(tui.screen(view, recent=events))
+    lines, middle, spans = _columns(shown)
+    assert len(spans) == 9, lines[middle]
+    for flag, (left, right) in zip(view.flags, spans, strict=True):
+        rows = {side: [next((i for i, line in enumerate(lines)
+                             if re.search(rf"(^|\s){c}(\s|$)", line[left + 1:right])), -1)
+                       for c in cards]  # the line of each card, in the order played
+                for side, cards in (("theirs", flag.second_cards), ("mine", flag.first_cards))}
+        assert all(0 <= i < middle for i in rows["theirs"]), (flag, shown)
+        assert all(i > middle for i in rows["mine"]), (flag, shown)
+        assert rows["theirs"] == sorted(rows["theirs"], reverse=True)  # first by the flag
+        assert rows["mine"] == sorted(rows["mine"])
+        mark = {types_pb2.SEAT_FIRST: f"▼{flag.number}▼", types_pb2.SEAT_SECOND:
+                f"▲{flag.number}▲"}.get(flag.claimed_by, f"[{flag.number}]")
+        assert mark in lines[middle][left:right], (mark, lines[middle])
+    assert "▼n▼ won by you" in shown and "▲n▲ won by" in shown and "R red" in shown
+    last = [e for e in events if e.kind == types_pb2.EVENT_KIND_ACTION][-1]
+    assert f": {tui.in_words(last.text)}" in shown
+    assert tui.in_words("play R7@3") == "played R7 at flag 3"
+    assert tui.in_words("draw troop ?troop") == "drew from the troop deck"
+    assert tui.in_words("draw tactic FOG") == "drew FOG from the tactic deck"
 
 
 def test_spectator_board_names_both_seats(client: Client) -> None:

@@ -1,9 +1,12 @@
-"""Terminal rendering of a match with rich: board, hand, numbered actions, proofs, clocks.
+"""Terminal rendering of a match with rich: the board, hand, what can be done, proofs, clocks.
 
-Pure functions from protos to rich renderables (plus `parse_choice` for what
-the player types), so `battleline play` and `battleline watch` draw the same
-board and tests can render without a terminal. Every card keeps its letter
-(R7, HQ, FOG) next to its colour, so nothing depends on telling colours apart.
+Pure functions from protos to rich renderables (plus `parse_choice`, `card_moves` and
+`choice_step` for what the player types), so `battleline play` and `battleline watch` draw
+the same board and tests can render without a terminal. The board is drawn as the table
+looks: nine flag columns, the opponent's cards above (the first played nearest the flag),
+the viewer's below, Fog and Mud at their flag, won flags marked with an arrow toward the
+winner. Every card keeps its letter (R7, HQ) or its name (FOG, TRAITOR) next to its colour,
+so nothing depends on telling colours apart.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rich import box
 from rich.columns import Columns
 from rich.console import Group, RenderableType
 from rich.panel import Panel
@@ -23,6 +27,9 @@ from battleline_rules.board import UNCLAIMED
 
 TROOP_STYLES = {"R": "bold red", "O": "bold dark_orange", "Y": "bold yellow",
                 "G": "bold green", "B": "bold blue", "P": "bold magenta"}
+TROOP_COLOURS = {"R": "red", "O": "orange", "Y": "yellow", "G": "green", "B": "blue",
+                 "P": "purple"}
+SUIT_NAMES = {"S": "spades", "H": "hearts", "D": "diamonds", "C": "clubs"}
 SUIT_STYLES = {"S": "bold white", "H": "bold red", "D": "bold dark_orange", "C": "bold green"}
 TACTIC_STYLE = "bold black on grey70"
 HIDDEN_STYLE = "dim"
@@ -80,37 +87,58 @@ def _bottom_seat(view: types_pb2.MatchView) -> int:
     return view.viewer if view.viewer != types_pb2.SEAT_UNSPECIFIED else types_pb2.SEAT_FIRST
 
 
+def _side(flag: types_pb2.Flag, seat: int) -> list[str]:
+    return list(flag.first_cards if seat == types_pb2.SEAT_FIRST else flag.second_cards)
+
+
+def _other(seat: int) -> int:
+    return types_pb2.SEAT_SECOND if seat == types_pb2.SEAT_FIRST else types_pb2.SEAT_FIRST
+
+
 def board(view: types_pb2.MatchView) -> Table:
-    """The flags with both sides' cards: the opponent above, the viewer below."""
+    """The nine flags as columns: the opponent's cards above (the first played nearest the
+    flag), the flag with its Fog or Mud in the middle, the viewer's cards below."""
     rules = view.options.ruleset
     me = _bottom_seat(view)
-    table = Table(show_header=False, box=None, padding=(0, 1), expand=False)
-    table.add_column(justify="right", style="bold")
+    them = _other(me)
+    table = Table(show_header=False, box=box.ROUNDED, show_lines=True, padding=(0, 1),
+                  expand=False)
     for _ in view.flags:
-        table.add_column(justify="center", min_width=5)
+        table.add_column(justify="center", min_width=3)
+    above = max((len(_side(f, them)) for f in view.flags), default=0)
 
-    def side(flag: types_pb2.Flag, seat: int) -> list[str]:
-        return list(flag.first_cards if seat == types_pb2.SEAT_FIRST else flag.second_cards)
+    def theirs(flag: types_pb2.Flag) -> Text:  # bottom-aligned: the first card by the flag
+        held = _side(flag, them)
+        pad = Text("\n" * (above - len(held) if held else max(0, above - 1)))
+        return pad.append_text(cards(held[::-1], rules, "\n"))
 
-    them = types_pb2.SEAT_SECOND if me == types_pb2.SEAT_FIRST else types_pb2.SEAT_FIRST
-    table.add_row(seat_label(view, them),
-                  *[cards(side(f, them)[::-1], rules, "\n") for f in view.flags])
+    table.add_row(*[theirs(f) for f in view.flags])
     markers = []
     for flag in view.flags:
         mark = Text(f"[{flag.number}]", style="bold white on dark_green")
         if flag.claimed_by != types_pb2.SEAT_UNSPECIFIED:
-            arrow = "v" if flag.claimed_by == me else "^"
+            arrow = "▼" if flag.claimed_by == me else "▲"
             mark = Text(f"{arrow}{flag.number}{arrow}", style="bold black on gold1")
         if flag.environment:
             mark.append("\n")
             mark.append_text(cards(list(flag.environment), rules, "\n"))
         markers.append(mark)
-    table.add_row("flag", *markers)
-    table.add_row(seat_label(view, me), *[cards(side(f, me), rules, "\n") for f in view.flags])
-    table.caption = Text(f"[n] open flag   vnv held by {seat_label(view, me)}   "
-                         f"^n^ held by {seat_label(view, them)}", style="dim")
-    table.caption_justify = "left"
+    table.add_row(*markers)
+    table.add_row(*[cards(_side(f, me), rules, "\n") for f in view.flags])
     return table
+
+
+def legend(view: types_pb2.MatchView) -> Text:
+    """What the flag marks and the card letters mean."""
+    me = _bottom_seat(view)
+    line = Text("[n] open flag   ▼n▼ won by ", style="dim")
+    line.append(f"{seat_label(view, me)}   ▲n▲ won by {seat_label(view, _other(me))}   ")
+    letters = SUIT_NAMES if view.options.ruleset == "deck52" else TROOP_COLOURS
+    styles = SUIT_STYLES if view.options.ruleset == "deck52" else TROOP_STYLES
+    for letter, name in letters.items():
+        line.append(letter, style=styles[letter])
+        line.append(f" {name} ")
+    return line
 
 
 def _duration(value: object) -> str:
@@ -119,28 +147,33 @@ def _duration(value: object) -> str:
     return f"{minutes}:{tenths // 10:02d}.{tenths % 10}"
 
 
-def status(view: types_pb2.MatchView) -> Table:
-    """Players (hand counts per deck, tactics, flags, score), decks and clocks."""
-    table = Table(box=None, padding=(0, 2), show_header=True, header_style="bold")
-    for name in ("seat", "hand", "tactics played", "flags", "score", "clock"):
-        table.add_column(name)
-    clocks = {c.seat: c for c in view.clocks}
-    for player in view.players:
-        hand = ", ".join(f"{c.count} {c.deck}" for c in player.hand_counts) or "0"
-        clock = clocks.get(player.seat)
-        shown = "-"
-        if clock is not None:
-            shown = _duration(clock.remaining) + (" running" if clock.running else "")
-        name = seat_label(view, player.seat)
-        if not player.occupied:
-            name += " (seat open)"
-        table.add_row(name, hand, str(player.tactics_played), str(player.flags_claimed),
-                      str(player.series_score), shown)
-    return table
+def player_line(view: types_pb2.MatchView, seat: int) -> Text:
+    """One seat in a line: name, hand counts per deck, tactics played, flags, score, clock."""
+    player = next((p for p in view.players if p.seat == seat), None)
+    name = seat_label(view, seat)
+    line = Text()
+    line.append(name, style="bold green" if name == "you" else "bold cyan")
+    if view.current_seat == seat and view.phase == types_pb2.MATCH_PHASE_PLAYING:
+        line.append(" ●", style="bold gold1")
+    if player is None:
+        return line
+    if not player.occupied:
+        line.append(" (seat open)", style="dim")
+    hand = ", ".join(f"{c.count} {c.deck}" for c in player.hand_counts) or "0"
+    facts = [f"hand {hand}", f"tactics played {player.tactics_played}",
+             f"flags {player.flags_claimed}"]
+    if view.options.series_games > 1:
+        facts.append(f"series score {player.series_score}")
+    clock = next((c for c in view.clocks if c.seat == seat), None)
+    if clock is not None:
+        facts.append(f"clock {_duration(clock.remaining)}" + (" running" if clock.running
+                                                              else ""))
+    line.append("   " + " · ".join(facts))
+    return line
 
 
 def header(view: types_pb2.MatchView) -> Text:
-    """Match, game, decks and whose step it is, in one line."""
+    """Ruleset, game, decks and whose step it is, in one line."""
     decks = ", ".join(f"{d.deck} deck {d.count}" for d in view.decks)
     line = Text(f"{view.options.ruleset} - game {view.game_number} - {decks} - ")
     if view.phase == types_pb2.MATCH_PHASE_WAITING:
@@ -163,9 +196,61 @@ def result(view: types_pb2.MatchView) -> str:
 
 
 def actions(view: types_pb2.MatchView) -> RenderableType:
-    """The legal actions, numbered from 1, in columns."""
+    """The legal actions, numbered from 1, in columns (what `list` shows)."""
     items = [Text.assemble((f"{i:>2}. ", "bold"), a) for i, a in enumerate(view.legal_actions, 1)]
     return Columns(items, column_first=True, padding=(0, 3))
+
+
+_GUILE = {"redeploy": "REDEPLOY", "deserter": "DESERTER", "traitor": "TRAITOR"}
+_ALONE = {"pass": "play no card (no troop card can be placed)",
+          "end": "end the turn without drawing (both decks are empty)"}
+
+
+def placed(text: str, ruleset: str = "standard") -> Text:
+    """A card on the board as the notation writes it (R7@3), the card in its colour."""
+    held, _, flag = text.partition("@")
+    return card(held, ruleset).append(f"@{flag}" if flag else "")
+
+
+def choices(view: types_pb2.MatchView) -> RenderableType:
+    """What the seat can do now, a line a kind of move, cards grouped by the flags they
+    may go to: a few lines where the numbered list of legal actions runs to sixty."""
+    rules = view.options.ruleset
+    flags: dict[str, list[str]] = {}  # hand card -> the flags it may be played at
+    kinds: dict[str, list[str]] = {}  # verb -> what follows it
+    for action in view.legal_actions:
+        verb, _, rest = action.partition(" ")
+        if verb == "play":
+            held, _, flag = rest.partition("@")
+            flags.setdefault(held, []).append(flag)
+        else:
+            kinds.setdefault(verb, []).append(rest)
+    table = Table(show_header=False, box=None, padding=(0, 1), title_justify="left",
+                  title=Text("you can", style="bold"))
+    table.add_column(style="bold")
+    table.add_column()
+    by_flags: dict[tuple[str, ...], list[str]] = {}
+    for name, at in flags.items():
+        by_flags.setdefault(tuple(f for f in at if f), []).append(name)
+    for where, names in by_flags.items():
+        line = cards(names, rules)
+        line.append(f" at flag {' '.join(where)}" if where else "")
+        table.add_row("play", line)
+    for verb, rests in kinds.items():
+        if verb in _GUILE or verb == "mud-discard":  # the cards it may take (then where to)
+            targets = list(dict.fromkeys(r.split()[0] for r in rests))
+            line = Text(" ").join(placed(t, rules) for t in targets)
+            if verb in ("redeploy", "traitor"):
+                line.append(", then a flag" + (" or discard" if verb == "redeploy" else ""))
+            table.add_row(verb, line)
+        elif verb == "scout-return":
+            table.add_row(verb, cards(rests, rules))
+        else:
+            table.add_row(verb, Text(" ".join(rests) or _ALONE.get(verb, ""), style=(
+                "" if rests[0] else "dim")))
+    return Group(table, Text("type a card then a flag (R7 3), or a card alone and answer, or "
+                             "the notation; 'list' numbers every action, '?' helps",
+                             style="dim"))
 
 
 def proofs(view: types_pb2.MatchView) -> RenderableType | None:
@@ -227,12 +312,33 @@ def revealed_hands(view: types_pb2.MatchView) -> Text | None:
     return shown
 
 
-def screen(view: types_pb2.MatchView, title: str = "") -> RenderableType:
-    """Everything about the match the viewer may see, for one turn."""
-    parts: list[RenderableType] = [header(view), board(view), status(view)]
+RECENT = 4  # the moves the screen tells in words
+
+
+def recent_moves(events: Sequence[types_pb2.MatchEvent], view: types_pb2.MatchView) -> Text:
+    """The last few moves in words, oldest first, naming who made them."""
+    moves = [e for e in events if e.kind == types_pb2.EVENT_KIND_ACTION][-RECENT:]
+    out = Text("last moves:", style="bold")
+    for event in moves:
+        who = seat_label(view, event.seat)
+        out.append("\n  ")
+        out.append(f"{who}: ", style="green" if who == "you" else "bold cyan")
+        out.append(in_words(event.text))
+    return out
+
+
+def screen(view: types_pb2.MatchView, title: str = "",
+           recent: Sequence[types_pb2.MatchEvent] = ()) -> RenderableType:
+    """Everything about the match the viewer may see, for one turn: the opponent, the board,
+    the viewer, the legend, discard piles, the last moves (from ``recent``), the hand."""
+    me = _bottom_seat(view)
+    parts: list[RenderableType] = [header(view), player_line(view, _other(me)), board(view),
+                                   player_line(view, me), legend(view)]
     piles = discards(view)
     if piles is not None:
         parts.append(piles)
+    if any(e.kind == types_pb2.EVENT_KIND_ACTION for e in recent):
+        parts.append(recent_moves(recent, view))
     if view.hand:
         parts.append(Text.assemble(("your hand: ", "bold"),
                                    cards(list(view.hand), view.options.ruleset)))
@@ -267,6 +373,25 @@ def action_words(text: str) -> str:
         if pattern.match(text):
             return pattern.sub(words, text)
     return ""
+
+
+# The plain actions, which speak for themselves in a log but read better in a sentence.
+_PLAIN: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"play (\S+)@(\d+)$"), r"played \1 at flag \2"),
+    (re.compile(r"claim (\d+)$"), r"claimed flag \1"),
+    (re.compile(r"draw (\w+) ([^?\s]\S*)$"), r"drew \2 from the \1 deck"),
+    (re.compile(r"draw (\w+)( \?\S*)?$"), r"drew from the \1 deck"),
+    (re.compile(r"scout-draw (\w+) ([^?\s]\S*)$"), r"Scout: drew \2 from the \1 deck"),
+    (re.compile(r"scout-draw (\w+)( \?\S*)?$"), r"Scout: drew from the \1 deck"),
+)
+
+
+def in_words(text: str) -> str:
+    """Any action as a sentence ("play R7@3" -> "played R7 at flag 3")."""
+    for pattern, words in (*_WORDS, *_PLAIN):
+        if pattern.match(text):
+            return pattern.sub(words, text)
+    return text
 
 
 def claim_proof(view: types_pb2.MatchView, flag_number: int, seat: int) -> str:
@@ -309,10 +434,36 @@ def event_line(event: types_pb2.MatchEvent, view: types_pb2.MatchView | None = N
 
 
 def card_moves(text: str, legal: Sequence[str]) -> list[str]:
-    """The legal plays of the card named by ``text`` (any case): "R7" -> the flags it
-    may go to, so a move can be chosen by card, then flag."""
+    """The legal actions that use the hand card named by ``text`` (any case): "R7" -> its
+    plays at each flag, "TRAITOR" -> every card it may take and where to, "R3" while
+    Scout puts cards back -> putting it back; so a move can be chosen by card, then flag."""
     name = text.strip().upper()
-    return [a for a in legal if a == f"play {name}" or a.startswith(f"play {name}@")]
+    guile = next((verb for verb, card_ in _GUILE.items() if card_ == name), None)
+    return [a for a in legal
+            if a in (f"play {name}", f"scout-return {name}")
+            or a.startswith((f"play {name}@", f"mud-discard {name}@"))
+            or (guile is not None and a.startswith(f"{guile} "))]
+
+
+def choice_step(moves: Sequence[str]) -> tuple[str, dict[str, list[str]]]:
+    """The question that narrows several actions of one card down, and its answers (in
+    upper case) with the actions each leaves: "to which flag?" {"3": ["play R7@3"], ...},
+    or for Deserter, Redeploy, Traitor first "which card?" {"B4@2": [...], ...}."""
+    words = [move.split() for move in moves]
+    at = next(i for i in range(1, min(map(len, words)))
+              if len({w[i] for w in words}) > 1)
+    parts = [w[at] for w in words]
+    cards_here = {part.partition("@")[0] for part in parts}
+    answers: dict[str, list[str]] = {}
+    if "@" in parts[0] and len(cards_here) > 1:
+        question = "which card?"
+        keys = parts
+    else:
+        question = "to which flag?"
+        keys = [part.rpartition("@")[2] for part in parts]
+    for key, move in zip(keys, moves, strict=True):
+        answers.setdefault(key.upper(), []).append(move)
+    return question, answers
 
 
 _CARD_AND_FLAG = re.compile(r"(\S+)\s+(\d+)$")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated
 
@@ -30,8 +31,9 @@ DEFAULT_AI_LEVEL = 1
 AI_WAIT_S = 20.0
 
 HELP = """\
-[bold]How to move[/]: type the number of an action from the list, or the action itself,
-  or a card then a flag: [bold]R7 3[/] (or [bold]R7[/], then the flag when asked).
+[bold]How to move[/]: type a card then a flag: [bold]R7 3[/] (or [bold]R7[/], then the flag when
+  asked; [bold]TRAITOR[/], [bold]DESERTER[/], [bold]REDEPLOY[/] ask for the card to take, then the
+  flag), or the action itself, or the number of an action from [bold]list[/].
 [bold]Cards[/]: troops are a colour letter and a value, [bold]R7[/] = red 7 (colours R O Y G B P,
   values 1-10; deck52: suits S H D C, ranks 2-10 J Q K, as [bold]HQ[/]); tactics by name:
   ALEXANDER DARIUS (leaders), CAVALRY SHIELD (morale), FOG MUD (on a flag),
@@ -58,6 +60,7 @@ class Terminal:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.shown = 0  # number of the last event printed
+        self.recent: deque[types_pb2.MatchEvent] = deque(maxlen=tui.RECENT * 3)
 
     def events(self, events: Iterator[types_pb2.MatchEvent] | list[types_pb2.MatchEvent],
                view: types_pb2.MatchView | None) -> None:
@@ -65,16 +68,20 @@ class Terminal:
             if event.number > self.shown:
                 self.console.print(tui.event_line(event, view))
                 self.shown = event.number
+                self.recent.append(event)
+
+    def screen(self, view: types_pb2.MatchView, title: str = "") -> None:
+        self.console.print(tui.screen(view, title, recent=list(self.recent)))
 
     def ask(self, view: types_pb2.MatchView, who: str, listed: bool = True) -> list[str] | None:
-        """The player's choice; None to resign. The actions are listed first unless
+        """The player's choice; None to resign. What can be done is shown first unless
         ``listed`` is False (after a refusal: the error stays in sight)."""
         if listed:
-            self.console.print(tui.actions(view))
+            self.console.print(tui.choices(view))
         while True:
             text = self.console.input(
-                f"[bold]{who}[/], your move (1-{len(view.legal_actions)}, notation, "
-                "? for help): ").strip()
+                f"[bold]{who}[/], your move (1-{len(view.legal_actions)} from 'list', a card "
+                "then a flag, notation; ? for help): ").strip()
             if text.lower() == "resign":
                 if self.console.input("resign the match? \\[y/N] ").strip().lower() in ("y", "yes"):
                     return None
@@ -86,13 +93,17 @@ class Terminal:
                 self.console.print(tui.actions(view))
                 continue
             plays = tui.card_moves(text, view.legal_actions)
-            if len(plays) == 1:
-                return plays
+            asked = text.upper()
+            while len(plays) > 1:  # a card with several uses: which card it takes, which flag
+                question, answers = tui.choice_step(plays)
+                answer = self.console.input(
+                    f"{asked} {question} ({' '.join(answers)}) ").strip().upper()
+                plays = answers.get(answer, [])
+                asked += f" {answer}"
             if plays:
-                flags = " ".join(p.rsplit("@", 1)[1] for p in plays)
-                where = self.console.input(f"{text.upper()} to which flag? ({flags}) ").strip()
-                if where in flags.split():
-                    return [f"play {text.upper()}@{where}"]
+                return plays
+            if tui.card_moves(text, view.legal_actions):
+                self.console.print(f"[red]no such choice[/] ({HINT})")
                 continue
             choice = tui.parse_choice(text, view.legal_actions)
             if choice:
@@ -121,7 +132,7 @@ class Terminal:
             return response.view
 
     def final(self, view: types_pb2.MatchView) -> None:
-        self.console.print(tui.screen(view))
+        self.screen(view)
         hands = tui.revealed_hands(view)
         if hands is not None:
             self.console.print(hands)
@@ -143,7 +154,7 @@ def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool
             views = [seat.view() for seat in seats]
             continue
         who = f"{tui.SEAT_NAMES[seats[i].handle.seat]} seat"
-        term.console.print(tui.screen(views[i], title=f"{who} to move (hot seat)"))
+        term.screen(views[i], title=f"{who} to move (hot seat)")
         views[i] = term.turn(seats[i], views[i], who)
         if not is_my_turn(views[i]):
             views[1 - i] = seats[1 - i].view()
@@ -185,7 +196,7 @@ def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchVie
     stream = seat.watch(include_views=True, resume_after=view.last_event_number)
     while not is_finished(view):
         if is_my_turn(view):
-            term.console.print(tui.screen(view))
+            term.screen(view)
             view = term.turn(seat, view, "you")
             continue
         term.console.print(f"[dim]waiting for {tui.seat_label(view, view.current_seat)}...[/]")
