@@ -9,6 +9,8 @@ once (by the AI service) and read from here afterwards.
 
 from __future__ import annotations
 
+from typing import cast
+
 from .connection import Connection
 from .matches import match_key
 
@@ -22,7 +24,7 @@ class ReviewCache:
     async def get(self, match_id: str) -> bytes | None:
         """The stored review, or None when none is stored (or the match expired)."""
         data = await self._redis.get(match_key(match_id, "review"))
-        return None if data is None else bytes(data)
+        return cast("bytes | None", data)  # the connection never decodes replies
 
     async def put(self, match_id: str, data: bytes) -> None:
         """Keep a review for as long as its match is kept (no longer: nothing would
