@@ -1,137 +1,338 @@
-"""Scale-out benchmark: matches per second with 1 vs 2 `battleline serve` processes on one
-Redis, the same load both times.
+"""Many watched matches on one engine process: 10,000 matches, each with two open Watch
+streams (one per seat, with views) and one action every few seconds.
 
-    python benchmarks/scale.py            # 3 rounds of 100 matches per setting
-    python benchmarks/scale.py --quick    # 2 rounds of 40 matches per setting
+    python benchmarks/scale.py            # 10,000 matches, 20,000 streams
+    python benchmarks/scale.py --quick    # 1,000 matches, 2,000 streams
 
-Bot-vs-bot LOCAL matches (basic ruleset, a troop play and its draw in one request)
-are played through the public gRPC API by client processes that alternate engines per
-call, with the fault tests' driver (tests/deploy/load.py). Redis is one redis-server
-with the deployment's durability (append-only, fsync always) unless --fsync says
-otherwise. Prints `name: value` lines. Every process shares this machine's cores, so
-the ratio shows what a second engine buys when the engines are the bottleneck and
-nothing else is added.
+One `battleline serve` process on an embedded Redis. Client processes (grpc channels
+multiplex up to 800 streams each) create the LOCAL matches, open both seats' streams
+and wait for each snapshot, then hold them for `--hold` seconds while each match acts
+once every `--interval` seconds (jittered) from the view its current seat's stream
+brought, and a sampler reads views with GetView. Prints `name: value` lines:
+
+- `memory_per_match_kb`, `memory_per_stream_kb`: the engine process's RSS growth
+  (/proc/PID/status) from creating the matches, then from opening the streams.
+- `getview_p99_ms`, `submit_p99_ms`: while the streams are held.
+- `errors`: failed calls and streams that ended with an error (must be 0).
+- `redis_bytes_per_live_match`: MEMORY USAGE of the keys of a sample of the held
+  matches after the hold; `redis_bytes_per_record`: the same for matches played to the
+  end, after they finished (what the retention period keeps).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
+import multiprocessing as mp
 import os
-import statistics
+import random
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
+from typing import Any
 
+import grpc
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.deploy.load import Driver
-from tests.deploy.procs import EngineProcess, RedisNode
+from battleline.v1 import (
+    game_pb2,
+    game_pb2_grpc,
+    lobby_pb2,
+    lobby_pb2_grpc,
+    types_pb2,
+    watch_pb2,
+    watch_pb2_grpc,
+)
+from benchmarks.engine import SERVE, Stats, bot_match, choose, percentile, start_listening
 
-FAST_ENV = {"BATTLELINE_CREATE_RATE": "100000", "BATTLELINE_ACTION_RATE": "100000",
-            "BATTLELINE_LOG_LEVEL": "warning"}
-
-
-def _client(addresses: list[str], matches: int, concurrency: int, seed: int) -> tuple[int, int]:
-    """One client process: play `matches` matches; returns (matches, actions)."""
-
-    async def main() -> tuple[int, int]:
-        driver = Driver(addresses, seed=seed)
-        try:
-            await driver.run(matches, concurrency)
-        finally:
-            await driver.close()
-        return driver.stats.matches, driver.stats.actions
-
-    return asyncio.run(main())
+STREAMS_PER_CHANNEL = 800  # under the engine's 1000 concurrent streams per connection
+CREATE_CONCURRENCY = 32  # per client process
+SAMPLERS = 2  # GetView loops per client process
 
 
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a live process (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+@dataclass
+class Held:
+    """One match as a client holds it: both seats' tokens and their latest views."""
+
+    match_id: str
+    tokens: tuple[str, str]
+    views: list[types_pb2.MatchView | None] = field(default_factory=lambda: [None, None])
 
 
-def measure(redis_url: str, redis_pid: int, engines: int, matches: int, clients: int,
-            concurrency: int) -> tuple[float, float, float, float]:
-    """Matches/s, actions/s, and engine and Redis CPU seconds per match, with `engines`
-    engine processes (after a short warm-up)."""
-    procs = [EngineProcess(redis_url, extra_env=FAST_ENV) for _ in range(engines)]
+@dataclass
+class Result:
+    """What one client process measured."""
+
+    getview: list[float] = field(default_factory=list)
+    submit: list[float] = field(default_factory=list)
+    errors: int = 0
+    first_errors: list[str] = field(default_factory=list)
+    events: int = 0
+    actions: int = 0
+    match_ids: list[str] = field(default_factory=list)
+
+    def error(self, what: str) -> None:
+        self.errors += 1
+        if len(self.first_errors) < 5:
+            self.first_errors.append(what)
+
+
+def _meta(token: str) -> list[tuple[str, str]]:
+    return [("authorization", f"Bearer {token}")]
+
+
+async def _create(lobby: lobby_pb2_grpc.LobbyServiceStub, ruleset: str) -> Held:
+    created = await lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
+        options=types_pb2.MatchOptions(ruleset=ruleset, time_control=types_pb2.TimeControl(
+            kind=types_pb2.TIME_CONTROL_KIND_NONE)),
+        seat=types_pb2.SEAT_CHOICE_FIRST,
+        opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_LOCAL),
+        seat_options=types_pb2.SeatOptions(auto_claim=True)), timeout=120)
+    return Held(created.match_id, (created.seat_token, created.other_seat_token))
+
+
+async def _watch(stub: watch_pb2_grpc.WatchServiceStub, held: Held, seat: int,
+                 opened: asyncio.Event, result: Result) -> None:
+    """One seat's stream: keep its latest view; an error ending it is counted."""
+    call = stub.Watch(watch_pb2.WatchRequest(match_id=held.match_id, include_views=True),
+                      metadata=_meta(held.tokens[seat]))
     try:
-        for proc in procs:
-            proc.start()
-        addresses = [p.address for p in procs]
-        with ProcessPoolExecutor(clients) as pool:
-            list(pool.map(_client, [addresses] * clients, [2] * clients, [2] * clients,
-                          range(clients)))  # warm-up: imports, connections, caches
-            pids = [p.process.pid for p in procs if p.process is not None]
-            cpu_before = sum(cpu_s(pid) for pid in pids), cpu_s(redis_pid)
-            start = time.monotonic()
-            results = list(pool.map(_client, [addresses] * clients,
-                                    [matches // clients] * clients, [concurrency] * clients,
-                                    range(100, 100 + clients)))
-            seconds = time.monotonic() - start
-            engine_cpu = sum(cpu_s(pid) for pid in pids) - cpu_before[0]
-            redis_cpu = cpu_s(redis_pid) - cpu_before[1]
+        async for item in call:
+            if item.HasField("snapshot"):
+                held.views[seat] = item.snapshot
+                opened.set()
+            else:
+                result.events += 1
+                if item.HasField("view"):
+                    held.views[seat] = item.view
+    except grpc.aio.AioRpcError as err:
+        if err.code() != grpc.StatusCode.CANCELLED:
+            result.error(f"watch: {err.code().name}: {err.details()}")
     finally:
-        for proc in procs:
-            proc.stop()
-    played = sum(r[0] for r in results)
-    actions = sum(r[1] for r in results)
-    return played / seconds, actions / seconds, engine_cpu / played, redis_cpu / played
+        opened.set()
+
+
+async def _act(game: game_pb2_grpc.GameServiceStub, held: Held, interval: float,
+               stop_at: float, rng: random.Random, result: Result) -> None:
+    """One action every `interval` seconds, from the view the current seat's stream
+    brought (skipped while that view is not there yet)."""
+    await asyncio.sleep(rng.uniform(0, interval))
+    n = 0
+    while time.monotonic() < stop_at:
+        for seat, view in enumerate(held.views):
+            if (view is not None and view.viewer == view.current_seat
+                    and view.phase == types_pb2.MATCH_PHASE_PLAYING):
+                n += 1
+                started = time.perf_counter()
+                try:
+                    await game.SubmitAction(game_pb2.SubmitActionRequest(
+                        match_id=held.match_id, expected_version=view.version,
+                        action_id=f"s{n}", actions=choose(view, rng)),
+                        metadata=_meta(held.tokens[seat]), timeout=60)
+                    result.submit.append(time.perf_counter() - started)
+                    result.actions += 1
+                except grpc.aio.AioRpcError as err:
+                    result.error(f"submit: {err.code().name}: {err.details()}")
+                break
+        await asyncio.sleep(interval)
+
+
+async def _sample(game: game_pb2_grpc.GameServiceStub, held: list[Held], stop_at: float,
+                  rng: random.Random, result: Result) -> None:
+    while time.monotonic() < stop_at:
+        match = rng.choice(held)
+        started = time.perf_counter()
+        try:
+            await game.GetView(game_pb2.GetViewRequest(match_id=match.match_id),
+                               metadata=_meta(match.tokens[0]), timeout=60)
+            result.getview.append(time.perf_counter() - started)
+        except grpc.aio.AioRpcError as err:
+            result.error(f"getview: {err.code().name}: {err.details()}")
+        await asyncio.sleep(0.01)
+
+
+async def _client(address: str, matches: int, seed: int, hold_s: float, interval: float,
+                  barrier: Barrier) -> Result:
+    async def phase() -> None:  # parent measures between phases; streams keep flowing
+        await asyncio.to_thread(barrier.wait)
+
+    result = Result()
+    count = max(1, math.ceil(2 * matches / STREAMS_PER_CHANNEL))
+    channels = [grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool",
+                                                              1)]) for _ in range(count)]
+    lobby = lobby_pb2_grpc.LobbyServiceStub(channels[0])
+    held: list[Held] = []
+    rulesets = ["standard", "basic", "deck52"]
+    gate = asyncio.Semaphore(CREATE_CONCURRENCY)
+
+    async def create(i: int) -> None:
+        async with gate:
+            try:
+                held.append(await _create(lobby, rulesets[i % 3]))
+            except grpc.aio.AioRpcError as err:
+                result.error(f"create: {err.code().name}: {err.details()}")
+
+    await asyncio.gather(*(create(i) for i in range(matches)))
+    await phase()  # 1: matches created
+    await phase()  # 2: measured
+    streams: list[asyncio.Task[None]] = []
+    opened: list[asyncio.Event] = []
+    for i, match in enumerate(held):
+        for seat in (0, 1):
+            stub = watch_pb2_grpc.WatchServiceStub(channels[(2 * i + seat) % count])
+            opened.append(asyncio.Event())
+            streams.append(asyncio.create_task(_watch(stub, match, seat, opened[-1], result)))
+    for event in opened:
+        await event.wait()
+    await phase()  # 3: streams open, each with its snapshot
+    await phase()  # 4: measured
+    stop_at = time.monotonic() + hold_s
+    game = game_pb2_grpc.GameServiceStub(channels[-1])
+    await asyncio.gather(*(_act(game, m, interval, stop_at, random.Random(seed * 7919 + i),
+                                result) for i, m in enumerate(held)),
+                         *(_sample(game, held, stop_at, random.Random(seed + s), result)
+                           for s in range(SAMPLERS)))
+    await phase()  # 5: hold over
+    await phase()  # 6: live matches measured in Redis
+    for task in streams:
+        task.cancel()
+    await asyncio.gather(*streams, return_exceptions=True)
+    for channel in channels:
+        await channel.close()
+    result.match_ids = [m.match_id for m in held]
+    return result
+
+
+def _client_process(address: str, matches: int, seed: int, hold_s: float, interval: float,
+                    barrier: Barrier, out: Any) -> None:
+    out.put(asyncio.run(_client(address, matches, seed, hold_s, interval, barrier)))
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of a process (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def match_bytes(client: redis.Redis, match_id: str) -> int:
+    """MEMORY USAGE of every key of one match (its hash tag names them all)."""
+    keys = client.keys(f"bl:{{{match_id}}}:*")
+    return sum(int(client.memory_usage(key, samples=0) or 0) for key in keys)
+
+
+async def _finish(address: str, count: int) -> None:
+    """Play `count` matches to the end (records to measure; the warm-up)."""
+    stats = Stats()
+    channel = grpc.aio.insecure_channel(address)
+    for i in range(count):
+        await bot_match(channel, random.Random(i), stats, ["standard", "basic", "deck52"][i % 3])
+    await channel.close()
+    if stats.errors:
+        raise SystemExit(f"finishing matches failed: {stats.first_errors}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2 rounds of 40 matches")
-    parser.add_argument("--matches", type=int, default=0, help="matches per setting and round")
-    parser.add_argument("--rounds", type=int, default=0, help="rounds (1 then 2 engines each)")
-    parser.add_argument("--clients", type=int, default=2, help="client processes")
-    parser.add_argument("--concurrency", type=int, default=16, help="matches per client")
-    parser.add_argument("--fsync", choices=["always", "everysec", "no"], default="always")
+    parser.add_argument("--quick", action="store_true", help="1,000 matches, 20 s hold")
+    parser.add_argument("--matches", type=int, help="watched matches (default 10,000)")
+    parser.add_argument("--hold", type=float, help="seconds the streams are held")
+    parser.add_argument("--interval", type=float, default=5.0,
+                        help="seconds between two actions of one match")
+    parser.add_argument("--clients", type=int, help="client processes")
+    parser.add_argument("--sample", type=int, default=50, help="live matches measured in Redis")
     args = parser.parse_args()
-    matches = args.matches or (40 if args.quick else 100)
-    rounds = args.rounds or (2 if args.quick else 3)
-    # Settings alternate round by round and the median is reported, so other work on
-    # the machine weighs on both settings alike.
-    runs: dict[int, list[tuple[float, float, float, float]]] = {1: [], 2: []}
+    matches = args.matches or (1000 if args.quick else 10_000)
+    hold_s = args.hold or (20.0 if args.quick else 60.0)
+    clients = args.clients or (2 if args.quick else 4)
+    shares = [matches // clients + (i < matches % clients) for i in range(clients)]
+
+    from battleline_engine.redis_server import EmbeddedRedis
+
+    spawn = mp.get_context("spawn")  # no fork of a process that may hold gRPC threads
     with tempfile.TemporaryDirectory() as tmp:
-        node = RedisNode(Path(tmp) / "redis", durable=True)
-        node.start()
+        embedded = EmbeddedRedis(Path(tmp) / "redis")
+        url = embedded.start()
+        store = redis.Redis.from_url(url)
+        engine, address = start_listening(
+            [*SERVE, "--streams-per-seat", "4"], {"REDIS_URL": url})
+        procs: list[Any] = []
         try:
-            client = redis.Redis(port=node.port)
-            client.config_set("appendfsync", args.fsync)
-            assert node.process is not None
-            for _ in range(rounds):
-                for engines in (1, 2):
-                    client.flushall()
-                    runs[engines].append(measure(node.url, node.process.pid, engines, matches,
-                                                 args.clients, args.concurrency))
-            client.close()
+            asyncio.run(_finish(address, 3))  # warm-up: imports, caches, connections
+            rss = [rss_bytes(engine.pid)]
+            barrier = spawn.Barrier(clients + 1)
+            out = spawn.Queue()
+            procs = [spawn.Process(target=_client_process,
+                                   args=(address, k, 1 + i, hold_s, args.interval, barrier, out))
+                     for i, k in enumerate(shares)]
+            for proc in procs:
+                proc.start()
+            barrier.wait()  # 1: created
+            rss.append(rss_bytes(engine.pid))
+            barrier.wait()  # 2
+            barrier.wait()  # 3: streams open
+            rss.append(rss_bytes(engine.pid))
+            barrier.wait()  # 4: hold
+            barrier.wait()  # 5: hold over
+            rss.append(rss_bytes(engine.pid))
+            live = [match_bytes(store, match_id.decode())
+                    for match_id in store.zrange("bl:live", 0, args.sample - 1)]
+            barrier.wait()  # 6
+            results = [out.get(timeout=600) for _ in procs]
+            for proc in procs:
+                proc.join(60)
+            asyncio.run(_finish(address, 12))
+            records = [match_bytes(store, key.decode().split("{", 1)[1].split("}", 1)[0])
+                       for key in store.keys("bl:{*}:m")
+                       if store.hget(key, "status") == b"finished"]
         finally:
-            node.stop()
-    figures = {n: tuple(statistics.median(r[i] for r in rs) for i in range(4))
-               for n, rs in runs.items()}
-    print(f"cpus: {os.cpu_count()}")
-    print(f"matches_per_round: {matches}")
-    print(f"rounds: {rounds}")
-    print(f"client_processes: {args.clients}")
-    print(f"concurrent_matches: {args.clients * args.concurrency}")
-    print(f"redis_appendfsync: {args.fsync}")
-    for engines, (mps, aps, engine_cpu, redis_cpu) in figures.items():
-        tag = f"{engines}_engine{'s' if engines > 1 else ''}"
-        print(f"matches_per_s_{tag}: {mps:.2f}")
-        print(f"actions_per_s_{tag}: {aps:.0f}")
-        print(f"engine_cpu_ms_per_match_{tag}: {engine_cpu * 1000:.0f}")
-        print(f"redis_cpu_ms_per_match_{tag}: {redis_cpu * 1000:.0f}")
-    for engines, rs in runs.items():
-        print(f"matches_per_s_{engines}_runs: {' '.join(f'{r[0]:.2f}' for r in rs)}")
-    print(f"ratio_2_vs_1: {figures[2][0] / figures[1][0]:.2f}")
-    # Other work on the machine skews the figures; the load average says how much.
+            for proc in procs:
+                if proc.is_alive():
+                    proc.kill()
+            engine.terminate()
+            engine.wait(30)
+            store.close()
+            embedded.stop()
+    merged = Result()
+    for r in results:
+        merged.getview += r.getview
+        merged.submit += r.submit
+        merged.errors += r.errors
+        merged.first_errors += r.first_errors
+        merged.events += r.events
+        merged.actions += r.actions
+    created = sum(len(r.match_ids) for r in results)
+    kb = 1024.0
+    print(f"matches: {created}")
+    print(f"streams: {2 * created}")
+    print(f"client_processes: {clients}")
+    print(f"hold_seconds: {hold_s:.0f}")
+    print(f"action_interval_s: {args.interval:.1f}")
+    print(f"actions: {merged.actions}")
+    print(f"actions_per_s: {merged.actions / hold_s:.1f}")
+    print(f"stream_events: {merged.events}")
+    print(f"engine_rss_mb: {' '.join(f'{r / kb / kb:.0f}' for r in rss)}")
+    print(f"memory_per_match_kb: {(rss[1] - rss[0]) / max(1, created) / kb:.1f}")
+    print(f"memory_per_stream_kb: {(rss[2] - rss[1]) / max(1, 2 * created) / kb:.1f}")
+    print(f"memory_growth_during_hold_mb: {(rss[3] - rss[2]) / kb / kb:.1f}")
+    print(f"getview_calls: {len(merged.getview)}")
+    print(f"getview_p50_ms: {percentile(merged.getview, 0.5) * 1000:.2f}")
+    print(f"getview_p99_ms: {percentile(merged.getview, 0.99) * 1000:.2f}")
+    print(f"submit_p50_ms: {percentile(merged.submit, 0.5) * 1000:.2f}")
+    print(f"submit_p99_ms: {percentile(merged.submit, 0.99) * 1000:.2f}")
+    print(f"redis_bytes_per_live_match: {sum(live) / max(1, len(live)):.0f}")
+    print(f"redis_bytes_per_record: {sum(records) / max(1, len(records)):.0f}")
+    print(f"records_measured: {len(records)}")
+    print(f"errors: {merged.errors}")
+    for line in merged.first_errors:
+        print(f"first_error: {line}")
     print(f"load_average_1min: {os.getloadavg()[0]:.2f}")
 
 
