@@ -2,6 +2,7 @@
 // log) and at the end the result and the review. Redrawn whole on every change, keeping
 // the keyboard focus on the same control.
 
+import { renderAnalysis } from "./analysis";
 import { renderBoard, sides } from "./board";
 import { renderControls, statusLine } from "./controls";
 import { h } from "./dom";
@@ -60,6 +61,7 @@ function renderGame(state: State, game: Game): HTMLElement {
       board,
       renderPlayer(view, me, names.get(me) ?? "You", state.viewAt)),
     over && state.record !== null && renderReview(view, state.record, names),
+    over && renderAnalysis(state.matchId, names),
     !over && view.hand.length > 0 && renderHand(view.hand, ruleset, opts, state.selection, {
       pick: (card) => game.select(card === null ? NOTHING : { card, target: null }),
       drag: (card) => { dragging = card; },
