@@ -13,6 +13,7 @@ from .claims import ClaimVerdict, Grounds, Voice, decide_claim
 from .errors import ErrorCode, RuleError
 from .formations import Formation, best_formation, brute_force_best, describe
 from .notation import dump_position, load_position
+from .outcome import Outcome, Termination
 from .record import GameRecord, next_first_player, record_of, series_points
 from .rulesets import RULESETS, ClaimTiming, Options, Ruleset
 from .state import SPECTATOR, Event, GameState, Phase, new_game, redact_event
@@ -36,10 +37,12 @@ __all__ = [
     "Grounds",
     "Kind",
     "Options",
+    "Outcome",
     "Phase",
     "RuleError",
     "Ruleset",
     "Tactic",
+    "Termination",
     "Voice",
     "best_formation",
     "brute_force_best",

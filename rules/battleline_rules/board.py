@@ -16,7 +16,7 @@ class Flag:
     ``env`` holds (card, owner) for Fog and Mud.
     """
 
-    __slots__ = ("cards", "claimed", "encoded", "env", "seqs", "size", "text", "version")
+    __slots__ = ("cards", "claimed", "env", "seqs", "size", "text", "version")
 
     def __init__(self) -> None:
         self.cards: list[list[int]] = [[], []]
@@ -27,11 +27,11 @@ class Flag:
         self.size = 3
         # Bumped by every change, so a cached verdict about this flag can tell it is current.
         self.version = 0
-        # This content encoded, on first use, and dropped by every change: `text` by the
-        # position notation, `encoded` by another serializer (the engine's view bytes).
-        # A copy shares them until either side changes: a turn changes one flag of nine.
+        # This flag in the position notation (`notation.flag_text`), written on first use
+        # and dropped by every change. A copy shares it until either side changes: a turn
+        # changes one flag of nine. It names the whole content, so others (the engine's
+        # view bytes) key their own caches by it.
         self.text: str | None = None
-        self.encoded: bytes | None = None
 
     def copy(self) -> Flag:
         flag = Flag.__new__(Flag)
@@ -41,12 +41,12 @@ class Flag:
         flag.claimed = self.claimed
         flag.size = self.size
         flag.version = self.version
-        flag.text, flag.encoded = self.text, self.encoded
+        flag.text = self.text
         return flag
 
     def _changed(self) -> None:
         self.version += 1
-        self.text = self.encoded = None
+        self.text = None
 
     def add_env(self, card: int, owner: int) -> None:
         self._changed()

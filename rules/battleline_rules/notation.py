@@ -62,9 +62,10 @@ def _cards(cards: list[int]) -> str:
     return " ".join(words)
 
 
-def _flag_text(flag: Flag) -> str:
+def flag_text(flag: Flag) -> str:
     """A flag's part of a position line, kept on the flag until it changes (states share
-    unchanged flags, so a turn's position re-formats only what the turn changed)."""
+    unchanged flags, so a turn's position re-formats only what the turn changed). It
+    names everything on the flag, so it also serves as the flag's key in others' caches."""
     if flag.text is not None:
         return flag.text
     names = _NAMES
@@ -114,7 +115,7 @@ def dump_position(state: GameState) -> str:
         "mud-pending: " + (" ".join(f"{s}@{f + 1}" for s, f in state.mud_pending) or "-"),
     ]
     for i, flag in enumerate(state.flags, 1):
-        lines.append(f"flag {i}: {_flag_text(flag)}")
+        lines.append(f"flag {i}: {flag_text(flag)}")
     for seat in (0, 1):
         lines.append(f"hand {seat}: {_cards(state.hands[seat])}")
     lines.append(f"deck troop: {_cards(state.decks[0])}")

@@ -1,7 +1,7 @@
 """Rulesets as small declarative objects, plus per-match options.
 
 Adding a ruleset means adding one `Ruleset` value: the game code reads only
-these fields and the two hooks (`has_won`, category order).
+these fields and the two hooks (`victory`, category order).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from enum import Enum
 from typing import Any, Final
 
 from .cards import COLOUR, DECK52_CARDS, STANDARD_TROOPS, TACTICS, VALUE, mask_of
+from .outcome import Termination
 
 
 def _constructor_args(value: Any) -> tuple[Any, ...]:
@@ -52,6 +53,9 @@ class Ruleset:
     categories: tuple[Category, ...]
     category_names: tuple[str, ...]
     hidden_removed: int = 0
+    # The hand sizes a match may choose instead of `hand_size` (basic: 7, as seed 001
+    # plays it); empty: fixed.
+    hand_sizes: tuple[int, ...] = ()
     # deck52: a complete side wins at once against a side with no card.
     empty_side_loses: bool = False
     # deck52: claims allowed both before and after playing.
@@ -85,20 +89,25 @@ class Ruleset:
     def __reduce__(self) -> tuple[type[Ruleset], tuple[Any, ...]]:
         return Ruleset, _constructor_args(self)
 
-    def has_won(self, flags_held: list[int]) -> bool:
-        """Whether holding these flag indexes (0-based) wins the game."""
-        if len(flags_held) >= self.envelopment:
-            return True
+    def victory(self, flags_held: list[int]) -> Termination | None:
+        """How holding these flag indexes (0-based) wins the game (None: it does not);
+        a breakthrough first, then an envelopment, then flanks, when several apply."""
         held = set(flags_held)
         run = 0
         for flag in range(self.flags):
             run = run + 1 if flag in held else 0
             if run >= self.breakthrough:
-                return True
-        if self.flank_pairs:
-            last = self.flags - 1
-            return {0, 1} <= held or {last - 1, last} <= held
-        return False
+                return Termination.BREAKTHROUGH
+        if len(held) >= self.envelopment:
+            return Termination.ENVELOPMENT
+        last = self.flags - 1
+        if self.flank_pairs and ({0, 1} <= held or {last - 1, last} <= held):
+            return Termination.FLANKS
+        return None
+
+    def has_won(self, flags_held: list[int]) -> bool:
+        """Whether holding these flag indexes (0-based) wins the game."""
+        return self.victory(flags_held) is not None
 
 
 STANDARD: Final = Ruleset(
@@ -114,7 +123,7 @@ STANDARD: Final = Ruleset(
     category_names=("wedge", "phalanx", "battalion", "skirmish", "host"),
 )
 
-BASIC: Final = replace(STANDARD, name="basic", tactics=(), hand_size=6)
+BASIC: Final = replace(STANDARD, name="basic", tactics=(), hand_size=6, hand_sizes=(6, 7))
 
 DECK52: Final = Ruleset(
     name="deck52",
@@ -143,7 +152,7 @@ class Options:
     """Per-match options that apply on top of a ruleset."""
 
     claim_timing: ClaimTiming = ClaimTiming.AFTER_PLAY
-    # None keeps the ruleset's hand size; basic allows 7 as seed 001 plays it.
+    # None keeps the ruleset's hand size; else one of its `hand_sizes`.
     hand_size: int | None = None
     first_player: int = 0
 
@@ -176,9 +185,12 @@ class Options:
 
 def validate_options(ruleset: Ruleset, options: Options) -> None:
     """Raise ValueError for options a ruleset does not allow."""
-    if options.hand_size is not None and not (
-        ruleset.name == "basic" and options.hand_size in (6, 7)
-    ):
-        raise ValueError("hand size can only be changed in basic, to 6 or 7")
+    if options.hand_size is not None and options.hand_size not in ruleset.hand_sizes:
+        where = "; ".join(
+            f"in {r.name}, to {' or '.join(map(str, r.hand_sizes))}"
+            for r in RULESETS.values()
+            if r.hand_sizes
+        )
+        raise ValueError(f"hand size can only be changed {where}")
     if options.first_player not in (0, 1):
         raise ValueError("first player must be seat 0 or 1")

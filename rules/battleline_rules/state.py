@@ -21,7 +21,7 @@ from collections.abc import Callable
 from enum import IntEnum
 from typing import NamedTuple
 
-from .actions import DISCARD, TACTIC_DECK, TROOP_DECK, Action, Kind, malformation
+from .actions import DISCARD, TACTIC_DECK, TROOP_DECK, Action, Kind
 from .board import UNCLAIMED, Flag
 from .cards import (
     CARD_COUNT,
@@ -32,12 +32,12 @@ from .cards import (
     UNKNOWN_TACTIC,
     UNKNOWN_TROOP,
     Tactic,
-    card_name,
     is_tactic,
     mask_of,
 )
-from .claims import ClaimVerdict, Grounds, decide_claim
+from .claims import ClaimVerdict, decide_claim
 from .errors import ErrorCode, RuleError
+from .outcome import Outcome, Termination
 from .rulesets import RULESETS, ClaimTiming, Options, Ruleset, validate_options
 
 SPECTATOR = -1
@@ -182,12 +182,45 @@ class GameState:
     def claimed_by(self, seat: int) -> list[int]:
         return [i for i, f in enumerate(self.flags) if f.claimed == seat]
 
+    def outcome(self) -> Outcome | None:
+        """How and for whom the game ended; None while it goes on.
+
+        A game ends in one of three ways: a claim wins it (`Ruleset.victory`),
+        two idle turns settle it (`_settle_stalemate`, which leaves `idle_turns`
+        at 2; a settled flag can still win by the ruleset), or a seat resigns
+        (`resign`: the winner then holds no winning flags, the turns were not idle).
+        """
+        if self.phase is not Phase.OVER:
+            return None
+        winner = self.winner
+        if winner is not None:
+            victory = self.ruleset.victory(self.claimed_by(winner))
+            if victory is not None:
+                return Outcome(victory, winner)
+        if self.idle_turns >= 2:
+            return Outcome(Termination.STALEMATE, winner)
+        return Outcome(Termination.RESIGNATION, winner)
+
     def __reduce__(self) -> tuple[Callable[[str], GameState], tuple[str]]:
         """Pickled as its position text (the AI sends views to search processes): the
         compiled class (setup.py) is only built through its constructor."""
         from .notation import dump_position, load_position
 
         return load_position, (dump_position(self),)
+
+    def __repr__(self) -> str:
+        """The position text, as python-chess prints a board as its FEN: a failing
+        test shows the position, ready for `load_position` or `battleline analyze`."""
+        from .notation import dump_position
+
+        return f"load_position(\"\"\"\n{dump_position(self)}\"\"\")"
+
+    def __eq__(self, other: object) -> bool:
+        """Equal positions: the same text (it round-trips exactly, so it names every
+        field; caches are not compared)."""
+        from .notation import dump_position
+
+        return isinstance(other, GameState) and dump_position(self) == dump_position(other)
 
     def clone(self) -> GameState:
         new = GameState(self.ruleset, self.options, self.seed, blank=True)
@@ -238,7 +271,8 @@ class GameState:
         self._claim_cache[(flag, seat)] = (f.version, verdict)
         return verdict
 
-    def _claims_allowed(self) -> bool:
+    def claims_allowed(self) -> bool:
+        """Whether the player to act may claim flags in this step."""
         if self.phase is Phase.PLAY:
             return (
                 self.ruleset.claim_any_time
@@ -313,7 +347,7 @@ class GameState:
             return [
                 Action(Kind.MUD_DISCARD, card=c, flag=flag) for c in self.flags[flag].cards[seat]
             ]
-        claims = self._claim_actions() if self._claims_allowed() else []
+        claims = self._claim_actions() if self.claims_allowed() else []
         if phase is Phase.FINISH:
             draws = (
                 [DRAWS[d] for d in (TROOP_DECK, TACTIC_DECK) if self.decks[d]]
@@ -329,7 +363,7 @@ class GameState:
         `legal_actions`), without listing every troop play: the rollout hot path."""
         if self._legal is not None or self.phase is not Phase.PLAY or self.viewer is not None:
             return rng.choice(self.legal_actions())
-        claims = self._claim_actions() if self._claims_allowed() else []
+        claims = self._claim_actions() if self.claims_allowed() else []
         troops, open_flags, others = self._play_parts(self.player)
         placements = len(troops) * len(open_flags)
         index = rng.randrange(len(claims) + placements + len(others))
@@ -379,7 +413,7 @@ class GameState:
         actions = []
         if card == Tactic.REDEPLOY:
             for i in live:
-                for target in self._own_cards(i, seat):
+                for target in self.own_cards(i, seat):
                     actions.append(_new(Action, (Kind.REDEPLOY, card, i, target, DISCARD, -1)))
                     movable = (j for j in live if j != i)
                     dests = [
@@ -398,7 +432,7 @@ class GameState:
             for i in live:
                 actions.extend(
                     _new(Action, (Kind.DESERTER, card, i, target, -1, -1))
-                    for target in self._own_cards(i, other)
+                    for target in self.own_cards(i, other)
                 )
         elif card == Tactic.TRAITOR:
             for i in live:
@@ -409,7 +443,8 @@ class GameState:
                         ]
         return actions
 
-    def _own_cards(self, flag: int, seat: int) -> list[int]:
+    def own_cards(self, flag: int, seat: int) -> list[int]:
+        """``seat``'s cards at ``flag``: its side's, and the environment tactics it played."""
         f = self.flags[flag]
         return f.cards[seat] + [card for card, owner in f.env if owner == seat]
 
@@ -420,7 +455,9 @@ class GameState:
         if self.viewer is not None:
             raise RuleError(ErrorCode.WRONG_PHASE, "a view cannot be played on; sample a world")
         if action not in self.legal_actions():
-            raise self.diagnose(action)
+            from .diagnosis import diagnose  # the refusal path only (it imports this module)
+
+            raise diagnose(self, action)
         return self.apply_unchecked(action)
 
     def apply_unchecked(self, action: Action) -> Event:
@@ -592,133 +629,6 @@ class GameState:
             raise RuleError(ErrorCode.GAME_OVER, "the game is over")
         self._finish(1 - seat)
 
-    # --------------------------------------------------------------- diagnose
-
-    def diagnose(self, action: Action) -> RuleError:
-        """The precise reason an action that is not legal now is refused."""
-        seat, phase = self.current_player, self.phase
-        if phase is Phase.OVER:
-            return RuleError(ErrorCode.GAME_OVER, "the game is over")
-        n = len(self.flags)
-        for flag in (action.flag, action.to_flag):
-            if isinstance(flag, int) and flag >= n:
-                return RuleError(ErrorCode.NO_SUCH_FLAG, f"there are flags 1 to {n} only")
-        problem = malformation(action, n)
-        if problem is not None:
-            return RuleError(ErrorCode.MALFORMED, problem)
-        kind = action.kind
-        allowed = {
-            Phase.PLAY: {Kind.PLAY, Kind.PASS, Kind.REDEPLOY, Kind.DESERTER, Kind.TRAITOR},
-            Phase.SCOUT_DRAW: {Kind.SCOUT_DRAW},
-            Phase.SCOUT_RETURN: {Kind.SCOUT_RETURN},
-            Phase.MUD_DISCARD: {Kind.MUD_DISCARD},
-            Phase.FINISH: {Kind.DRAW, Kind.END},
-        }
-        if self._claims_allowed():
-            allowed[phase].add(Kind.CLAIM)
-        if kind not in allowed[phase]:
-            if kind is Kind.CLAIM:
-                when = (
-                    "before playing"
-                    if self.options.claim_timing is ClaimTiming.START_OF_TURN
-                    else "after playing, before drawing"
-                )
-                return RuleError(ErrorCode.WRONG_PHASE, f"claims are made {when}")
-            words = ", ".join(sorted(k.name.lower().replace("_", "-") for k in allowed[phase]))
-            return RuleError(
-                ErrorCode.WRONG_PHASE, f"now is the {phase.name.lower()} step: expected {words}"
-            )
-        if kind is Kind.CLAIM:
-            return self._diagnose_claim(seat, action.flag)
-        if kind in (Kind.DRAW, Kind.SCOUT_DRAW):
-            if action.deck not in (TROOP_DECK, TACTIC_DECK) or not self.decks[action.deck]:
-                return RuleError(ErrorCode.DECK_EMPTY, "that deck is empty")
-            return RuleError(ErrorCode.HAND_FULL, "no draw is due: end the turn")
-        if kind is Kind.END:
-            return RuleError(ErrorCode.WRONG_PHASE, "a draw is due: draw before ending the turn")
-        if kind is Kind.PASS:
-            return RuleError(
-                ErrorCode.MUST_PLAY_TROOP, "you can place a troop card, so you may not pass"
-            )
-        if kind is Kind.MUD_DISCARD:
-            return RuleError(
-                ErrorCode.BAD_TARGET,
-                f"discard one of your cards at flag {self.mud_pending[0][1] + 1}",
-            )
-        if action.card not in self.hands[seat]:
-            return RuleError(
-                ErrorCode.CARD_NOT_IN_HAND, f"{_name(action.card)} is not in your hand"
-            )
-        if is_tactic(action.card):
-            refusal = self.tactic_refusal(seat, action.card)
-            if refusal is not None:
-                return refusal
-        return self._diagnose_placement(seat, action)
-
-    def _diagnose_claim(self, seat: int, flag: int) -> RuleError:
-        verdict = self.claim_verdict(flag, seat)
-        code = {
-            Grounds.ALREADY_CLAIMED: ErrorCode.FLAG_CLAIMED,
-            Grounds.INCOMPLETE: ErrorCode.SIDE_INCOMPLETE,
-        }.get(verdict.grounds, ErrorCode.CLAIM_UNPROVEN)
-        return RuleError(code, verdict.reason)
-
-    def _diagnose_placement(self, seat: int, action: Action) -> RuleError:
-        kind, card = action.kind, action.card
-        if kind is Kind.PLAY:
-            return self._diagnose_play(seat, action)
-        flag = self.flags[action.flag]  # in range: `malformation` checked the shape
-        if flag.claimed != UNCLAIMED:
-            return RuleError(ErrorCode.FLAG_CLAIMED, f"flag {action.flag + 1} is claimed")
-        expected = {
-            Kind.REDEPLOY: Tactic.REDEPLOY,
-            Kind.DESERTER: Tactic.DESERTER,
-            Kind.TRAITOR: Tactic.TRAITOR,
-        }[kind]
-        if card != expected:
-            return RuleError(
-                ErrorCode.MALFORMED, f"{kind.name.lower()} is played with {expected.name}"
-            )
-        owner = seat if kind is Kind.REDEPLOY else 1 - seat
-        whose = "your" if owner == seat else "your opponent's"
-        if action.target not in self._own_cards(action.flag, owner):
-            return RuleError(
-                ErrorCode.BAD_TARGET,
-                f"{_name(action.target)} is not on {whose} side of flag {action.flag + 1}",
-            )
-        if kind is Kind.TRAITOR and is_tactic(action.target):
-            return RuleError(ErrorCode.BAD_TARGET, "Traitor takes troop cards only, not tactics")
-        if action.to_flag == action.flag:
-            return RuleError(ErrorCode.BAD_TARGET, "Redeploy moves a card to another flag")
-        dest = self.flags[action.to_flag]
-        if dest.claimed != UNCLAIMED:
-            return RuleError(ErrorCode.FLAG_CLAIMED, f"flag {action.to_flag + 1} is claimed")
-        return RuleError(ErrorCode.SLOT_FULL, f"your side of flag {action.to_flag + 1} is full")
-
-    def _diagnose_play(self, seat: int, action: Action) -> RuleError:
-        card, index = action.card, action.flag
-        if card in (Tactic.REDEPLOY, Tactic.DESERTER, Tactic.TRAITOR):
-            return RuleError(
-                ErrorCode.MALFORMED,
-                f"{_name(card)} is played as '{_name(card).lower()} CARD@FLAG ...'",
-            )
-        if card == Tactic.SCOUT:
-            if index != -1:
-                return RuleError(ErrorCode.MALFORMED, "Scout goes to no flag: play SCOUT")
-            return RuleError(
-                ErrorCode.DECK_EMPTY, "both decks are empty: Scout has nothing to draw"
-            )
-        if index == -1:
-            return RuleError(
-                ErrorCode.MALFORMED, f"say where to play {_name(card)}: play CARD@FLAG"
-            )
-        flag = self.flags[index]
-        if flag.claimed != UNCLAIMED:
-            return RuleError(ErrorCode.FLAG_CLAIMED, f"flag {index + 1} is claimed")
-        if card in ENVIRONMENT:
-            return RuleError(ErrorCode.BAD_TARGET, f"flag {index + 1} already has {_name(card)}")
-        return RuleError(ErrorCode.SLOT_FULL, f"your side of flag {index + 1} is full")
-
     # ------------------------------------------------------------------ views
 
     def view(self, viewer: int) -> GameState:
@@ -819,10 +729,6 @@ def _hidden_deck(deck: list[int], placeholder: int, known: set[int]) -> list[int
     if known.isdisjoint(deck):
         return [placeholder] * len(deck)
     return [c if c in known else placeholder for c in deck]
-
-
-def _name(card: int) -> str:
-    return card_name(card) if card >= -2 else str(card)
 
 
 def new_game(

@@ -142,7 +142,7 @@ class Checker:
             if cached != expected:
                 self.fail(f"{where}: state.claim_verdict {cached}, brute force {expected}", context)
             offered = Action(Kind.CLAIM, flag=index) in state.legal_actions()
-            if state.current_player == seat and state._claims_allowed() and offered != expected:
+            if state.current_player == seat and state.claims_allowed() and offered != expected:
                 self.fail(f"{where}: legal_actions offers claim {offered} != {expected}", context)
         self.counts["positions"] += 1
         self.counts[f"positions {ruleset.name}"] += 1

@@ -9,10 +9,13 @@ from battleline_rules import (
     ErrorCode,
     Grounds,
     Kind,
+    Outcome,
     RuleError,
+    Termination,
     Voice,
     decide_claim,
     dump_position,
+    load_position,
     parse_action,
 )
 
@@ -152,13 +155,16 @@ def test_claimed_flag_is_locked() -> None:
 def test_breakthrough_and_envelopment_end_the_game() -> None:
     three = position(flags={1: "R1 R2 R3 | - | - | 0", 2: "B1 B2 B3 | - | - | 0",
                             3: "G8 G9 G10 | Y2"}, hands=("P5", ""), phase="finish")
+    assert three.outcome() is None
     three.apply(Action(Kind.CLAIM, flag=2))
-    assert three.is_over and three.winner == 0
+    assert three.is_over and three.outcome() == Outcome(Termination.BREAKTHROUGH, 0)
     spread = {i: f"{c}1 {c}2 {c}3 | - | - | 0" for i, c in zip((1, 3, 5, 7), "RBGY", strict=True)}
     spread[9] = "P8 P9 P10 | O2"
     five = position(flags=spread, hands=("O5", ""), phase="finish")
     five.apply(Action(Kind.CLAIM, flag=8))
-    assert five.is_over and five.winner == 0
+    assert five.is_over and five.outcome() == Outcome(Termination.ENVELOPMENT, 0)
+    # The outcome follows from the position: it survives the notation.
+    assert load_position(dump_position(five)).outcome() == five.outcome()
 
 
 def test_deck52_wins_with_four_or_the_two_end_flags() -> None:
@@ -166,7 +172,7 @@ def test_deck52_wins_with_four_or_the_two_end_flags() -> None:
     ends = position("deck52", flags={8: "- | SJ SQ SK | - | 1", 7: "- | H2 H3 H4"},
                     hands=("", "C5"), player=1, phase="finish")
     ends.apply(Action(Kind.CLAIM, flag=6))
-    assert ends.is_over and ends.winner == 1
+    assert ends.is_over and ends.outcome() == Outcome(Termination.FLANKS, 1)
     # Two adjacent flags in the middle do not.
     middle = position("deck52", flags={4: "- | SJ SQ SK | - | 1", 5: "- | H2 H3 H4"},
                       hands=("", "C5"), player=1, phase="finish")
@@ -176,7 +182,7 @@ def test_deck52_wins_with_four_or_the_two_end_flags() -> None:
     four[7] = "- | C8 C9 C10"
     spread = position("deck52", flags=four, hands=("", "C5"), player=1, phase="finish")
     spread.apply(Action(Kind.CLAIM, flag=6))
-    assert spread.is_over and spread.winner == 1
+    assert spread.is_over and spread.outcome() == Outcome(Termination.ENVELOPMENT, 1)
 
 
 def test_refused_claims_name_their_reason() -> None:

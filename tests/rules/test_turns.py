@@ -7,18 +7,23 @@ import random
 import pytest
 
 from battleline_rules import (
+    RULESETS,
     SPECTATOR,
     Action,
     ErrorCode,
     Kind,
     Options,
+    Outcome,
     RuleError,
+    Termination,
     dump_position,
     format_action,
+    load_position,
     new_game,
     parse_action,
     parse_card,
 )
+from battleline_rules.rulesets import validate_options
 
 from .positions import position
 
@@ -179,7 +184,8 @@ def test_actions_by_the_wrong_seat_or_after_the_end() -> None:
     assert rejected(state, "play G2@1") is ErrorCode.CARD_NOT_IN_HAND
     assert rejected(state, "play R5@10") is ErrorCode.NO_SUCH_FLAG
     state.resign(0)
-    assert state.is_over and state.winner == 1
+    assert state.is_over and state.outcome() == Outcome(Termination.RESIGNATION, 1)
+    assert load_position(dump_position(state)).outcome() == state.outcome()
     assert rejected(state, "play R5@1") is ErrorCode.GAME_OVER
 
 
@@ -220,7 +226,36 @@ def test_stalemate_ends_the_game() -> None:
     assert not state.is_over
     act(state, "pass")
     act(state, "end")
-    assert state.is_over and state.flags[0].claimed == 0 and state.winner == 0
+    assert state.is_over and state.flags[0].claimed == 0
+    assert state.outcome() == Outcome(Termination.STALEMATE, 0)
+    assert load_position(dump_position(state)).outcome() == state.outcome()
+
+
+def test_a_stalemate_with_as_many_flags_each_is_a_draw() -> None:
+    state = position(hands=("FOG", "MUD"), troop_deck="", tactic_deck="")
+    for text in ("play FOG@2", "end", "play MUD@3", "end", "pass", "end"):
+        act(state, text)
+    assert state.outcome() is None
+    act(state, "pass")
+    act(state, "end")
+    assert state.outcome() == Outcome(Termination.STALEMATE, None)
+
+
+def test_only_basic_changes_the_hand_size() -> None:
+    validate_options(RULESETS["basic"], Options(hand_size=7))
+    for ruleset, size in (("basic", 8), ("standard", 7), ("deck52", 7)):
+        with pytest.raises(ValueError) as error:
+            validate_options(RULESETS[ruleset], Options(hand_size=size))
+        assert str(error.value) == "hand size can only be changed in basic, to 6 or 7"
+
+
+def test_a_position_prints_and_compares_as_its_text() -> None:
+    state = new_game("standard", seed=8)
+    assert repr(state) == f'load_position("""\n{dump_position(state)}""")'
+    assert state == state.clone() == load_position(dump_position(state))
+    assert state != state.view(0) and state != new_game("standard", seed=9)
+    state.apply(state.legal_actions()[0])
+    assert state != new_game("standard", seed=8)
 
 
 class _Pick(random.Random):

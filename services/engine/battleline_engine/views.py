@@ -24,6 +24,7 @@ from battleline_rules import (
     GameState,
     Kind,
     Phase,
+    Termination,
     card_name,
     dump_position,
     format_action,
@@ -33,6 +34,7 @@ from battleline_rules import (
 )
 from battleline_rules.board import Flag
 from battleline_rules.cards import CARD_COUNT, is_tactic
+from battleline_rules.notation import flag_text
 
 from .clocks import ClockState, left_ms
 from .model import FINISHED, NO_CLOCK, PLAYING, WAITING, Match, Meta
@@ -65,6 +67,13 @@ _STEPS: Final = {
     Phase.SCOUT_DRAW: pb.TURN_STEP_SCOUT_DRAW,
     Phase.SCOUT_RETURN: pb.TURN_STEP_SCOUT_RETURN,
     Phase.MUD_DISCARD: pb.TURN_STEP_MUD_DISCARD,
+}
+_END_REASONS: Final = {
+    Termination.BREAKTHROUGH: pb.END_REASON_BREAKTHROUGH,
+    Termination.ENVELOPMENT: pb.END_REASON_ENVELOPMENT,
+    Termination.FLANKS: pb.END_REASON_FLANKS,
+    Termination.STALEMATE: pb.END_REASON_STALEMATE,
+    Termination.RESIGNATION: pb.END_REASON_RESIGNATION,
 }
 _CLAIM_TIMING: Final = {"after-play": pb.CLAIM_TIMING_AFTER_PLAY,
                         "start-of-turn": pb.CLAIM_TIMING_START_OF_TURN}
@@ -115,23 +124,35 @@ def _options_of(meta: Meta) -> pb.MatchOptions:
     return options_message(meta)
 
 
-def _encode_flag(number: int, flag: Flag) -> bytes:
-    """A flag as its encoded MatchView.flags entry, kept on the flag until it changes:
-    states share unchanged flags, so a view re-encodes only what the last turn changed."""
-    flag.encoded = pb.MatchView(flags=[pb.Flag(
-        number=number,
+# (flag number, flag text) -> that flag's encoded MatchView.flags entry. The position
+# text names everything on a flag and the rules core keeps it on the flag until the flag
+# changes (the commit has just written it), so a view re-encodes only what the last turn
+# changed, and finds again the flags of a match reloaded from Redis. Emptied when full.
+_FLAG_BYTES: dict[tuple[int, str], bytes] = {}
+_FLAG_BYTES_MAX: Final = 1 << 15
+
+
+def _encode_flag(key: tuple[int, str], flag: Flag) -> bytes:
+    if len(_FLAG_BYTES) >= _FLAG_BYTES_MAX:
+        _FLAG_BYTES.clear()
+    encoded = _FLAG_BYTES[key] = pb.MatchView(flags=[pb.Flag(
+        number=key[0],
         first_cards=[NAMES[c] for c in flag.cards[0]],
         second_cards=[NAMES[c] for c in flag.cards[1]],
         environment=[NAMES[c] for c, _ in flag.env],
         claimed_by=seat_enum(flag.claimed),
     )]).SerializeToString()
-    return flag.encoded
+    return encoded
 
 
 def _flags_bytes(flags: list[Flag]) -> bytes:
     """The encoded `flags` field of a MatchView (every entry, in order)."""
-    return b"".join([f.encoded if f.encoded is not None else _encode_flag(n, f)
-                     for n, f in enumerate(flags, 1)])
+    out = []
+    for number, flag in enumerate(flags, 1):
+        key = (number, flag_text(flag))
+        encoded = _FLAG_BYTES.get(key)
+        out.append(encoded if encoded is not None else _encode_flag(key, flag))
+    return b"".join(out)
 
 
 def summary(match: Match) -> pb.MatchSummary:
@@ -149,27 +170,14 @@ def summary(match: Match) -> pb.MatchSummary:
 
 def end_reason(match: Match) -> pb.EndReason.ValueType:
     """Why the current game ended (END_REASON_UNSPECIFIED while it goes on)."""
-    state = match.state
-    if not state.is_over:
+    outcome = match.state.outcome()
+    if outcome is None:
         return pb.END_REASON_UNSPECIFIED
-    if match.end == "resignation":
-        return pb.END_REASON_RESIGNATION
     if match.end == "timeout":
-        return pb.END_REASON_TIMEOUT
-    if state.winner is None:
+        return pb.END_REASON_TIMEOUT  # the clock is the engine's: its loser resigned
+    if outcome.winner is None:
         return pb.END_REASON_DRAW
-    rules, held = state.ruleset, state.claimed_by(state.winner)
-    run = best = 0
-    for flag in range(rules.flags):
-        run = run + 1 if flag in held else 0
-        best = max(best, run)
-    if best >= rules.breakthrough:
-        return pb.END_REASON_BREAKTHROUGH
-    if len(held) >= rules.envelopment:
-        return pb.END_REASON_ENVELOPMENT
-    if rules.has_won(held):
-        return pb.END_REASON_FLANKS
-    return pb.END_REASON_STALEMATE
+    return _END_REASONS[outcome.termination]
 
 
 def _add_players(out: pb.MatchView, match: Match, view: GameState) -> None:
@@ -287,21 +295,6 @@ def event_text(fields: dict[str, str], viewer: int) -> str:
         event = redact_event(event, viewer)
     text = action_text(event.action)
     return f"{text} {NAMES[event.drawn]}" if event.drawn != -1 else text
-
-
-def stored_event(kind: str, version: int, now_ms: int, seat: int | None = None,
-                 event: Event | None = None, text: str = "", final: bool = False) -> dict[str, str]:
-    """The fields of an event as stored (unredacted; projected on the way out)."""
-    out = {"k": kind, "v": str(version), "t": str(now_ms),
-           "s": "" if seat is None else str(seat)}
-    if event is not None:
-        out["a"] = action_text(event.action)
-        out["d"] = NAMES[event.drawn] if event.drawn >= 0 else ""
-    else:
-        out["x"] = text
-    if final:
-        out["end"] = "1"
-    return out
 
 
 def event_message(stored: StoredEvent, viewer: int) -> pb.MatchEvent:
