@@ -13,7 +13,7 @@ Cluster slot and every script stays in that slot::
     bl:{id}:m      hash    state, version, seq (last event number), status,
                            deadline (ms, 0 = none), created, updated, f:<name>
     bl:{id}:ev     stream  events with ids "<number>-0", numbered from 1
-    bl:{id}:idem   hash    action key -> stored response
+    bl:{id}:idem   hash    action key -> stored response; last:<who> -> action key
     bl:{id}:seats  hash    s<seat> -> token hash, t<token hash> -> seat
 
 and one global index::
@@ -112,7 +112,18 @@ if a.deadline then
     end
   end
 end
-if a.action then redis.call('HSET', idem, a.action, a.response) end
+if a.action then
+  -- One record per sender: an action key "<kind>:<who>:<id>" replaces the last one of
+  -- its "<kind>:<who>" (a client retries its latest call, never an earlier one once it
+  -- has sent a later one), so the hash stays a few entries however long the match.
+  local who = string.match(a.action, '^([^:]*:[^:]*):')
+  if who then
+    local before = redis.call('HGET', idem, 'last:' .. who)
+    if before then redis.call('HDEL', idem, before) end
+    redis.call('HSET', idem, 'last:' .. who, a.action)
+  end
+  redis.call('HSET', idem, a.action, a.response)
+end
 """ + _EXPIRE + """
 return {'OK', newv, seq}
 """
@@ -358,7 +369,8 @@ class MatchStore:
         though its version is now stale); a stale version returns CONFLICT; else
         the events are appended (numbered on from the last), state, version + 1,
         status, fields and deadline (`None` keeps it, 0 clears it) are written, the
-        response is recorded under `action_key`, and the keys get the retention
+        response is recorded under `action_key` (replacing the record of the last
+        key with the same "<kind>:<who>:" prefix), and the keys get the retention
         TTL (`finished`) or the idle TTL. `claim_seat=(seat, token_hash)` also
         takes a seat, failing with SEAT_TAKEN if it is held.
         """
