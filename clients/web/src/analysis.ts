@@ -70,22 +70,21 @@ function costlyMove(m: MoveReview, names: Map<Seat, string>): HTMLElement {
     h("strong", {}, m.preferredAction), `, ${(100 * m.loss).toFixed(1)} points better.`);
 }
 
-function body(answer: Answer, names: Map<Seat, string>): (HTMLElement | SVGElement)[] {
+function body(answer: Answer, names: Map<Seat, string>): HTMLElement[] {
   if (answer === null) return [h("p", { class: "status" }, "The AI is reviewing the game…")];
   if ("error" in answer) return [h("p", { class: "error" }, `No review: ${answer.error}`)];
   const { review } = answer;
-  const legend = h("p", { class: "legend" }, ...LINES.map(([seat, colour, dash]) =>
+  const legend = h("p", {}, ...LINES.map(([seat, colour, dash]) =>
     h("span", { style: `color: ${colour}; margin-right: 1rem` },
       `${dash === "" ? "━━" : "╍╍"} ${names.get(seat) ?? "?"}`)));
   const worst = review.costliest.map((n) => review.moves[n - 1]).filter((m) => m !== undefined);
-  return [
+  return [h("div", { class: "review-row" },
     legend,
     graph(review, names),
     worst.length === 0
       ? h("p", {}, "No costly move: every judged move was the AI's choice or close to it.")
       : h("ol", { class: "costliest", "data-testid": "costliest" }, ...worst.map((m) => costlyMove(m, names))),
-    h("p", { class: "legend" }, `Judged by ${review.evaluator}.`),
-  ];
+    h("p", { style: "color: #555; font-size: 0.85em" }, `Judged by ${review.evaluator}.`))];
 }
 
 /** Ask for the review once; when it comes, fill the panels of that match on the page. */
