@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from battleline.v1 import game_pb2, lobby_pb2, types_pb2, watch_pb2
-from battleline_engine.errors import DOCUMENTED
 from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
+from battleline_engine.status import DOCUMENTED
 
 from .harness import AI_KEY, OPEN_LIMITS, SEATS, Client, Engine, auth
 

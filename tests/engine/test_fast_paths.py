@@ -242,6 +242,7 @@ def test_the_match_kept_after_a_commit_is_exactly_what_a_read_finds(redis_url: s
     held match must equal a fresh read field for field (state text, fields, times)."""
     import random
 
+    from battleline_engine.game import SUBMITTED
     from battleline_engine.matches import Matches, parse_actions
     from battleline_engine.model import LOCAL, Meta
     from battleline_rules import format_action
@@ -264,7 +265,8 @@ def test_the_match_kept_after_a_commit_is_exactly_what_a_read_finds(redis_url: s
                     seat = state.current_player
                     action = rng.choice(state.legal_actions())
                     await matches.submit(match_id, seat, match.version, f"k{n}",
-                                         parse_actions([format_action(action)]))
+                                         parse_actions([format_action(action)]),
+                                         SUBMITTED[False])
                     held = matches.cache.latest(match_id)
                     fresh = await storage.matches.load(match_id)
                     assert held is not None and fresh is not None

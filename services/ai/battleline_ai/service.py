@@ -14,12 +14,11 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from battleline_engine.children import dying_with_parent
+from battleline_engine.children import dying_with_parent, stop_children
 
 from .suggest import AiServer
 from .worker import KEY_ENV, WorkerConfig
@@ -90,15 +89,6 @@ async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), RESTART_DELAY_S)
     finally:
-        for child in children:
-            if child is not None and child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for child in children:
-            if child is not None:
-                try:
-                    child.wait(10)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-                    child.wait()
+        stop_children(*(child for child in children if child is not None))
         if server is not None:
             await server.stop()

@@ -30,7 +30,8 @@ import grpc.aio
 
 from battleline.v1 import ai_pb2, ai_pb2_grpc, review_pb2, types_pb2
 from battleline_engine.auth import AiKey, bearer
-from battleline_engine.errors import Refusal, abort, invalid
+from battleline_engine.errors import Kind, Refusal, invalid
+from battleline_engine.status import abort
 
 from .decide import decide, level_spec
 from .review import EVALUATOR, MAX_ACTIONS, GameReview, review_record
@@ -125,7 +126,7 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
     def _authenticate(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         token = bearer(context)
         if token is None or not self.key.matches(token):
-            raise Refusal(grpc.StatusCode.UNAUTHENTICATED, "no-ai-key",
+            raise Refusal(Kind.UNAUTHENTICATED, "no-ai-key",
                           "AiService answers holders of the AI's key; players ask the "
                           "engine (GameService.GetHint, RecordService.GetReview)")
 
@@ -135,10 +136,10 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         """Hold one place of the pool's queue, and ``key`` (a seat or a match; "": none)
         while it runs; refused at once (RESOURCE_EXHAUSTED) when either is taken."""
         if key in self.searching:
-            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, reason, busy,
+            raise Refusal(Kind.EXHAUSTED, reason, busy,
                           retry_after_s=retry_after_s)
         if self.searches >= self.max_searches:
-            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "ai-busy",
+            raise Refusal(Kind.EXHAUSTED, "ai-busy",
                           f"{self.searches} searches running or waiting: retry shortly",
                           retry_after_s=1.0)
         self.searches += 1
@@ -159,7 +160,7 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         check_position_size(position)
         budget_ms = request.budget_ms or DEFAULT_BUDGET_MS
         if budget_ms > MAX_BUDGET_MS or request.iterations > MAX_ITERATIONS:
-            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "budget-too-large",
+            raise Refusal(Kind.EXHAUSTED, "budget-too-large",
                           f"budget: at most {MAX_BUDGET_MS} ms and {MAX_ITERATIONS} iterations")
         try:
             spec = request_spec(request)

@@ -11,7 +11,7 @@ from urllib.parse import unquote
 
 import grpc
 
-from .errors import Refusal
+from .errors import Kind, Refusal
 from .storage import Storage, hash_token
 
 
@@ -22,7 +22,7 @@ def bearer(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
             text = value.decode() if isinstance(value, bytes) else value
             scheme, _, token = text.partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
-                raise Refusal(grpc.StatusCode.UNAUTHENTICATED, "bad-token",
+                raise Refusal(Kind.UNAUTHENTICATED, "bad-token",
                               "authorization must be 'Bearer <seat token>'")
             return token.strip()
     return None
@@ -133,7 +133,7 @@ class Seats:
         """The caller's seat in `match_id`: UNAUTHENTICATED or PERMISSION_DENIED otherwise."""
         seat = await self.optional(context, match_id)
         if seat is None:
-            raise Refusal(grpc.StatusCode.UNAUTHENTICATED, "no-token",
+            raise Refusal(Kind.UNAUTHENTICATED, "no-token",
                           "send the seat token as 'authorization: Bearer <token>'")
         return seat
 
@@ -147,10 +147,10 @@ class Seats:
             return await self._ai_seat(match_id)
         found = await self.of(token)
         if found is None:
-            raise Refusal(grpc.StatusCode.UNAUTHENTICATED, "unknown-token",
+            raise Refusal(Kind.UNAUTHENTICATED, "unknown-token",
                           "unknown seat token (or its match has expired)")
         if found[0] != match_id:
-            raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "other-match",
+            raise Refusal(Kind.FORBIDDEN, "other-match",
                           "this seat token belongs to another match")
         return found[1]
 
@@ -164,7 +164,7 @@ class Seats:
         if seat is None:
             seat = await self.storage.matches.seat_by_hash(match_id, self.ai_key.hash)
             if seat is None:
-                raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "not-ai-seat",
+                raise Refusal(Kind.FORBIDDEN, "not-ai-seat",
                               "the AI key acts only for a seat the hosted AI took in this "
                               "match (JoinMatch with the key first)")
             self._ai_seats[match_id] = seat

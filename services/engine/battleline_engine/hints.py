@@ -22,10 +22,13 @@ import grpc
 import grpc.aio
 
 from battleline.v1 import ai_pb2, ai_pb2_grpc, game_pb2
+from battleline.v1 import types_pb2 as pb
 
-from .errors import Refusal, precondition
+from . import views
+from .errors import Kind, Refusal, precondition
 from .model import AI, LOCAL
 from .runtime import Runtime, match_id_of
+from .storage import now_ms
 
 DEFAULT_BUDGET_MS = 1000
 MAX_BUDGET_MS = 5000
@@ -61,7 +64,7 @@ class HintClient:
 
     def _ai(self) -> ai_pb2_grpc.AiServiceAsyncStub:
         if not self.address:
-            raise Refusal(grpc.StatusCode.UNAVAILABLE, "no-ai-service",
+            raise Refusal(Kind.UNAVAILABLE, "no-ai-service",
                           "hints and reviews need the AI service: start the engine with "
                           "--ai-address")
         if self._stub is None:
@@ -76,9 +79,9 @@ class HintClient:
             yield
         except grpc.aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
-                raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{what}-busy",
+                raise Refusal(Kind.EXHAUSTED, f"{what}-busy",
                               f"the AI is busy: {err.details()}", retry_after_s=1.0) from None
-            raise Refusal(grpc.StatusCode.UNAVAILABLE, "ai-service-failed",
+            raise Refusal(Kind.UNAVAILABLE, "ai-service-failed",
                           f"the AI service did not answer: {err.code().name}") from None
 
 
@@ -90,9 +93,10 @@ async def get_hint(runtime: Runtime, request: game_pb2.GetHintRequest,
     runtime.action_limit.take(f"{match_id}/{seat}")
     match = await runtime.matches.read(match_id)
     if match.meta.opponent not in _OPPONENTS_WITH_HINTS:
-        raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "hints-off",
+        raise Refusal(Kind.FORBIDDEN, "hints-off",
                       "hints are off in matches between two people")
-    view = runtime.matches.view(match, seat, True).view  # with the position: the AI reads it
+    view = pb.MatchView()
+    views.write_view(view, match, seat, now_ms(), True)  # with the position: the AI reads it
     if not view.legal_actions:
         raise precondition("not-your-turn", "a hint is for a seat that has something to do")
     budget_ms = min(request.budget_ms or DEFAULT_BUDGET_MS, MAX_BUDGET_MS)

@@ -4,7 +4,8 @@ Every Watch stream of this process subscribes here instead of reading Redis
 itself. The reader runs one XREAD over the streams of every watched match
 (plus a private wake-up stream, poked when a new match is added so the
 blocking read restarts at once) and hands each batch to the subscribers'
-queues. Subscribers detect gaps by event number and fill them from Redis.
+queues. A `Subscription` turns a queue into one viewer's events: resumed from
+a known event, gaps filled from Redis, ended after the match's last event.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections.abc import AsyncGenerator
 
+from .errors import invalid
+from .model import Match
 from .storage import Storage, StoredEvent, raise_lost_cancellation
 
 log = logging.getLogger(__name__)
@@ -21,6 +25,7 @@ log = logging.getLogger(__name__)
 Batch = list[StoredEvent]
 RESYNC: Batch = []  # queued instead of batches a slow subscriber could not keep up with
 MAX_QUEUED = 256
+PAGE = 1000  # events read from Redis at once to fill a gap or resume
 
 
 class Hub:
@@ -100,3 +105,64 @@ class Hub:
                         queue.put_nowait(RESYNC)
                     else:
                         queue.put_nowait(events)
+
+
+class Subscription:
+    """One viewer's events of one match, in order and without gaps, after `last`.
+
+    Opened at a read of the match: after its last event, or (`resume_after`) after
+    an event the viewer already has, when the stream still holds everything since
+    (`backlog`); else the viewer needs a fresh snapshot first (`needs_snapshot`).
+    `batches` ends after the event that finishes the match.
+    """
+
+    def __init__(self, hub: Hub, match: Match) -> None:
+        self.hub = hub
+        self.match_id = match.match_id
+        self.last = match.record.last_event
+        self.finished_at = match.record.last_event if match.finished else None
+        self.backlog: Batch | None = None
+
+    @classmethod
+    async def open(cls, hub: Hub, match: Match, resume_after: int | None) -> Subscription:
+        """A subscription resumed after `resume_after` when the events since are kept."""
+        subscription = cls(hub, match)
+        if resume_after is not None:
+            if resume_after > subscription.last:
+                raise invalid("bad-resume", f"resume_after {resume_after} is after the "
+                              f"last event ({subscription.last})")
+            page = await hub.storage.events.events_after(subscription.match_id, resume_after,
+                                                         PAGE)
+            if page.complete:
+                subscription.backlog, subscription.last = page.events, resume_after
+        return subscription
+
+    @property
+    def needs_snapshot(self) -> bool:
+        """Whether the viewer starts from a snapshot (no resume, or history trimmed)."""
+        return self.backlog is None
+
+    async def batches(self) -> AsyncGenerator[Batch]:
+        """Batches of new events, the first one being the resumed backlog if any."""
+        queue = await self.hub.subscribe(self.match_id, self.last)
+        try:
+            batch = self.backlog or []
+            while True:
+                if not batch or batch[0].number > self.last + 1:  # a gap: fill it from Redis
+                    batch = (await self.hub.storage.events.events_after(
+                        self.match_id, self.last, PAGE)).events
+                batch = [e for e in batch if e.number > self.last]
+                if not batch and self.finished_at is not None and self.last >= self.finished_at:
+                    return  # resumed at (or after) the event that finished the match
+                end = next((i for i, e in enumerate(batch) if e.fields.get("end") == "1"), None)
+                if end is not None:
+                    batch = batch[:end + 1]
+                if batch:
+                    self.last = batch[-1].number
+                    yield batch
+                if end is not None:
+                    return
+                raise_lost_cancellation()  # a cancelled stream waits no more
+                batch = await queue.get()
+        finally:
+            self.hub.unsubscribe(self.match_id, queue)

@@ -3,28 +3,28 @@
 Every write follows one pattern: read the match (one Redis round trip), work
 on a clone of its state with the rules core, then commit state, events,
 progress fields, clock deadline and the idempotent response together with a
-version check (storage.matches.commit). A lost race is ABORTED, never a silent drop.
-No grpc servicer code here: callers get protos back or a `Refusal`.
+version check (storage.matches.commit). A lost race is a CONFLICT, never a silent
+drop. Domain code: no grpc and no protobuf here. Callers get domain values back
+or a `Refusal`; an action's answer is built by the servicer's `Answer`, given in,
+since it is stored with the commit (a repeated action id gets the same answer).
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Literal, TypeVar, overload
+from typing import Generic, TypeVar
 
-import grpc
 import redis.exceptions
 
-from battleline.v1 import game_pb2
 from battleline_rules import (
     RULESETS,
     Action,
     Event,
     GameState,
-    Kind,
     RuleError,
     dump_position,
     format_action,
@@ -32,10 +32,10 @@ from battleline_rules import (
     parse_action,
     series_points,
 )
+from battleline_rules import Kind as ActionKind
 
-from . import views
 from .clocks import ClockState, advance, start_clock
-from .errors import Refusal, from_rule_error, invalid, not_found, precondition
+from .errors import Kind, Refusal, from_rule_error, invalid, not_found, precondition
 from .model import (
     AI,
     FINISHED,
@@ -49,9 +49,11 @@ from .model import (
     deal,
     parse_match,
     progress_fields,
+    stored_event,
 )
 from .storage import (
     AI_PLACE_TTL_S,
+    CommitResult,
     CommitStatus,
     MatchRecord,
     Storage,
@@ -61,7 +63,7 @@ from .storage import (
     now_ms,
 )
 
-_Reply = TypeVar("_Reply", game_pb2.SubmitActionResponse, game_pb2.ResignResponse)
+A = TypeVar("A")  # an action's answer, as the servicer layer sends it
 
 MAX_ACTIONS = 16  # per request; a full turn is play + claims + draw
 _STORE_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
@@ -86,6 +88,22 @@ class Outcome:
     state: GameState
     events: list[dict[str, str]]
     match: Match  # the match as it will read after the commit
+
+    @property
+    def first_event(self) -> int:
+        """The number `events[0]` gets."""
+        return self.match.record.last_event - len(self.events) + 1
+
+
+@dataclass(frozen=True, slots=True)
+class Answer(Generic[A]):
+    """How the servicer layer answers an action: `build` makes the answer from the
+    outcome and the acting seat, `encode` and `decode` store it with the commit and read
+    it back for a repeated action id."""
+
+    build: Callable[[Outcome, int], A]
+    encode: Callable[[A], bytes]
+    decode: Callable[[bytes], A]
 
 
 # Invite codes are read aloud and typed: no look-alike characters, never a leading '-'.
@@ -116,7 +134,7 @@ def parse_actions(texts: list[str]) -> list[Action]:
         except ValueError as err:
             raise invalid("malformed", f"action {i} {text!r}: {err}") from None
     for i, action in enumerate(actions[:-1], 1):
-        if action.kind is Kind.SCOUT_DRAW:
+        if action.kind is ActionKind.SCOUT_DRAW:
             raise invalid("scout-step", f"action {i}: send each scout-draw in its own request "
                           "(each draw shows a card before the next choice)")
     return actions
@@ -165,12 +183,6 @@ class Matches:
         deadline = match.record.deadline_ms
         return match.status == PLAYING and deadline > 0 and (at_ms or now_ms()) >= deadline
 
-    def view(self, match: Match, viewer: int, position: bool = False,
-             ) -> game_pb2.GetViewResponse:
-        response = game_pb2.GetViewResponse()
-        views.write_view(response.view, match, viewer, now_ms(), position)
-        return response
-
     # -- creating and joining -------------------------------------------------------
 
     async def create(self, meta: Meta, creator: int, client: str = "",
@@ -199,11 +211,11 @@ class Matches:
         status = PLAYING if meta.opponent == LOCAL else WAITING
         state = deal(meta, 1, 0)
         now = now_ms()
-        events = [views.stored_event("created", 1, now, creator,
+        events = [stored_event("created", 1, now, creator,
                                      text=f"created: {meta.ruleset}, {seat_name(creator)}")]
         clock = start_clock(meta)
         if status == PLAYING:
-            events.append(views.stored_event("game_started", 1, now, text="game 1 started"))
+            events.append(stored_event("game_started", 1, now, text="game 1 started"))
             clock = advance(meta, clock, state, True, now)
         fields = {"meta": meta.to_json(), **progress_fields(1, (0, 0), None, ""),
                   **clock.fields()}
@@ -219,7 +231,7 @@ class Matches:
             if meta.opponent != LOCAL and not created:  # its place is not held by anything
                 await self.storage.lobby.free_places(meta.opponent, client, match_id)
         if result.status is not CommitStatus.OK:  # a 96-bit id collided: practically never
-            raise Refusal(grpc.StatusCode.ABORTED, "retry", "could not allocate a match id")
+            raise Refusal(Kind.CONFLICT, "retry", "could not allocate a match id")
         if invite:
             await self.storage.lobby.set_invite(invite, match_id, self.lobby_ttl_s)
             if not meta.private:
@@ -246,7 +258,7 @@ class Matches:
             what = "unjoined open matches" if kind == OPEN else \
                 "unfinished matches against the hosted AI"
             step = "wait for someone to join one" if kind == OPEN else "finish or resign one"
-            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{kind}-matches-per-client",
+            raise Refusal(Kind.EXHAUSTED, f"{kind}-matches-per-client",
                           f"at most {cap} {what} per client: {step} first")
 
     async def resolve(self, match_id: str, invite: str) -> str:
@@ -254,7 +266,7 @@ class Matches:
         if invite:
             found = await self.storage.lobby.resolve_invite(invite.strip().upper())
             if found is None:
-                raise Refusal(grpc.StatusCode.NOT_FOUND, "invite-not-found",
+                raise Refusal(Kind.NOT_FOUND, "invite-not-found",
                               "no match has this invite code")
             return found
         return match_id
@@ -272,13 +284,13 @@ class Matches:
         match = await self.read(match_id)
         meta = match.meta
         if meta.private and not by_invite:
-            raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "invite-required",
+            raise Refusal(Kind.FORBIDDEN, "invite-required",
                           "this match is private: join it with its invite code")
         if meta.opponent == AI and not ai_key_hash:
-            raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "seat-reserved",
+            raise Refusal(Kind.FORBIDDEN, "seat-reserved",
                           "this seat is reserved for the hosted AI")
         if ai_key_hash and meta.opponent != AI:
-            raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "not-ai-seat",
+            raise Refusal(Kind.FORBIDDEN, "not-ai-seat",
                           "the AI key joins only matches against the hosted AI")
         seat = meta.open_seat
         if match.status != WAITING or seat < 0:
@@ -293,9 +305,9 @@ class Matches:
         now = now_ms()
         version = match.version + 1
         clock = advance(new_meta, ClockState.parse(match.fields), match.state, True, now)
-        events = [views.stored_event("joined", version, now, seat, text=f"{seat_name(seat)} "
+        events = [stored_event("joined", version, now, seat, text=f"{seat_name(seat)} "
                                      f"joined: {name}" if name else f"{seat_name(seat)} joined"),
-                  views.stored_event("game_started", version, now, text="game 1 started")]
+                  stored_event("game_started", version, now, text="game 1 started")]
         result = await self.storage.matches.commit(
             match_id, expected_version=match.version, state=match.record.state, events=events,
             status=PLAYING, deadline_ms=clock.deadline_ms(new_meta),
@@ -305,7 +317,7 @@ class Matches:
         if result.status is CommitStatus.SEAT_TAKEN:
             return await self._joined_again(match_id, meta, ai_key_hash)
         if result.status is CommitStatus.CONFLICT:
-            raise Refusal(grpc.StatusCode.ABORTED, "stale-version",
+            raise Refusal(Kind.CONFLICT, "stale-version",
                           "the match changed while joining: try again")
         if result.status is CommitStatus.NOT_FOUND:
             raise not_found(match_id)
@@ -370,46 +382,63 @@ class Matches:
     # -- playing --------------------------------------------------------------------
 
     async def submit(self, match_id: str, seat: int, expected_version: int, action_id: str,
-                     actions: list[Action], position: bool = False,
-                     ) -> game_pb2.SubmitActionResponse:
+                     actions: list[Action], answer: Answer[A]) -> A:
         """Apply the seat's actions all-or-nothing; a repeated action id replays its answer.
 
-        When this process knows the match at `expected_version` (it wrote or read it
-        lately), the actions are applied to that and committed without reading the
-        match first: the commit checks the version (and the action id) in Redis, so
-        this is exactly the read-then-commit below minus one round trip. Anything but
-        a clean commit or a stored answer (a stale version, a rejected action, a
-        running clock that has run out...) takes the path below, which reads the
-        match and answers precisely.
+        Two steps: the quick one, then (unless it answered) the checked one. Quick: when
+        this process knows the match at `expected_version` (it wrote or read it lately),
+        the actions are applied to that and committed without reading the match first;
+        the commit checks the version (and the action id) in Redis, so this is exactly
+        the checked step minus one round trip. Anything but a clean commit or a stored
+        answer (a stale version, a rejected action, a clock that has run out...) leaves
+        it to the checked step, which reads the match and answers precisely.
         """
         key = f"a:{seat}:{action_id}"
+        quick = await self._submit_known(match_id, seat, expected_version, key, actions, answer)
+        if quick is not None:
+            return quick
+        return await self._submit_checked(match_id, seat, expected_version, key, actions,
+                                          answer)
+
+    async def _submit_known(self, match_id: str, seat: int, expected_version: int, key: str,
+                            actions: list[Action], answer: Answer[A]) -> A | None:
+        """The quick step: the answer, or None to take the checked step."""
         known = self.cache.match(match_id, expected_version)
-        if known is not None and known.status == PLAYING and not self.clock_expired(known):
-            try:
-                outcome, response = self._play(known, seat, actions, position)
-            except Refusal:
-                pass
-            else:
-                done = await self._commit(known, outcome, key, response, fallback=True)
-                if done is not None:
-                    return done
+        if known is None or known.status != PLAYING or self.clock_expired(known):
+            return None
+        try:
+            outcome = self._play(known, seat, actions)
+        except Refusal:
+            return None  # the checked step reads the match and refuses precisely
+        reply = answer.build(outcome, seat)
+        result = await self._write(known, outcome, key, answer.encode(reply))
+        if result.status is CommitStatus.OK:
+            return reply
+        if result.status is CommitStatus.DUPLICATE:
+            return answer.decode(result.response or b"")
+        return None
+
+    async def _submit_checked(self, match_id: str, seat: int, expected_version: int,
+                              key: str, actions: list[Action], answer: Answer[A]) -> A:
+        """The checked step: read the match (or the stored answer), check, apply, commit."""
         record, prior = await self.storage.matches.load_for_action(match_id, key)
         if prior is not None:
-            return game_pb2.SubmitActionResponse.FromString(prior)
+            return answer.decode(prior)
         if record is None:
             raise not_found(match_id)
         match = await self._checked(record)
         self._check_playing(match)
         if expected_version != match.version:
-            raise Refusal(grpc.StatusCode.ABORTED, "stale-version",
+            raise Refusal(Kind.CONFLICT, "stale-version",
                           f"the match is at version {match.version}, not {expected_version}: "
                           "refetch the view")
-        outcome, response = self._play(match, seat, actions, position)
-        return await self._commit(match, outcome, key, response)
+        outcome = self._play(match, seat, actions)
+        reply = answer.build(outcome, seat)
+        result = await self._write(match, outcome, key, answer.encode(reply))
+        return self._answered(match, result, reply, answer)
 
-    def _play(self, match: Match, seat: int, actions: list[Action], position: bool,
-              ) -> tuple[Outcome, game_pb2.SubmitActionResponse]:
-        """The seat's actions applied to a clone of the match's state, and the answer."""
+    def _play(self, match: Match, seat: int, actions: list[Action]) -> Outcome:
+        """The seat's actions applied to a clone of the match's state."""
         state = match.state.clone()
         events: list[Event] = []
         auto = match.meta.auto_claim
@@ -417,9 +446,9 @@ class Matches:
             if state.is_over:
                 raise precondition("game-over", f"action {i}: the game ended before it")
             if state.current_player != seat:
-                raise Refusal(grpc.StatusCode.PERMISSION_DENIED, "not-your-turn",
+                raise Refusal(Kind.FORBIDDEN, "not-your-turn",
                               f"action {i}: it is the {seat_name(state.current_player)}'s turn")
-            if action.kind is not Kind.CLAIM:
+            if action.kind is not ActionKind.CLAIM:
                 events += _auto_claims(state, auto)
                 if state.is_over:
                     break
@@ -428,22 +457,15 @@ class Matches:
             except RuleError as err:
                 raise from_rule_error(err, f"action {i} {format_action(action)!r}") from None
         events += _auto_claims(state, auto)
-        outcome = self._outcome(match, state, events, seat)
-        response = game_pb2.SubmitActionResponse(version=outcome.match.version)
-        first = match.record.last_event + 1
-        for i, fields in enumerate(outcome.events):
-            views.add_event(response.events, first + i, fields, seat)
-        views.write_view(response.view, outcome.match, seat, now_ms(), position)
-        return outcome, response
+        return self._outcome(match, state, events, seat)
 
-    async def resign(self, match_id: str, seat: int, action_id: str,
-                     position: bool = False) -> game_pb2.ResignResponse:
+    async def resign(self, match_id: str, seat: int, action_id: str, answer: Answer[A]) -> A:
         """End the match: the seat resigning loses the game and the series."""
         key = f"r:{seat}:{action_id}"
         for _ in range(5):
             record, prior = await self.storage.matches.load_for_action(match_id, key)
             if prior is not None:
-                return game_pb2.ResignResponse.FromString(prior)
+                return answer.decode(prior)
             if record is None:
                 raise not_found(match_id)
             match = await self._checked(record)
@@ -451,14 +473,11 @@ class Matches:
             state = match.state.clone()
             state.resign(seat)
             outcome = self._outcome(match, state, [], seat, end="resignation", loser=seat)
-            response = game_pb2.ResignResponse()
-            views.write_view(response.view, outcome.match, seat, now_ms(), position)
-            try:
-                return await self._commit(match, outcome, key, response)
-            except Refusal as refusal:
-                if refusal.reason != "stale-version":
-                    raise
-        raise Refusal(grpc.StatusCode.ABORTED, "stale-version", "the match keeps changing")
+            reply = answer.build(outcome, seat)
+            result = await self._write(match, outcome, key, answer.encode(reply))
+            if result.status is not CommitStatus.CONFLICT:
+                return self._answered(match, result, reply, answer)
+        raise Refusal(Kind.CONFLICT, "stale-version", "the match keeps changing")
 
     async def _time_out(self, match: Match) -> None:
         """The running clock ran out: its seat loses the match (committed once, by any replica)."""
@@ -466,7 +485,7 @@ class Matches:
         state = match.state.clone()
         state.resign(loser)
         outcome = self._outcome(match, state, [], None, end="timeout", loser=loser)
-        await self._commit(match, outcome, None, None)
+        self._check_written(match, await self._write(match, outcome, None, b""))
 
     def _check_playing(self, match: Match) -> None:
         if match.status == WAITING:
@@ -479,13 +498,13 @@ class Matches:
         """Everything the commit writes, and the match as it will then read."""
         meta, now = match.meta, now_ms()
         version = match.version + 1
-        stored = [views.stored_event("action", version, now, e.seat, e) for e in events]
+        stored = [stored_event("action", version, now, e.seat, e) for e in events]
         game, score, winner, status = match.game, match.score, match.winner, PLAYING
         if end == "resignation":
-            stored.append(views.stored_event("resigned", version, now, loser,
+            stored.append(stored_event("resigned", version, now, loser,
                                              text=f"{seat_name(loser or 0)} resigned"))
         elif end == "timeout":
-            stored.append(views.stored_event("timeout", version, now, loser,
+            stored.append(stored_event("timeout", version, now, loser,
                                              text=f"{seat_name(loser or 0)} ran out of time"))
         if state.is_over:
             points = series_points(state)
@@ -500,13 +519,13 @@ class Matches:
                 else:
                     winner = None if score[0] == score[1] else int(score[1] > score[0])
             who = "drawn" if state.winner is None else f"won by the {seat_name(state.winner)}"
-            stored.append(views.stored_event(
+            stored.append(stored_event(
                 "game_over", version, now,
                 text=f"game {game} {who}; score {score[0]}-{score[1]}", final=last))
             if not last:
                 game += 1
                 state = deal(meta, game, next_first_player(state))
-                stored.append(views.stored_event("game_started", version, now,
+                stored.append(stored_event("game_started", version, now,
                                                  text=f"game {game} started"))
         clock = advance(meta, ClockState.parse(match.fields), state, status == PLAYING, now)
         fields = {**match.fields, **progress_fields(game, score, winner, end), **clock.fields()}
@@ -520,39 +539,40 @@ class Matches:
         new = Match(record, meta, state, game, score, winner, end, fields)
         return Outcome(state, stored, new)
 
-    @overload
-    async def _commit(self, match: Match, outcome: Outcome, key: str | None, response: _Reply,
-                      fallback: Literal[False] = False) -> _Reply: ...
-
-    @overload
-    async def _commit(self, match: Match, outcome: Outcome, key: str | None,
-                      response: _Reply | None, fallback: bool = False) -> _Reply | None: ...
-
-    async def _commit(self, match: Match, outcome: Outcome, key: str | None,
-                      response: _Reply | None, fallback: bool = False) -> _Reply | None:
-        """Write the outcome with a version check; `fallback`: return None instead of
-        refusing when the match is not at `match`'s version (or gone)."""
+    async def _write(self, match: Match, outcome: Outcome, key: str | None,
+                     response: bytes) -> CommitResult:
+        """Commit the outcome if the match is still at `match`'s version, with `response`
+        stored under the action `key`; once written, remember the match as a read would
+        now find it."""
         new = outcome.match
         changed = {k: v for k, v in new.fields.items() if match.fields.get(k) != v}
         result = await self.storage.matches.commit(
             match.match_id, expected_version=match.version, state=new.record.state,
-            events=outcome.events, action_key=key,
-            response=response.SerializeToString() if response is not None else b"",
+            events=outcome.events, action_key=key, response=response,
             status=new.status if new.status != match.status else None,
             deadline_ms=new.record.deadline_ms, fields=changed,
             finished=new.status == FINISHED, updated_ms=new.record.updated_ms,
         )
-        if result.status is CommitStatus.DUPLICATE and response is not None:
-            return type(response).FromString(result.response or b"")
-        if result.status is not CommitStatus.OK and fallback:
-            return None
+        if result.status is CommitStatus.OK:
+            self.cache.remember(new)
+        return result
+
+    def _answered(self, match: Match, result: CommitResult, reply: A, answer: Answer[A]) -> A:
+        """The answer after a checked write: the stored one for a repeated action id,
+        else `reply` once written."""
+        if result.status is CommitStatus.DUPLICATE:
+            return answer.decode(result.response or b"")
+        self._check_written(match, result)
+        return reply
+
+    @staticmethod
+    def _check_written(match: Match, result: CommitResult) -> None:
+        """Refuse a write that lost a race or found the match gone."""
         if result.status is CommitStatus.CONFLICT:
-            raise Refusal(grpc.StatusCode.ABORTED, "stale-version",
+            raise Refusal(Kind.CONFLICT, "stale-version",
                           f"the match changed (now version {result.version}): refetch the view")
         if result.status is CommitStatus.NOT_FOUND:
             raise not_found(match.match_id)
-        self.cache.remember(new)  # the match as a read would now find it
-        return response
 
 
 def _auto_claims(state: GameState, auto: tuple[bool, bool]) -> list[Event]:
@@ -564,7 +584,7 @@ def _auto_claims(state: GameState, auto: tuple[bool, bool]) -> list[Event]:
     events = []
     while not state.is_over and auto[state.current_player]:
         legal = state.legal_actions()
-        if not legal or legal[0].kind is not Kind.CLAIM:  # claims come first
+        if not legal or legal[0].kind is not ActionKind.CLAIM:  # claims come first
             break
         events.append(state.apply(legal[0]))
     return events

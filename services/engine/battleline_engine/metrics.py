@@ -18,7 +18,8 @@ import grpc
 from google.protobuf.message import DecodeError
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from .errors import abort, invalid
+from .errors import invalid
+from .status import abort
 
 REGISTRY: Final = CollectorRegistry(auto_describe=True)
 

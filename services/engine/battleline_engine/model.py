@@ -15,7 +15,17 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, replace
 from typing import Final
 
-from battleline_rules import ClaimTiming, GameState, Options, load_position, new_game
+from battleline_rules import (
+    Action,
+    ClaimTiming,
+    Event,
+    GameState,
+    Options,
+    card_name,
+    format_action,
+    load_position,
+    new_game,
+)
 
 from .storage import MatchRecord
 
@@ -137,6 +147,28 @@ class Match:
     @property
     def finished(self) -> bool:
         return self.record.status == FINISHED
+
+
+@functools.lru_cache(maxsize=16384)
+def action_text(action: Action) -> str:
+    """`format_action`, memoised: a view lists dozens of legal actions on every call and
+    the set of distinct actions is small (cards x flags), so each is formatted once."""
+    return format_action(action)
+
+
+def stored_event(kind: str, version: int, now_ms: int, seat: int | None = None,
+                 event: Event | None = None, text: str = "", final: bool = False) -> dict[str, str]:
+    """The fields of an event as stored (unredacted; projected on the way out, views.py)."""
+    out = {"k": kind, "v": str(version), "t": str(now_ms),
+           "s": "" if seat is None else str(seat)}
+    if event is not None:
+        out["a"] = action_text(event.action)
+        out["d"] = card_name(event.drawn) if event.drawn >= 0 else ""
+    else:
+        out["x"] = text
+    if final:
+        out["end"] = "1"
+    return out
 
 
 def progress_fields(

@@ -10,9 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import grpc
-
-from .errors import Refusal
+from .errors import Kind, Refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +38,7 @@ class RateLimiter:
         if tokens < 1:
             wait = (1 - tokens) / self.rate.per_s
             self._buckets[key] = (tokens, now)
-            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate-limited",
+            raise Refusal(Kind.EXHAUSTED, "rate-limited",
                           f"too many {self.what}: retry in {wait:.2f} s", retry_after_s=wait)
         self._buckets[key] = (tokens - 1, now)
         if len(self._buckets) > self.max_keys:

@@ -24,7 +24,7 @@ from typing import IO, Self
 
 import redis
 
-from .children import dying_with_parent
+from .children import dying_with_parent, stop_children
 
 log = logging.getLogger(__name__)
 
@@ -187,12 +187,7 @@ class EmbeddedRedis:
         """Stop the server (SIGTERM lets it flush the append-only file), then release the lock."""
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_children(process, timeout_s=timeout)
             log.info("embedded redis stopped")
         if process is not None and process.stderr is not None:
             process.stderr.close()

@@ -12,10 +12,11 @@ import grpc
 import redis.exceptions
 
 from .auth import AiKey, Callers, Seats
-from .errors import Refusal, abort, invalid
+from .errors import Kind, Refusal, invalid
 from .matches import Matches
 from .model import PER_MOVE
 from .ratelimit import Rate, RateLimiter
+from .status import abort
 from .storage import Storage, check_id
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ def _refusal_of(err: Exception) -> Refusal | None:
     if isinstance(err, Refusal):
         return err
     if isinstance(err, _STORE_UNAVAILABLE):
-        return Refusal(grpc.StatusCode.UNAVAILABLE, "storage-unavailable",
+        return Refusal(Kind.UNAVAILABLE, "storage-unavailable",
                        "the match store is unreachable: retry")
     return None
 

@@ -27,7 +27,6 @@ from battleline_rules import (
     Termination,
     card_name,
     dump_position,
-    format_action,
     parse_action,
     parse_card,
     redact_event,
@@ -37,7 +36,7 @@ from battleline_rules.cards import CARD_COUNT, is_tactic
 from battleline_rules.notation import flag_text
 
 from .clocks import ClockState, left_ms
-from .model import FINISHED, NO_CLOCK, PLAYING, WAITING, Match, Meta
+from .model import FINISHED, NO_CLOCK, PLAYING, WAITING, Match, Meta, action_text
 from .storage import StoredEvent
 
 FULL: Final = -2  # viewer of a finished match's record: nothing hidden
@@ -46,13 +45,6 @@ NAMES: Final = {c: card_name(c) for c in (UNKNOWN_TACTIC, UNKNOWN_TROOP, *range(
 TACTIC_IDS: Final = frozenset(c for c in NAMES if is_tactic(c))
 
 SEATS: Final = (pb.SEAT_FIRST, pb.SEAT_SECOND)
-
-
-@lru_cache(maxsize=16384)
-def action_text(action: Action) -> str:
-    """`format_action`, memoised: a view lists dozens of legal actions on every call and
-    the set of distinct actions is small (cards x flags), so each is formatted once."""
-    return format_action(action)
 
 
 @lru_cache(maxsize=16384)

@@ -13,12 +13,11 @@ from battleline.v1 import watch_pb2, watch_pb2_grpc
 from battleline_rules import SPECTATOR
 
 from . import views
-from .errors import Refusal, invalid
+from .errors import Kind, Refusal
+from .hub import Subscription
 from .metrics import SUBSCRIBERS
 from .runtime import Runtime, match_id_of, streaming
-from .storage import StoredEvent, now_ms, raise_lost_cancellation
-
-PAGE = 1000
+from .storage import StoredEvent, now_ms
 
 
 class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
@@ -40,7 +39,7 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         # Checked and counted with no await in between, so concurrent opens cannot all
         # pass the check before any of them is counted.
         if self.open[key] >= self.rt.config.streams_per_seat:
-            raise Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "too-many-streams",
+            raise Refusal(Kind.EXHAUSTED, "too-many-streams",
                           f"at most {self.rt.config.streams_per_seat} open streams per seat",
                           retry_after_s=1.0)
         self.open[key] += 1
@@ -57,47 +56,25 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
                       viewer: int) -> AsyncGenerator[watch_pb2.WatchResponse]:
         """The stream of one counted Watch: snapshot (or backlog), then live events."""
         match = await self.rt.matches.read(match_id)
-        backlog: list[StoredEvent] | None = None
-        last = match.record.last_event
-        if request.HasField("resume_after"):
-            if request.resume_after > last:
-                raise invalid("bad-resume", f"resume_after {request.resume_after} is after the "
-                              f"last event ({last})")
-            page = await self.rt.storage.events.events_after(match_id, request.resume_after, PAGE)
-            if page.complete:
-                backlog, last = page.events, request.resume_after
+        resume = request.resume_after if request.HasField("resume_after") else None
+        subscription = await Subscription.open(self.rt.hub, match, resume)
         SUBSCRIBERS.inc()
         try:
-            if backlog is None:
+            if subscription.needs_snapshot:
                 snapshot = watch_pb2.WatchResponse()
                 views.write_view(snapshot.snapshot, match, viewer, now_ms(),
                                  request.include_position)
                 yield snapshot
                 if match.finished:
                     return
-            queue = await self.rt.hub.subscribe(match_id, last)
-            try:
-                batch = backlog if backlog is not None else []
-                while True:
-                    if not batch or batch[0].number > last + 1:  # a gap: fill it from Redis
-                        page = await self.rt.storage.events.events_after(match_id, last, PAGE)
-                        batch = page.events
-                    batch = [e for e in batch if e.number > last]
-                    if not batch and match.finished and last >= match.record.last_event:
-                        return  # resumed at (or after) the event that finished the match
-                    for i, event in enumerate(batch):
+            async with contextlib.aclosing(subscription.batches()) as batches:
+                async for batch in batches:
+                    for event in batch:
                         item = watch_pb2.WatchResponse(event=views.event_message(event, viewer))
-                        if request.include_views and i == len(batch) - 1:
+                        if request.include_views and event is batch[-1]:
                             await self._attach_view(item, match_id, event, viewer,
                                                     request.include_position)
-                        last = event.number
                         yield item
-                        if event.fields.get("end") == "1":
-                            return
-                    raise_lost_cancellation()  # a cancelled stream waits no more
-                    batch = await queue.get()
-            finally:
-                self.rt.hub.unsubscribe(match_id, queue)
         finally:
             SUBSCRIBERS.dec()
 
