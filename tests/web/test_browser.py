@@ -124,6 +124,7 @@ def test_full_game_against_the_ai(service: Service, browser: BrowserContext) -> 
     every_move = moves_list.bounding_box()
     assert me is not None and every_move is not None
     assert me["y"] < every_move["y"], "your own bar sits below the list of every move"
+    expect(page.get_by_test_id("review-graph")).to_be_visible(timeout=60_000)  # the AI's review
     shoot(page, "end.png")
     assert not errors, errors
     print(f"browser game: {moves + 1} of our steps, {time.monotonic() - started:.0f} s")

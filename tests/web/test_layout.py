@@ -121,6 +121,7 @@ def test_phone_width_lobby_game_and_end(service: Service, browser: BrowserContex
     play_out(service.engine, handles, seed)
     expect(page.get_by_test_id("result")).to_be_visible(timeout=30_000)
     expect(page.get_by_test_id("review-moves")).to_be_visible(timeout=30_000)
+    expect(page.get_by_test_id("review-graph")).to_be_visible(timeout=60_000)  # the AI's review
     fits_the_width(page)
     me, moves = on_screen_order(page, "player-me", "review-moves")
     assert me < moves, "your own bar sits below the list of every move"
