@@ -15,9 +15,6 @@ from battleline_client.client import Client
 from battleline_client.common import answer_times
 from battleline_client.local import LocalService
 from tests.ai.service_harness import WITH_AI, play_random, start_worker, stop
-from tests.engine.conftest import redis_server, redis_url
-
-__all__ = ["redis_server", "redis_url"]
 
 CLOCK_S = 2.0
 

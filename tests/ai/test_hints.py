@@ -23,9 +23,6 @@ from battleline_client.client import Client
 from battleline_client.common import SeatHandle, is_my_turn
 from battleline_client.local import LocalService
 from tests.ai.service_harness import AI_KEY, WITH_AI
-from tests.engine.conftest import redis_server, redis_url
-
-__all__ = ["redis_server", "redis_url"]
 
 
 @pytest.fixture

