@@ -303,14 +303,20 @@ def in_processes(worker: Callable[..., tuple[Stats, float, float]], clients: int
 
 def low_load(engines: dict[str, str], echo_address: str, levels: tuple[int, ...],
              seconds: float, seed: int) -> tuple[dict[tuple[str, int], Stats], Stats]:
-    """Latencies at each level of concurrency for each engine and the echo, the servers
-    taking turns level by level (so a change in the machine's load weighs on all)."""
+    """Latencies at each level of concurrency for each engine and the echo: the servers
+    take turns level by level, half the time in one order and half in the reverse, so a
+    change in the machine's load weighs on all alike."""
     results: dict[tuple[str, int], Stats] = {}
     errors = Stats()
+    servers = [*engines, "echo"]
     for k in levels:
-        for name, address in engines.items():
-            results[(name, k)] = asyncio.run(run_engine_for(address, k, seconds, seed))
-        results[("echo", k)] = asyncio.run(run_echo(echo_address, k, seconds))[0]
+        for order in (servers, servers[::-1]):
+            for name in order:
+                if name == "echo":
+                    stats = asyncio.run(run_echo(echo_address, k, seconds / 2))[0]
+                else:
+                    stats = asyncio.run(run_engine_for(engines[name], k, seconds / 2, seed))
+                results.setdefault((name, k), Stats()).add(stats)
     for stats in results.values():
         errors.add(Stats(errors=stats.errors, error_kinds=stats.error_kinds,
                          first_errors=stats.first_errors))
@@ -328,7 +334,7 @@ LATENCY_LEVELS = (1, 4, 16)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
-                        help="100 matches, 5 s of echo, 2 s per latency level")
+                        help="100 matches, 5 s of echo, 4 s per latency level")
     parser.add_argument("--matches", type=int, help="concurrent matches (default 1000)")
     parser.add_argument("--echo-seconds", type=float)
     parser.add_argument("--seed", type=int, default=1)
@@ -340,7 +346,7 @@ def main() -> None:
         return
     matches = args.matches or (100 if args.quick else 1000)
     echo_seconds = args.echo_seconds or (5.0 if args.quick else 15.0)
-    latency_seconds = 2.0 if args.quick else 5.0
+    latency_seconds = 4.0 if args.quick else 10.0
 
     from battleline_engine.redis_server import EmbeddedRedis
 
@@ -357,8 +363,8 @@ def main() -> None:
                                               {})
             echo, echo_address = servers["echo"]
             latencies, latency_errors = low_load(
-                {name: servers[name][1] for name in ENGINES}, echo_address, LATENCY_LEVELS,
-                latency_seconds, args.seed)
+                {name: servers[name][1] for name in ("engine", "unbatched")}, echo_address,
+                LATENCY_LEVELS, latency_seconds, args.seed)
 
             def echo_run() -> tuple[Stats, float, float]:
                 cpu = cpu_seconds(echo.pid)
