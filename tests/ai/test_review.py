@@ -229,6 +229,7 @@ def test_the_ai_service_refuses_reviews_past_its_limits(engine: LocalService) ->
     """One review per match at a time, and no more than the search queue holds (3 for
     the test service's one search process): the rest RESOURCE_EXHAUSTED at once."""
     record = recorded_game("standard", 1501)
+    assert engine.config is not None
     stub = ai_pb2_grpc.AiServiceStub(grpc.insecure_channel(engine.config.ai_address))
 
     def ask(match_id: str) -> str:
@@ -253,3 +254,32 @@ def test_the_ai_service_refuses_reviews_past_its_limits(engine: LocalService) ->
         stub.Review(ai_pb2.ReviewRequest(ruleset="standard", seed=1, actions=["play X1@1"]),
                     metadata=(("authorization", f"Bearer {AI_KEY}"),), timeout=60)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_get_review_shares_one_review_per_match_and_is_refused_past_the_ais_queue(
+        engine: LocalService) -> None:
+    """Callers of one match's review while it is made wait for that one review (the AI
+    service would refuse a second); reviews of more matches than the AI's queue holds
+    (3 for one search process) are refused at once, RESOURCE_EXHAUSTED with a reason."""
+    with Client(engine.address, timeout=60) as client:
+        created = [client.create(opponent="local", clock="none", seed=1510 + i)
+                   for i in range(6)]
+        seats = [client.seat(h) for c in created for h in (c.seat, c.other) if h is not None]
+        play_random(client, seats, random.Random(1510))
+        ids = [c.match_id for c in created]
+
+        def ask(match_id: str) -> bytes | str:
+            try:
+                return client.review(match_id).SerializeToString()
+            except BattleLineError as err:
+                assert err.code == grpc.StatusCode.RESOURCE_EXHAUSTED, err
+                return err.reason
+
+        with ThreadPoolExecutor(6) as pool:
+            same = list(pool.map(ask, [ids[0]] * 4))
+            assert all(isinstance(r, bytes) for r in same) and len(set(same)) == 1, same
+            many = list(pool.map(ask, ids[1:]))
+        refused = [r for r in many if isinstance(r, str)]
+        assert refused and set(refused) == {"review-busy"}, many
+        assert len(refused) < len(many)
+        assert all(isinstance(ask(i), bytes) for i in ids)  # later, every one is answered
