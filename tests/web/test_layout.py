@@ -117,6 +117,10 @@ def test_phone_width_lobby_game_and_end(service: Service, browser: BrowserContex
     printed = set(page.locator(".flags .tactic .value").all_inner_texts())
     assert printed and printed <= TACTIC_NAMES, printed
     shoot(page, "phone-mid.png")
+    for width in (320, 480, 600, 800, 1024):  # a small phone, a phone on its side, tablets
+        page.set_viewport_size({"width": width, "height": 844})
+        fits_the_width(page)
+    page.set_viewport_size(PHONE)
 
     play_out(service.engine, handles, seed)
     expect(page.get_by_test_id("result")).to_be_visible(timeout=30_000)
