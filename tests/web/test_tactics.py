@@ -102,6 +102,10 @@ def test_tactic_through_the_page(service: Service, browser: BrowserContext,
                                  wanted: str, card: str, logged: str) -> None:
     page = browser.new_page()
     open_seat(page, service.web_url, seat_holding(service.engine, wanted))
+    # Printed in full on the card (issue #15: "REDEP."), and what it does on hover.
+    held = page.locator(f"button[data-testid='hand-card'][aria-label='{card}']")
+    expect(held.locator(".value")).to_have_text(card.split(",")[0])
+    expect(held).to_have_attribute("title", re.compile(rf"^{card}: \w+"))
     pick(page, card)
     for _ in range(2):  # the tactic, then its target (Redeploy, Traitor) or done
         if logged in moves(page):
