@@ -77,3 +77,55 @@ def test_a_newcomer_gets_help_short_errors_and_a_resign_question() -> None:
     card, flag = shown["played"].removeprefix("play ").split("@")
     assert f"first seat: played {card} at flag {flag}" in shown["next screen"], shown[
         "next screen"]
+
+
+GUILE_WORDS = {"DESERTER": "Deserter: removed", "TRAITOR": "Traitor: took",
+               "REDEPLOY": "Redeploy: "}
+
+
+def _answer(offered: str) -> str:
+    """What to type, from the "you can" lines: a guile tactic by its name alone, else a
+    troop by card then flag, else a tactic drawn (so that guile tactics come), else 1."""
+    lines = offered[offered.rindex("you can"):].splitlines()
+    rows = {line.split()[0]: line for line in lines[1:] if line.split()}
+    for verb in ("deserter", "traitor", "redeploy"):
+        if verb in rows:
+            return verb.upper()
+    troop = re.search(r"^play\s+.*?\b([ROYGBP]\d+)\b.*at flag (\d)", rows.get("play", ""))
+    if troop:
+        return f"{troop.group(1)} {troop.group(2)}"
+    if "draw" in rows:
+        return "draw tactic" if "tactic" in rows["draw"] else "draw troop"
+    return "1"
+
+
+def _guile_by_name() -> tuple[str, str]:
+    """A hot-seat game played until a guile tactic is offered; it is chosen by typing its
+    name, then answering which card and which flag. Returns the questions asked and what
+    the terminal showed after the move."""
+    child = pexpect.spawn(BATTLELINE, ["play", "--local", "--seed", "2"], encoding="utf-8",
+                          timeout=60, dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"})
+    try:
+        child.expect(MOVE)
+        for _ in range(200):
+            typed = _answer(_plain(child.before or ""))
+            child.sendline(typed)
+            if typed not in GUILE_WORDS:
+                child.expect(MOVE)
+                continue
+            asked = []
+            while child.expect([rf"{typed}[^\r\n]*\? \(([^)]*)\) ", MOVE]) == 0:
+                asked.append(_plain(str(child.after)))
+                child.sendline(str(child.match.group(1)).split()[0])  # type: ignore[union-attr]
+            return "\n".join(asked), _plain(child.before or "")
+        raise AssertionError("no guile tactic offered in 200 moves")
+    finally:
+        child.terminate(force=True)
+
+
+def test_a_guile_tactic_is_chosen_by_name_then_card_then_flag() -> None:
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        asked, after = pool.apply(_guile_by_name)
+    verb = asked.split()[0]
+    assert re.search(rf"^{verb} (which card|to which flag)\? \(", asked), asked
+    assert GUILE_WORDS[verb] in after, after
