@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from battleline_rules import GameState
 
-from .model import NO_CLOCK, PER_GAME, Meta
+from .model import ClockKind, Meta
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,18 +41,18 @@ class ClockState:
 
     def budget_ms(self, meta: Meta, seat: int) -> int:
         """Time `seat` has for its turn when it starts."""
-        return self.remaining_ms[seat] if meta.clock == PER_GAME else meta.clock_ms
+        return self.remaining_ms[seat] if meta.clock == ClockKind.PER_GAME else meta.clock_ms
 
     def deadline_ms(self, meta: Meta) -> int:
         """When the running clock runs out (0: none running)."""
-        if self.seat < 0 or meta.clock == NO_CLOCK:
+        if self.seat < 0 or meta.clock == ClockKind.NONE:
             return 0
         return self.start_ms + self.budget_ms(meta, self.seat)
 
 
 def start_clock(meta: Meta) -> ClockState:
     """A clock before the first turn (per-game budgets full)."""
-    budget = meta.clock_ms if meta.clock == PER_GAME else 0
+    budget = meta.clock_ms if meta.clock == ClockKind.PER_GAME else 0
     return ClockState(remaining_ms=(budget, budget))
 
 
@@ -60,13 +60,13 @@ def advance(
     meta: Meta, clock: ClockState, state: GameState, running: bool, now_ms: int
 ) -> ClockState:
     """The clock after a commit that leaves `state`; `running` False stops it."""
-    if meta.clock == NO_CLOCK:
+    if meta.clock == ClockKind.NONE:
         return clock
     key = (state.current_player, state.ply) if running and not state.is_over else None
     if key is not None and key == (clock.seat, clock.ply):
         return clock  # the same turn goes on: the clock keeps running
     remaining = list(clock.remaining_ms)
-    if clock.seat >= 0 and meta.clock == PER_GAME:
+    if clock.seat >= 0 and meta.clock == ClockKind.PER_GAME:
         remaining[clock.seat] = max(0, remaining[clock.seat] - (now_ms - clock.start_ms))
     rem = (remaining[0], remaining[1])
     if key is None:

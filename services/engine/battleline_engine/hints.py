@@ -26,7 +26,7 @@ from battleline.v1 import types_pb2 as pb
 
 from . import views
 from .errors import Kind, Refusal, precondition
-from .model import AI, LOCAL
+from .model import Opponent
 from .runtime import Runtime, match_id_of
 from .storage import now_ms
 
@@ -36,7 +36,7 @@ MAX_BUDGET_MS = 5000
 # seat at a time and refuses at once past a short queue, so this covers a few searches.
 QUEUE_WAIT_S = 3 * MAX_BUDGET_MS / 1000
 HINT_BOT = "ismcts:level=5"
-_OPPONENTS_WITH_HINTS = frozenset({AI, LOCAL})
+_OPPONENTS_WITH_HINTS = frozenset({Opponent.AI, Opponent.LOCAL})
 
 
 class HintClient:

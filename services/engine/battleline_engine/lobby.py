@@ -16,15 +16,15 @@ from battleline_rules.rulesets import validate_options
 
 from . import views
 from .errors import invalid, precondition, shown
-from .model import AI, LOCAL, NO_CLOCK, OPEN, PER_GAME, PER_MOVE, Meta
+from .model import ClockKind, Meta, Opponent
 from .runtime import Runtime, match_id_of, unary
 from .storage import valid_id
 
 MAX_SERIES = 9
 MIN_CLOCK_MS = 1000
 MAX_CLOCK_MS = 24 * 3600 * 1000
-_OPPONENTS = {pb.OPPONENT_KIND_OPEN: OPEN, pb.OPPONENT_KIND_AI: AI,
-              pb.OPPONENT_KIND_LOCAL: LOCAL}
+_OPPONENTS = {pb.OPPONENT_KIND_OPEN: Opponent.OPEN, pb.OPPONENT_KIND_AI: Opponent.AI,
+              pb.OPPONENT_KIND_LOCAL: Opponent.LOCAL}
 _TIMING = {pb.CLAIM_TIMING_UNSPECIFIED: ClaimTiming.AFTER_PLAY,
            pb.CLAIM_TIMING_AFTER_PLAY: ClaimTiming.AFTER_PLAY,
            pb.CLAIM_TIMING_START_OF_TURN: ClaimTiming.START_OF_TURN}
@@ -55,24 +55,25 @@ def meta_of(request: lobby_pb2.CreateMatchRequest, runtime: Runtime) -> Meta:
     opponent = _OPPONENTS.get(request.opponent.kind)
     if opponent is None:
         raise invalid("bad-opponent", "opponent.kind: OPEN, AI or LOCAL")
-    if opponent == AI and not 1 <= request.opponent.ai_level <= 10:
+    if opponent == Opponent.AI and not 1 <= request.opponent.ai_level <= 10:
         raise invalid("bad-opponent", "opponent.ai_level: 1 to 10")
-    if opponent == AI and not runtime.ai_key:
+    if opponent == Opponent.AI and not runtime.ai_key:
         raise precondition("no-hosted-ai", "this server runs no hosted AI (started with "
                            "--no-ai or --tls-cert): play a person or a LOCAL match")
-    if request.HasField("seed") and opponent != LOCAL:
+    if request.HasField("seed") and opponent != Opponent.LOCAL:
         raise invalid("seed-refused", "a seed is accepted only when both seats are the "
                       "creator's (LOCAL): whoever knows the seed knows the other seat's hand")
     tc = o.time_control
     clock, clock_ms = runtime.config.default_clock, runtime.config.default_clock_ms
     if tc.kind == pb.TIME_CONTROL_KIND_NONE:
-        if opponent == OPEN:
+        if opponent == Opponent.OPEN:
             raise invalid("bad-clock", "a match against a person needs a clock")
-        clock, clock_ms = NO_CLOCK, 0
-        if opponent == AI:  # a match nobody moves in must still end: it holds an AI's place
-            clock, clock_ms = PER_MOVE, runtime.config.ai_idle_ms
+        clock, clock_ms = ClockKind.NONE, 0
+        if opponent == Opponent.AI:  # a match nobody moves in must end: it holds an AI's place
+            clock, clock_ms = ClockKind.PER_MOVE, runtime.config.ai_idle_ms
     elif tc.kind in (pb.TIME_CONTROL_KIND_PER_MOVE, pb.TIME_CONTROL_KIND_PER_GAME):
-        clock = PER_MOVE if tc.kind == pb.TIME_CONTROL_KIND_PER_MOVE else PER_GAME
+        clock = (ClockKind.PER_MOVE if tc.kind == pb.TIME_CONTROL_KIND_PER_MOVE
+                 else ClockKind.PER_GAME)
         clock_ms = tc.limit.ToMilliseconds()
         if not MIN_CLOCK_MS <= clock_ms <= MAX_CLOCK_MS:
             raise invalid("bad-clock", "time_control.limit: 1 s to 24 h")
@@ -84,7 +85,7 @@ def meta_of(request: lobby_pb2.CreateMatchRequest, runtime: Runtime) -> Meta:
         ruleset=o.ruleset, claim_timing=_TIMING[o.claim_timing].value, hand_size=hand,
         series_games=max(1, o.series_games), clock=clock, clock_ms=clock_ms,
         opponent=opponent, private=request.opponent.private,
-        ai_level=request.opponent.ai_level if opponent == AI else 0,
+        ai_level=request.opponent.ai_level if opponent == Opponent.AI else 0,
         seed=request.seed if request.HasField("seed") else None,
         names=(name, name), auto_claim=(auto, auto),
     )
@@ -108,9 +109,9 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             seat = secrets.randbelow(2)
         else:
             raise invalid("bad-seat", f"unknown seat choice {request.seat}")
-        if meta.opponent != LOCAL:  # the other seat is named by whoever takes it
+        if meta.opponent != Opponent.LOCAL:  # the other seat is named by whoever takes it
             names = [meta.names[0]] * 2
-            names[1 - seat] = f"AI level {meta.ai_level}" if meta.opponent == AI else ""
+            names[1 - seat] = f"AI level {meta.ai_level}" if meta.opponent == Opponent.AI else ""
             meta = replace(meta, names=(names[0], names[1]))
         created = await self.rt.matches.create(meta, seat, self.rt.callers.key(context),
                                                self.rt.config.ai_matches_per_client,

@@ -37,15 +37,11 @@ from battleline_rules import Kind as ActionKind
 from .clocks import ClockState, advance, start_clock
 from .errors import Kind, Refusal, from_rule_error, invalid, not_found, precondition
 from .model import (
-    AI,
-    FINISHED,
-    LOCAL,
-    OPEN,
-    PLAYING,
-    WAITING,
     Match,
     Meta,
+    Opponent,
     StateCache,
+    Status,
     deal,
     parse_match,
     progress_fields,
@@ -181,7 +177,7 @@ class Matches:
     @staticmethod
     def clock_expired(match: Match, at_ms: int | None = None) -> bool:
         deadline = match.record.deadline_ms
-        return match.status == PLAYING and deadline > 0 and (at_ms or now_ms()) >= deadline
+        return match.status == Status.PLAYING and deadline > 0 and (at_ms or now_ms()) >= deadline
 
     # -- creating and joining -------------------------------------------------------
 
@@ -196,25 +192,25 @@ class Matches:
         token = new_seat_token(match_id)
         seats = {creator: hash_token(token)}
         other_token = invite = ""
-        if meta.opponent == LOCAL:
+        if meta.opponent == Opponent.LOCAL:
             other_token = new_seat_token(match_id)
             seats[other] = hash_token(other_token)
         else:
             meta = replace(meta, open_seat=other)
-            if meta.opponent == OPEN:
+            if meta.opponent == Opponent.OPEN:
                 invite = new_invite_code()
                 meta = replace(meta, invite=invite)
-                await self._hold_place(OPEN, client, match_id, open_cap)
+                await self._hold_place(Opponent.OPEN, client, match_id, open_cap)
             else:
                 meta = replace(meta, ai_seat=other)
-                await self._hold_place(AI, client, match_id, ai_cap)
-        status = PLAYING if meta.opponent == LOCAL else WAITING
+                await self._hold_place(Opponent.AI, client, match_id, ai_cap)
+        status = Status.PLAYING if meta.opponent == Opponent.LOCAL else Status.WAITING
         state = deal(meta, 1, 0)
         now = now_ms()
         events = [stored_event("created", 1, now, creator,
                                      text=f"created: {meta.ruleset}, {seat_name(creator)}")]
         clock = start_clock(meta)
-        if status == PLAYING:
+        if status == Status.PLAYING:
             events.append(stored_event("game_started", 1, now, text="game 1 started"))
             clock = advance(meta, clock, state, True, now)
         fields = {"meta": meta.to_json(), **progress_fields(1, (0, 0), None, ""),
@@ -223,12 +219,13 @@ class Matches:
         try:
             result = await self.storage.matches.create(
                 match_id, dump_position(state), status=status, seats=seats, fields=fields,
-                events=events, deadline_ms=clock.deadline_ms(meta) if status == PLAYING else 0,
-                ttl_s=self.lobby_ttl_s if meta.opponent == OPEN else None,
+                events=events,
+                deadline_ms=clock.deadline_ms(meta) if status == Status.PLAYING else 0,
+                ttl_s=self.lobby_ttl_s if meta.opponent == Opponent.OPEN else None,
             )
             created = result.status is CommitStatus.OK
         finally:
-            if meta.opponent != LOCAL and not created:  # its place is not held by anything
+            if meta.opponent != Opponent.LOCAL and not created:  # its place is not held by anything
                 await self.storage.lobby.free_places(meta.opponent, client, match_id)
         if result.status is not CommitStatus.OK:  # a 96-bit id collided: practically never
             raise Refusal(Kind.CONFLICT, "retry", "could not allocate a match id")
@@ -236,12 +233,12 @@ class Matches:
             await self.storage.lobby.set_invite(invite, match_id, self.lobby_ttl_s)
             if not meta.private:
                 await self.storage.lobby.add_open(match_id, now, meta.ruleset, self.lobby_ttl_s)
-        if meta.opponent == AI:
+        if meta.opponent == Opponent.AI:
             await self.storage.ai.request(match_id, other, meta.ai_level)
         match = await self.read(match_id)
         return Created(match, creator, token, other_token, invite)
 
-    async def _hold_place(self, kind: str, client: str, match_id: str, cap: int) -> None:
+    async def _hold_place(self, kind: Opponent, client: str, match_id: str, cap: int) -> None:
         """Count a new match against its creator, or refuse once the creator holds `cap`
         of its kind. Why: an AI match holds a place in an AI worker until it ends, an
         OPEN one a lobby entry until joined. Matches that let go of their place are
@@ -251,13 +248,15 @@ class Matches:
         if len(held) >= cap:
             records = await self.storage.matches.load_many(held)
             done = [m for m, r in zip(held, records, strict=True)
-                    if r is None or r.status == FINISHED or (kind == OPEN and r.status != WAITING)]
+                    if r is None or r.status == Status.FINISHED
+                    or (kind == Opponent.OPEN and r.status != Status.WAITING)]
             await self.storage.lobby.free_places(kind, client, *done)
-        if not await self.storage.lobby.hold_place(kind, client, match_id, cap,
-                                             self.lobby_ttl_s if kind == OPEN else AI_PLACE_TTL_S):
-            what = "unjoined open matches" if kind == OPEN else \
+        ttl_s = self.lobby_ttl_s if kind == Opponent.OPEN else AI_PLACE_TTL_S
+        if not await self.storage.lobby.hold_place(kind, client, match_id, cap, ttl_s):
+            what = "unjoined open matches" if kind == Opponent.OPEN else \
                 "unfinished matches against the hosted AI"
-            step = "wait for someone to join one" if kind == OPEN else "finish or resign one"
+            step = ("wait for someone to join one" if kind == Opponent.OPEN
+                    else "finish or resign one")
             raise Refusal(Kind.EXHAUSTED, f"{kind}-matches-per-client",
                           f"at most {cap} {what} per client: {step} first")
 
@@ -286,14 +285,14 @@ class Matches:
         if meta.private and not by_invite:
             raise Refusal(Kind.FORBIDDEN, "invite-required",
                           "this match is private: join it with its invite code")
-        if meta.opponent == AI and not ai_key_hash:
+        if meta.opponent == Opponent.AI and not ai_key_hash:
             raise Refusal(Kind.FORBIDDEN, "seat-reserved",
                           "this seat is reserved for the hosted AI")
-        if ai_key_hash and meta.opponent != AI:
+        if ai_key_hash and meta.opponent != Opponent.AI:
             raise Refusal(Kind.FORBIDDEN, "not-ai-seat",
                           "the AI key joins only matches against the hosted AI")
         seat = meta.open_seat
-        if match.status != WAITING or seat < 0:
+        if match.status != Status.WAITING or seat < 0:
             return await self._joined_again(match_id, meta, ai_key_hash)
         if ai_key_hash:
             name = name or f"AI level {meta.ai_level}"
@@ -310,7 +309,7 @@ class Matches:
                   stored_event("game_started", version, now, text="game 1 started")]
         result = await self.storage.matches.commit(
             match_id, expected_version=match.version, state=match.record.state, events=events,
-            status=PLAYING, deadline_ms=clock.deadline_ms(new_meta),
+            status=Status.PLAYING, deadline_ms=clock.deadline_ms(new_meta),
             fields={"meta": new_meta.to_json(), **clock.fields()},
             claim_seat=(seat, token_hash),
         )
@@ -369,7 +368,7 @@ class Matches:
             gone = []
             for (match_id, created), record in zip(page, records, strict=True):
                 after = (created, match_id)
-                if record is None or record.status != WAITING:
+                if record is None or record.status != Status.WAITING:
                     gone.append(match_id)
                 else:
                     found.append(parse_match(record, self.cache))
@@ -404,7 +403,7 @@ class Matches:
                             actions: list[Action], answer: Answer[A]) -> A | None:
         """The quick step: the answer, or None to take the checked step."""
         known = self.cache.match(match_id, expected_version)
-        if known is None or known.status != PLAYING or self.clock_expired(known):
+        if known is None or known.status != Status.PLAYING or self.clock_expired(known):
             return None
         try:
             outcome = self._play(known, seat, actions)
@@ -488,9 +487,9 @@ class Matches:
         self._check_written(match, await self._write(match, outcome, None, b""))
 
     def _check_playing(self, match: Match) -> None:
-        if match.status == WAITING:
+        if match.status == Status.WAITING:
             raise precondition("waiting", "waiting for the other seat to be taken")
-        if match.status == FINISHED:
+        if match.status == Status.FINISHED:
             raise precondition("game-over", "the match is over")
 
     def _outcome(self, match: Match, state: GameState, events: list[Event], seat: int | None,
@@ -499,7 +498,7 @@ class Matches:
         meta, now = match.meta, now_ms()
         version = match.version + 1
         stored = [stored_event("action", version, now, e.seat, e) for e in events]
-        game, score, winner, status = match.game, match.score, match.winner, PLAYING
+        game, score, winner, status = match.game, match.score, match.winner, Status.PLAYING
         if end == "resignation":
             stored.append(stored_event("resigned", version, now, loser,
                                              text=f"{seat_name(loser or 0)} resigned"))
@@ -511,7 +510,7 @@ class Matches:
             score = (score[0] + points[0], score[1] + points[1])
             last = end != "" or game >= meta.series_games
             if last:
-                status = FINISHED
+                status = Status.FINISHED
                 if loser is not None:
                     winner = 1 - loser
                 elif meta.series_games == 1:
@@ -527,7 +526,7 @@ class Matches:
                 state = deal(meta, game, next_first_player(state))
                 stored.append(stored_event("game_started", version, now,
                                                  text=f"game {game} started"))
-        clock = advance(meta, ClockState.parse(match.fields), state, status == PLAYING, now)
+        clock = advance(meta, ClockState.parse(match.fields), state, status == Status.PLAYING, now)
         fields = {**match.fields, **progress_fields(game, score, winner, end), **clock.fields()}
         old = match.record
         record = MatchRecord(
@@ -551,7 +550,7 @@ class Matches:
             events=outcome.events, action_key=key, response=response,
             status=new.status if new.status != match.status else None,
             deadline_ms=new.record.deadline_ms, fields=changed,
-            finished=new.status == FINISHED, updated_ms=new.record.updated_ms,
+            finished=new.status == Status.FINISHED, updated_ms=new.record.updated_ms,
         )
         if result.status is CommitStatus.OK:
             self.cache.remember(new)

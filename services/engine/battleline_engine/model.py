@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, replace
-from typing import Final
+from enum import StrEnum
 
 from battleline_rules import (
     Action,
@@ -29,17 +29,29 @@ from battleline_rules import (
 
 from .storage import MatchRecord
 
-WAITING: Final = "waiting"
-PLAYING: Final = "playing"
-FINISHED: Final = "finished"
 
-OPEN: Final = "open"
-AI: Final = "ai"
-LOCAL: Final = "local"
+class Status(StrEnum):
+    """Where a match is; stored as its value (the match hash's `status`)."""
 
-PER_MOVE: Final = "per_move"
-PER_GAME: Final = "per_game"
-NO_CLOCK: Final = "none"
+    WAITING = "waiting"  # for the other seat to be taken
+    PLAYING = "playing"
+    FINISHED = "finished"
+
+
+class Opponent(StrEnum):
+    """Who takes the seat the creator leaves; stored as its value in `meta`."""
+
+    OPEN = "open"  # a person: by the lobby or an invite code
+    AI = "ai"  # the hosted AI
+    LOCAL = "local"  # the creator too (hot seat)
+
+
+class ClockKind(StrEnum):
+    """The time control of a match; stored as its value in `meta`."""
+
+    PER_MOVE = "per_move"
+    PER_GAME = "per_game"
+    NONE = "none"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +62,9 @@ class Meta:
     claim_timing: str = ClaimTiming.AFTER_PLAY.value
     hand_size: int | None = None
     series_games: int = 1
-    clock: str = PER_MOVE
+    clock: ClockKind = ClockKind.PER_MOVE
     clock_ms: int = 0
-    opponent: str = OPEN
+    opponent: Opponent = Opponent.OPEN
     private: bool = False
     ai_level: int = 0
     ai_seat: int = -1  # the seat reserved for the hosted AI (its key acts for it)
@@ -74,6 +86,8 @@ class Meta:
         data = json.loads(text)
         data["names"] = tuple(data["names"])
         data["auto_claim"] = tuple(data["auto_claim"])
+        data["clock"] = ClockKind(data["clock"])
+        data["opponent"] = Opponent(data["opponent"])
         # Matches stored before the AI's key: their join ticket is no credential any more.
         data.pop("ai_ticket_hash", None)
         return cls(**data)
@@ -141,12 +155,12 @@ class Match:
         return self.record.version
 
     @property
-    def status(self) -> str:
-        return self.record.status
+    def status(self) -> Status:
+        return Status(self.record.status)
 
     @property
     def finished(self) -> bool:
-        return self.record.status == FINISHED
+        return self.record.status == Status.FINISHED
 
 
 @functools.lru_cache(maxsize=16384)

@@ -14,7 +14,7 @@ import redis.exceptions
 from .auth import AiKey, Callers, Seats
 from .errors import Kind, Refusal, invalid
 from .matches import Matches
-from .model import PER_MOVE
+from .model import ClockKind
 from .ratelimit import Rate, RateLimiter
 from .status import abort
 from .storage import Storage, check_id
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 class EngineConfig:
     """Tunables of the game services (flags and env vars of `battleline serve`)."""
 
-    default_clock: str = PER_MOVE
+    default_clock: ClockKind = ClockKind.PER_MOVE
     default_clock_ms: int = 5 * 60 * 1000
     create_rate: Rate = field(default_factory=lambda: Rate(per_s=2.0, burst=20))
     action_rate: Rate = field(default_factory=lambda: Rate(per_s=20.0, burst=60))

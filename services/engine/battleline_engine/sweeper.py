@@ -12,7 +12,7 @@ import contextlib
 import logging
 
 from .matches import Matches
-from .model import PLAYING
+from .model import Status
 from .storage import Storage, now_ms, raise_lost_cancellation
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class Sweeper:
         due = await self.storage.clocks.due(now_ms())
         for match_id, _ in due:
             record = await self.storage.matches.load(match_id)
-            if record is None or record.status != PLAYING or record.deadline_ms == 0:
+            if record is None or record.status != Status.PLAYING or record.deadline_ms == 0:
                 await self.storage.clocks.unindex(match_id)
                 continue
             await self.matches.read(match_id)  # times it out if the deadline has passed

@@ -36,7 +36,7 @@ from battleline_rules.cards import CARD_COUNT, is_tactic
 from battleline_rules.notation import flag_text
 
 from .clocks import ClockState, left_ms
-from .model import FINISHED, NO_CLOCK, PLAYING, WAITING, Match, Meta, action_text
+from .model import ClockKind, Match, Meta, Status, action_text
 from .storage import StoredEvent
 
 FULL: Final = -2  # viewer of a finished match's record: nothing hidden
@@ -51,8 +51,8 @@ SEATS: Final = (pb.SEAT_FIRST, pb.SEAT_SECOND)
 def _stored_action(text: str) -> Action:
     """`parse_action` of a stored event's text, memoised (Actions are immutable)."""
     return parse_action(text)
-_PHASES: Final = {WAITING: pb.MATCH_PHASE_WAITING, PLAYING: pb.MATCH_PHASE_PLAYING,
-                  FINISHED: pb.MATCH_PHASE_FINISHED}
+_PHASES: Final = {Status.WAITING: pb.MATCH_PHASE_WAITING, Status.PLAYING: pb.MATCH_PHASE_PLAYING,
+                  Status.FINISHED: pb.MATCH_PHASE_FINISHED}
 _STEPS: Final = {
     Phase.PLAY: pb.TURN_STEP_PLAY,
     Phase.FINISH: pb.TURN_STEP_FINISH,
@@ -196,12 +196,12 @@ def _add_players(out: pb.MatchView, match: Match, view: GameState) -> None:
 
 def _clocks(match: Match, now_ms: int) -> list[pb.Clock]:
     meta = match.meta
-    if meta.clock == NO_CLOCK:
+    if meta.clock == ClockKind.NONE:
         return []
     clock = ClockState.parse(match.fields)
     out = []
     for seat in (0, 1):
-        running = clock.seat == seat and match.status == PLAYING
+        running = clock.seat == seat and match.status == Status.PLAYING
         item = pb.Clock(seat=SEATS[seat], running=running,
                         remaining=_duration(left_ms(meta, clock, seat, now_ms)))
         if running:
@@ -217,7 +217,7 @@ def _public_view(match: Match) -> bytes:
     if match.public_view is not None:
         return match.public_view
     view = match.state.view(SPECTATOR)
-    playing = match.status == PLAYING and not view.is_over
+    playing = match.status == Status.PLAYING and not view.is_over
     out = pb.MatchView(
         match_id=match.match_id,
         version=match.version,
@@ -253,7 +253,7 @@ def write_view(out: pb.MatchView, match: Match, viewer: int, now_ms: int,
     """
     out.MergeFromString(_public_view(match))
     out.viewer = seat_enum(viewer)
-    if match.meta.clock != NO_CLOCK:
+    if match.meta.clock != ClockKind.NONE:
         out.clocks.extend(_clocks(match, now_ms))
     seated = viewer in (0, 1)
     if not (seated or position):

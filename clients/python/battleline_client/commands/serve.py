@@ -136,7 +136,7 @@ def serve(
         embedded = EmbeddedRedis(data_dir)
         redis_url = embedded.start()
     try:
-        from battleline_engine.model import PER_GAME, PER_MOVE
+        from battleline_engine.model import ClockKind
         from battleline_engine.ratelimit import Rate
         from battleline_engine.runtime import EngineConfig
 
@@ -159,7 +159,7 @@ def serve(
             ai_port = free_port()
             ai_address = f"127.0.0.1:{ai_port}"
         config = EngineConfig(
-            default_clock=PER_MOVE if clock == "per-move" else PER_GAME,
+            default_clock=ClockKind.PER_MOVE if clock == "per-move" else ClockKind.PER_GAME,
             default_clock_ms=int(clock_s * 1000),
             create_rate=Rate(create_rate, max(10.0, create_rate * 10)),
             action_rate=Rate(action_rate, max(30.0, action_rate * 3)),
