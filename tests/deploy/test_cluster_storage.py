@@ -47,13 +47,13 @@ def test_storage_works_unchanged_on_a_cluster(cluster: RedisCluster) -> None:
     assert len({key_slot(match_key(i, "m").encode()) for i in ids}) == len(ids)
 
     async def body(s: Storage) -> None:
-        assert s.cluster
+        assert s.connection.cluster
         for match_id in ids:
             created = await s.matches.create(match_id, "S0", status="playing",
-                                           events=[{"kind": "created"}], deadline_ms=10**13)
+                                             events=[{"kind": "created"}], deadline_ms=10**13)
             assert created.status is CommitStatus.OK
         done = await s.matches.commit(ids[0], expected_version=1, state="S1", action_key="0:a",
-                              response=b"r", events=[{"kind": "action"}], deadline_ms=5)
+                                      response=b"r", events=[{"kind": "action"}], deadline_ms=5)
         assert done.status is CommitStatus.OK
         again = await s.matches.commit(ids[0], expected_version=1, state="S1", action_key="0:a")
         assert (again.status, again.response) == (CommitStatus.DUPLICATE, b"r")
@@ -65,7 +65,7 @@ def test_storage_works_unchanged_on_a_cluster(cluster: RedisCluster) -> None:
         # The event reader sees new events of matches in different slots in one call.
         for match_id in ids[1:4]:
             await s.matches.commit(match_id, expected_version=1, state="S1",
-                           events=[{"kind": "action"}])
+                                   events=[{"kind": "action"}])
         got = await s.events.read_new_events({**{i: 1 for i in ids}, ids[0]: 2}, block_ms=500)
         assert sorted(got) == sorted(ids[1:4])
         assert await s.events.read_new_events({ids[5]: 1}, block_ms=100) == {}
