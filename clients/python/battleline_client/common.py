@@ -8,9 +8,8 @@ back off. A fix made here holds for both clients.
 
 from __future__ import annotations
 
-import random
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,6 +17,8 @@ import grpc
 from google.protobuf import duration_pb2
 
 from battleline.v1 import game_pb2, lobby_pb2, record_pb2, types_pb2, watch_pb2
+
+from .backoff import backoff
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 DEFAULT_TIMEOUT_S = 10.0
@@ -183,14 +184,6 @@ def answer_times(record: record_pb2.GetRecordResponse, seat: int) -> list[float]
 def is_finished(view: types_pb2.MatchView) -> bool:
     """Whether the match (the whole series) is over."""
     return view.phase == types_pb2.MATCH_PHASE_FINISHED
-
-
-def backoff(initial_s: float = 0.1, max_s: float = 5.0, factor: float = 2.0) -> Iterator[float]:
-    """Reconnect delays: exponential with full jitter, so many clients do not stampede."""
-    delay = initial_s
-    while True:
-        yield random.uniform(0, delay)
-        delay = min(max_s, delay * factor)
 
 
 class WatchCursor:

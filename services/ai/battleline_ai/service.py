@@ -16,8 +16,10 @@ import logging
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from battleline_client.backoff import backoff
 from battleline_engine.children import dying_with_parent, stop_children
 
 from .suggest import AiServer
@@ -68,16 +70,18 @@ async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     started = [0.0] * config.workers  # when each worker was last started
     next_start = [0.0] * config.workers  # no restart before this (backing off)
-    quick_exits = [0] * config.workers  # exits in a row soon after a start
+    # Per worker, while it keeps exiting soon after its start: the next restart delays.
+    crash_delays: list[Iterator[float] | None] = [None] * config.workers
     try:
         while not stop.is_set():
             now = loop.time()
             for i, child in enumerate(children):
                 if child is not None and child.poll() is not None:
-                    quick_exits[i] = quick_exits[i] + 1 if now - started[i] < QUICK_EXIT_S else 0
-                    # One early exit can be a kill; several in a row are a crash loop.
-                    delay = (0.0 if quick_exits[i] < 2 else
-                             min(MAX_RESTART_DELAY_S, RESTART_DELAY_S * 2 ** quick_exits[i]))
+                    # One early exit can be a kill (restarted at once); several in a row
+                    # are a crash loop (restarted after the backoff's delays).
+                    delays = crash_delays[i] if now - started[i] < QUICK_EXIT_S else None
+                    delay = 0.0 if delays is None else next(delays)
+                    crash_delays[i] = delays or backoff(RESTART_DELAY_S * 4, MAX_RESTART_DELAY_S)
                     log.warning("ai worker %d (pid %d) exited with %s; restarting in %.0f s", i,
                                 child.pid, child.returncode, delay)
                     next_start[i] = now + delay

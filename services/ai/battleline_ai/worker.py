@@ -41,6 +41,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from battleline.v1 import types_pb2
 from battleline_client.aio import AsyncClient, AsyncSeat
+from battleline_client.backoff import backoff
 from battleline_client.common import SeatHandle, is_finished, is_my_turn
 from battleline_client.errors import (
     BattleLineError,
@@ -140,6 +141,7 @@ class AiWorker:
     async def _take_requests(self) -> None:
         next_reclaim = 0.0
         loop = asyncio.get_running_loop()
+        delays = backoff(1.0)
         while not self.stopping.is_set():
             free = self.config.concurrency - len(self.active)
             if free <= 0:
@@ -155,8 +157,9 @@ class AiWorker:
             except (RedisConnectionError, RedisTimeoutError) as err:
                 # Redis restarting: the matches in hand play on; ask again shortly.
                 log.warning("ai worker %s: Redis unavailable (%s)", self.name, err)
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(next(delays))
                 continue
+            delays = backoff(1.0)
             for entry_id, fields in entries:
                 if entry_id not in self.active:
                     self._start(entry_id, fields)

@@ -16,6 +16,8 @@ import logging
 import secrets
 from collections.abc import AsyncGenerator
 
+from battleline_client.backoff import backoff
+
 from .errors import invalid
 from .model import Match
 from .storage import Storage, StoredEvent, raise_lost_cancellation
@@ -78,6 +80,7 @@ class Hub:
             await self.storage.events.drop_stream(self.wake_name)
 
     async def _run(self) -> None:
+        delays = backoff(0.5)
         while self._subscribers:
             cursors = {**self._cursors, self.wake_name: self._wake_cursor}
             try:
@@ -86,8 +89,9 @@ class Hub:
                 raise
             except Exception:
                 log.exception("event reader failed; retrying")
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(next(delays))
                 continue
+            delays = backoff(0.5)
             raise_lost_cancellation()
             for match_id, events in got.items():
                 if not events:
