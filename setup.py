@@ -1,7 +1,10 @@
 """Compiles the rules core with mypyc when it can: one C extension per module, the same
 code about three times faster (the AI's search and every engine call run on it).
 
-The metadata is in pyproject.toml. `BATTLELINE_PURE_PYTHON=1` at install time keeps
+The rules core's package and sources ship in battleline-client (clients/python), which
+plays on them as plain Python; this distribution (battleline-online, the server) adds the
+extensions, which shadow the sources once installed beside them. The metadata is in
+pyproject.toml. `BATTLELINE_PURE_PYTHON=1` at install time keeps
 the plain modules; so does a compile that fails (the extensions are optional). After
 changing a rules-core module, install again: an extension shadows its source, and
 tests/rules/test_compiled.py fails while one is older than its source.

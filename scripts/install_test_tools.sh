@@ -1,11 +1,21 @@
 #!/bin/sh
 # What the tests need beyond pyproject.toml: Debian's Chromium for the browser test
-# (tests/web drives /usr/bin/chromium with Playwright; no browser download) and npm for
-# the Node.js client test. Installs only what is missing; needs root for apt-get.
+# (tests/web drives /usr/bin/chromium with Playwright; no browser download), npm for
+# the Node.js client test, and Go with Debian's gRPC and protobuf packages for the Go
+# client test (clients/go/build.sh builds offline from them; APIv2 protoc-gen-go, as the
+# contract uses proto3 `optional`). Installs only what is missing; needs root for apt-get.
 set -eu
 missing=""
 [ -x /usr/bin/chromium ] || missing="$missing chromium"
 command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
+command -v go >/dev/null 2>&1 || missing="$missing golang-go"
+command -v protoc >/dev/null 2>&1 || missing="$missing protobuf-compiler"
+[ -x /usr/bin/protoc-gen-go-grpc ] || missing="$missing protoc-gen-go-grpc"
+# protoc-gen-go's own protoc-gen-go --version: Debian's 1.3 one has no such flag.
+protoc-gen-go --version >/dev/null 2>&1 || missing="$missing protoc-gen-go"
+[ -d /usr/share/gocode/src/google.golang.org/grpc ] || missing="$missing golang-google-grpc-dev"
+[ -d /usr/share/gocode/src/google.golang.org/protobuf ] ||
+  missing="$missing golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev"
 if [ -n "$missing" ]; then
   apt-get update -qq
   # shellcheck disable=SC2086

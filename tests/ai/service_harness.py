@@ -18,11 +18,11 @@ from pathlib import Path
 from battleline_client.bots import choose
 from battleline_client.client import Client, Seat
 from battleline_client.common import is_finished, is_my_turn
-from battleline_client.local import OPEN_LIMITS
+from battleline_client.local import open_limits
 
 AI_KEY = "tests-hosted-ai-key-0123456789"
 # A local engine that admits the hosted AI with AI_KEY.
-WITH_AI = replace(OPEN_LIMITS, ai_key=AI_KEY)
+WITH_AI = replace(open_limits(), ai_key=AI_KEY)
 
 
 def start_worker(engine: str, redis_url: str, log: Path, *, claim_idle: float = 30.0,

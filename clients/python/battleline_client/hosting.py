@@ -10,6 +10,7 @@ directory, and stops it when the game ends.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,26 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+# The server distribution's packages (battleline-online, the repository's root); the client
+# distribution (battleline-client, clients/python) runs without them.
+SERVER_PACKAGES = ("battleline_engine", "battleline_ai", "battleline_gateway")
+SERVER_INSTALL = ("install battleline-online, the server (from a checkout: "
+                  "`pip install -e clients/python -e .`)")
+
+
+class ServerNotInstalled(RuntimeError):
+    """What runs an engine, the hosted AI or the web gateway, where only the client
+    distribution is installed."""
+
+
+def require_server(what: str) -> None:
+    """Raise ServerNotInstalled, saying what to install, unless the server's packages are
+    importable (looked up, not imported: the client stays light)."""
+    missing = [name for name in SERVER_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ServerNotInstalled(f"{what} needs the server, and only the client is installed "
+                                 f"(no {', '.join(missing)}): {SERVER_INSTALL}")
 
 
 def is_serving(target: str, timeout_s: float = 1.0) -> bool:
@@ -49,6 +70,7 @@ class ServeChild:
 
     def start(self, timeout_s: float = 60.0) -> str:
         """Start serve and wait until it prints the address it listens on."""
+        require_server("a local engine with its hosted AI")
         command = [sys.executable, "-m", "battleline_client.cli", "serve", "--port", "0",
                    "--host", "127.0.0.1", "--no-web", "--grace", "1", "--log-format", "text",
                    "--log-level", "warning", "--data-dir", str(self.data_dir / "data")]

@@ -7,6 +7,10 @@ runs one in its own process (the load tester uses that, so the engine does
 not share a core and a GIL with the load it is measuring), printing
 "listening on HOST:PORT" and stopping on SIGTERM (or, with --stop-on-stdin-close,
 when its parent closes its stdin).
+
+The engine is the server's (battleline-online): it is imported when a service
+starts, so the client distribution alone imports this module and says what is
+missing instead of failing at import.
 """
 
 from __future__ import annotations
@@ -22,27 +26,34 @@ import tempfile
 import threading
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from battleline_engine.ratelimit import Rate
-from battleline_engine.redis_server import EmbeddedRedis
-from battleline_engine.runtime import EngineConfig
-from battleline_engine.server import EngineServer, ServerConfig, start_server
-from battleline_engine.storage import Storage
-from battleline_engine.wiring import default_services
+from .hosting import require_server
 
-# A local service serves one person or one load test: the per-peer abuse limits
-# of a public server would only throttle it.
-OPEN_LIMITS = EngineConfig(create_rate=Rate(1e6, 1e6), action_rate=Rate(1e6, 1e6),
-                           list_rate=Rate(1e6, 1e6), ai_matches_per_client=1_000_000,
-                           open_matches_per_client=1_000_000)
+if TYPE_CHECKING:
+    from battleline_engine.redis_server import EmbeddedRedis
+    from battleline_engine.runtime import EngineConfig
+    from battleline_engine.server import EngineServer
+    from battleline_engine.storage import Storage
+
+
+def open_limits() -> EngineConfig:
+    """A local service serves one person or one load test: the per-peer abuse limits
+    of a public server would only throttle it."""
+    from battleline_engine.ratelimit import Rate
+    from battleline_engine.runtime import EngineConfig
+
+    return EngineConfig(create_rate=Rate(1e6, 1e6), action_rate=Rate(1e6, 1e6),
+                        list_rate=Rate(1e6, 1e6), ai_matches_per_client=1_000_000,
+                        open_matches_per_client=1_000_000)
 
 
 class LocalService:
-    """An engine on its own loop thread; `start()` returns the address to dial."""
+    """An engine on its own loop thread; `start()` returns the address to dial.
+    ``config`` defaults to `open_limits()`."""
 
     def __init__(self, redis_url: str | None = None, *, port: int = 0,
-                 config: EngineConfig = OPEN_LIMITS, data_dir: Path | None = None) -> None:
+                 config: EngineConfig | None = None, data_dir: Path | None = None) -> None:
         self.redis_url = redis_url
         self.port = port
         self.config = config
@@ -61,13 +72,20 @@ class LocalService:
         return future.result(60)
 
     async def _start(self, url: str) -> EngineServer:
+        from battleline_engine.server import ServerConfig, start_server
+        from battleline_engine.storage import Storage
+        from battleline_engine.wiring import default_services
+
         self._storage = Storage.from_url(url)
-        services = default_services(self._storage, self.config)
+        services = default_services(self._storage, self.config or open_limits())
         return await start_server(ServerConfig(port=self.port, drain_s=0.0, grace_s=1.0),
                                   self._storage, services)
 
     def start(self) -> str:
         """Start Redis (unless given) and the engine; returns host:port."""
+        require_server("a local engine")
+        from battleline_engine.redis_server import EmbeddedRedis
+
         url = self.redis_url
         if url is None:
             if self.data_dir is None:
@@ -119,6 +137,7 @@ class ChildService:
         self.address = ""
 
     def start(self, timeout_s: float = 60) -> str:
+        require_server("a local engine")
         command = [sys.executable, "-m", "battleline_client.local", "--stop-on-stdin-close"]
         if self.redis_url:
             command += ["--redis-url", self.redis_url]

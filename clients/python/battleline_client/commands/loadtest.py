@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 from pathlib import Path
 from typing import Annotated
@@ -11,6 +12,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from .server import needs_server
 
 
 def loadtest(
@@ -34,6 +37,11 @@ def loadtest(
 
     if mode not in ("local", "joined"):
         raise typer.BadParameter("local or joined", param_hint="--mode")
+    if png is not None and importlib.util.find_spec("matplotlib") is None:
+        raise typer.BadParameter("needs matplotlib: pip install 'battleline-client[plot]'",
+                                 param_hint="--png")
+    if target is None:
+        needs_server("loadtest without --target")
     console = Console(highlight=False)
     service = None
     if target is None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from .server import needs_server
 from .signals import stop_on_signals
 
 if TYPE_CHECKING:
@@ -122,6 +123,7 @@ def serve(
     )] = False,
 ) -> None:
     """Start the Battle Line engine (gRPC), its hosted AI and the web page until SIGINT/SIGTERM."""
+    needs_server("serve")
     from battleline_engine import logs
     from battleline_engine.redis_server import EmbeddedRedis
 
