@@ -21,7 +21,7 @@ from collections.abc import Callable
 from enum import IntEnum
 from typing import NamedTuple
 
-from .actions import DISCARD, TACTIC_DECK, TROOP_DECK, Action, Kind
+from .actions import DISCARD, TACTIC_DECK, TROOP_DECK, Action, Kind, guile_action
 from .board import UNCLAIMED, Flag
 from .cards import (
     CARD_COUNT,
@@ -49,8 +49,6 @@ PLAYS = [
 CLAIMS = [Action(Kind.CLAIM, flag=flag) for flag in range(9)]
 DRAWS = [Action(Kind.DRAW, deck=TROOP_DECK), Action(Kind.DRAW, deck=TACTIC_DECK)]
 END = Action(Kind.END)
-# Builds an Action from a full 6-tuple without the keyword-argument wrapper (hot path).
-_new = tuple.__new__
 PASS = Action(Kind.PASS)
 
 
@@ -414,7 +412,9 @@ class GameState:
         if card == Tactic.REDEPLOY:
             for i in live:
                 for target in self.own_cards(i, seat):
-                    actions.append(_new(Action, (Kind.REDEPLOY, card, i, target, DISCARD, -1)))
+                    actions.append(guile_action(
+                        Kind.REDEPLOY, card=card, flag=i, target=target, to_flag=DISCARD
+                    ))
                     movable = (j for j in live if j != i)
                     dests = [
                         j
@@ -426,12 +426,13 @@ class GameState:
                         )
                     ]
                     actions += [
-                        _new(Action, (Kind.REDEPLOY, card, i, target, j, -1)) for j in dests
+                        guile_action(Kind.REDEPLOY, card=card, flag=i, target=target, to_flag=j)
+                        for j in dests
                     ]
         elif card == Tactic.DESERTER:
             for i in live:
                 actions.extend(
-                    _new(Action, (Kind.DESERTER, card, i, target, -1, -1))
+                    guile_action(Kind.DESERTER, card=card, flag=i, target=target)
                     for target in self.own_cards(i, other)
                 )
         elif card == Tactic.TRAITOR:
@@ -439,7 +440,8 @@ class GameState:
                 for target in flags[i].cards[other]:
                     if not is_tactic(target):
                         actions += [
-                            _new(Action, (Kind.TRAITOR, card, i, target, j, -1)) for j in open_flags
+                            guile_action(Kind.TRAITOR, card=card, flag=i, target=target, to_flag=j)
+                            for j in open_flags
                         ]
         return actions
 
