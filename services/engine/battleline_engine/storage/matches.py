@@ -211,15 +211,6 @@ def _match_keys(match_id: str) -> list[str]:
     return [base + "m", base + "ev", base + "idem", base + "seats"]
 
 
-def _settings(**values: str | bytes | int | None) -> list[str | bytes]:
-    """Named script settings as name, value pairs; None leaves a setting out."""
-    out: list[str | bytes] = []
-    for name, value in values.items():
-        if value is not None:
-            out += [name, value if isinstance(value, (str, bytes)) else str(value)]
-    return out
-
-
 def _fields_and_events(fields: Mapping[str, str],
                        events: Sequence[Mapping[str, str]]) -> list[str | bytes]:
     out: list[str | bytes] = ["fields", str(len(fields))]
@@ -281,8 +272,10 @@ class MatchStore:
         TTL; the next commit sets that again)."""
         created = now_ms()
         ttl = self.idle_ttl_s if ttl_s is None else ttl_s
-        args = _settings(state=state, now=created, status=status, deadline=deadline_ms,
-                         ttl=ttl or None, match=match_id)
+        args: list[str | bytes] = ["state", state, "now", str(created), "status", status,
+                                   "deadline", str(deadline_ms), "match", match_id]
+        if ttl:
+            args += ["ttl", str(ttl)]
         args += ["seats", str(len(seats))]
         for seat, token_hash in seats.items():
             args += [str(seat), token_hash]
@@ -377,13 +370,21 @@ class MatchStore:
         if fields and _RESERVED & set(fields):
             raise ValueError(f"reserved field names: {sorted(_RESERVED & set(fields))}")
         ttl = self.retention_s if finished else self.idle_ttl_s
-        seat, token_hash = claim_seat if claim_seat is not None else (None, None)
-        args = _settings(
-            expect=expected_version, action=action_key or None,
-            response=response if action_key else None, state=state, status=status or None,
-            deadline=deadline_ms, ttl=ttl or None, maxlen=self.stream_maxlen or None,
-            seat=seat, token_hash=token_hash, now=updated_ms or now_ms(), match=match_id,
-        )
+        # Settings by name; one left out keeps what is stored (or means none).
+        args: list[str | bytes] = ["expect", str(expected_version), "state", state,
+                                   "now", str(updated_ms or now_ms()), "match", match_id]
+        if action_key:
+            args += ["action", action_key, "response", response]
+        if status:
+            args += ["status", status]
+        if deadline_ms is not None:
+            args += ["deadline", str(deadline_ms)]
+        if ttl:
+            args += ["ttl", str(ttl)]
+        if self.stream_maxlen:
+            args += ["maxlen", str(self.stream_maxlen)]
+        if claim_seat is not None:
+            args += ["seat", str(claim_seat[0]), "token_hash", claim_seat[1]]
         args += _fields_and_events(fields or {}, events)
         keys = _match_keys(match_id)
         in_script_clock = self._clock_key(keys, deadline_ms)
