@@ -22,6 +22,8 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class SuggestRequest(_message.Message):
+    """Request for AiService.Suggest: a position and how to search it."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     VIEW_FIELD_NUMBER: _builtins.int
@@ -98,6 +100,8 @@ Global___ActionStats: _TypeAlias = ActionStats  # noqa: Y015
 
 @_typing.final
 class SuggestResponse(_message.Message):
+    """Response for AiService.Suggest: the chosen action and the search behind it."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     ACTION_FIELD_NUMBER: _builtins.int

@@ -17,6 +17,8 @@ export const file_battleline_v1_ai: GenFile = /*@__PURE__*/
   fileDesc("ChZiYXR0bGVsaW5lL3YxL2FpLnByb3RvEg1iYXR0bGVsaW5lLnYxIowBCg5TdWdnZXN0UmVxdWVzdBImCgR2aWV3GAEgASgLMhguYmF0dGxlbGluZS52MS5NYXRjaFZpZXcSEAoIcG9zaXRpb24YAiABKAkSCwoDYm90GAMgASgJEhIKCml0ZXJhdGlvbnMYBCABKA0SEQoJYnVkZ2V0X21zGAUgASgNEgwKBHNlZWQYBiABKAQiPAoLQWN0aW9uU3RhdHMSDgoGYWN0aW9uGAEgASgJEg4KBnZpc2l0cxgCIAEoDRINCgV2YWx1ZRgDIAEoASKaAQoPU3VnZ2VzdFJlc3BvbnNlEg4KBmFjdGlvbhgBIAEoCRIUCgx3aW5fZXN0aW1hdGUYAiABKAESEgoKaXRlcmF0aW9ucxgDIAEoDRIPCgdzZWNvbmRzGAQgASgBEi8KC3RvcF9hY3Rpb25zGAUgAygLMhouYmF0dGxlbGluZS52MS5BY3Rpb25TdGF0cxILCgNib3QYBiABKAkicAoNUmV2aWV3UmVxdWVzdBIPCgdydWxlc2V0GAEgASgJEg8KB29wdGlvbnMYAiABKAkSDAoEc2VlZBgDIAEoBBIPCgdhY3Rpb25zGAQgAygJEhAKCG1hdGNoX2lkGAUgASgJEgwKBGdhbWUYBiABKA0iOwoOUmV2aWV3UmVzcG9uc2USKQoGcmV2aWV3GAEgASgLMhkuYmF0dGxlbGluZS52MS5HYW1lUmV2aWV3MpwBCglBaVNlcnZpY2USSAoHU3VnZ2VzdBIdLmJhdHRsZWxpbmUudjEuU3VnZ2VzdFJlcXVlc3QaHi5iYXR0bGVsaW5lLnYxLlN1Z2dlc3RSZXNwb25zZRJFCgZSZXZpZXcSHC5iYXR0bGVsaW5lLnYxLlJldmlld1JlcXVlc3QaHS5iYXR0bGVsaW5lLnYxLlJldmlld1Jlc3BvbnNlYgZwcm90bzM", [file_battleline_v1_review, file_battleline_v1_types]);
 
 /**
+ * Request for AiService.Suggest: a position and how to search it.
+ *
  * @generated from message battleline.v1.SuggestRequest
  */
 export type SuggestRequest = Message<"battleline.v1.SuggestRequest"> & {
@@ -108,6 +110,8 @@ export const ActionStatsSchema: GenMessage<ActionStats> = /*@__PURE__*/
   messageDesc(file_battleline_v1_ai, 1);
 
 /**
+ * Response for AiService.Suggest: the chosen action and the search behind it.
+ *
  * @generated from message battleline.v1.SuggestResponse
  */
 export type SuggestResponse = Message<"battleline.v1.SuggestResponse"> & {
