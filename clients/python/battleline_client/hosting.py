@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,8 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from .processes import stop_processes
 
 # The server distribution's packages (battleline-online, the repository's root); the client
 # distribution (battleline-client, clients/python) runs without them.
@@ -98,13 +99,7 @@ class ServeChild:
         """SIGTERM (serve stops its AI workers and Redis), SIGKILL after 20 s; then the
         temporary directory goes."""
         if self.process is not None:
-            if self.process.poll() is None:
-                self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            stop_processes(self.process, timeout_s=20)
             self.process = None
         shutil.rmtree(self.data_dir, ignore_errors=True)
 

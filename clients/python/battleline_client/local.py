@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import shutil
 import signal
 import subprocess
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .hosting import require_server
+from .processes import stop_processes
 
 if TYPE_CHECKING:
     from battleline_engine.redis_server import EmbeddedRedis
@@ -154,12 +154,7 @@ class ChildService:
     def stop(self) -> None:
         if self.process is None:
             return
-        with contextlib.suppress(Exception):
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(20)
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(5)
+        stop_processes(self.process, timeout_s=20)
         self.process = None
 
     def __enter__(self) -> ChildService:

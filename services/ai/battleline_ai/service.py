@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from battleline_client.backoff import backoff
-from battleline_engine.children import dying_with_parent, stop_children
+from battleline_client.processes import stop_processes
+from battleline_engine.children import dying_with_parent
 
 from .suggest import AiServer
 from .worker import KEY_ENV, WorkerConfig
@@ -93,6 +94,6 @@ async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), RESTART_DELAY_S)
     finally:
-        stop_children(*(child for child in children if child is not None))
+        stop_processes(*(child for child in children if child is not None))
         if server is not None:
             await server.stop()

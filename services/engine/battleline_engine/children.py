@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
-from typing import Any
 
 
 def die_with_parent() -> None:
@@ -35,21 +33,6 @@ def dying_with_parent(command: list[str]) -> list[str]:
     """``command`` wrapped so that it gets SIGTERM when this process dies, as with
     `die_with_parent`, but started without a preexec_fn (see the module docstring)."""
     return [sys.executable, "-m", "battleline_engine.children", str(os.getpid()), *command]
-
-
-def stop_children(*processes: subprocess.Popen[Any], timeout_s: float = 10.0) -> None:
-    """Stop child processes: SIGTERM to every one still running (so they stop together
-    and each can flush and take its leave), then SIGKILL whichever has not exited
-    `timeout_s` after that. Returns once all have exited."""
-    for process in processes:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-    for process in processes:
-        try:
-            process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def main(argv: list[str]) -> None:

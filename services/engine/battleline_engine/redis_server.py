@@ -24,7 +24,9 @@ from typing import IO, Self
 
 import redis
 
-from .children import dying_with_parent, stop_children
+from battleline_client.processes import stop_processes
+
+from .children import dying_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +189,7 @@ class EmbeddedRedis:
         """Stop the server (SIGTERM lets it flush the append-only file), then release the lock."""
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
-            stop_children(process, timeout_s=timeout)
+            stop_processes(process, timeout_s=timeout)
             log.info("embedded redis stopped")
         if process is not None and process.stderr is not None:
             process.stderr.close()

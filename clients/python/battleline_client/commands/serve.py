@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..processes import stop_processes
 from .server import needs_server
 from .signals import stop_on_signals
 
@@ -254,7 +255,7 @@ async def _run(
         if web is not None:
             await web.stop()
         if ai is not None:
-            _stop_child(ai)
+            stop_processes(ai)
         if workers is not None:
             workers.terminate()
         await engine.stop()
@@ -301,8 +302,7 @@ class Workers:
                 process.send_signal(signal.SIGTERM)
 
     def wait(self) -> None:
-        for process in self.processes:
-            _stop_child(process)
+        stop_processes(*self.processes)
 
 
 def _raise_descriptor_limit() -> None:
@@ -401,12 +401,3 @@ def _start_ai(address: str, redis_url: str, key: str, workers: int,
     return subprocess.Popen(dying_with_parent(command), env=env)
 
 
-def _stop_child(child: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
-    """SIGTERM, then SIGKILL after 10 s."""
-    if child.poll() is None:
-        child.send_signal(signal.SIGTERM)
-    try:
-        child.wait(10)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
