@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from battleline_client.common import DEFAULT_TARGET
+from battleline_client.hosting import is_serving
 from tests.client import terminal
 from tests.processes import start_serve, stop_serve
 
@@ -97,6 +99,12 @@ def test_play_help_works_and_server_commands_say_what_to_install(light_venv: Pat
         assert refused.returncode == 2, (command, refused.stdout, refused.stderr)
         assert "install battleline-online" in refused.stderr, (command, refused.stderr)
         assert "Traceback" not in refused.stderr
+    if not is_serving(DEFAULT_TARGET):  # else `play` would rightly play there
+        for mode in ([], ["--local"]):  # with the hosted AI (serve), hot seat (in-process)
+            alone = _run(light_venv, battleline, "play", *mode)
+            assert alone.returncode == 1, (mode, alone.stdout, alone.stderr)
+            assert "needs the server" in alone.stdout, (mode, alone.stdout)
+            assert "Traceback" not in alone.stdout + alone.stderr
 
 
 def test_the_light_client_plays_a_whole_game_on_a_served_engine(light_venv: Path,
