@@ -1,6 +1,6 @@
 """A match as the engine keeps it: settings, progress fields and the game state.
 
-The match hash (see storage.py) holds the rules core's position text as the
+The match hash (see storage/matches.py) holds the rules core's position text as the
 state plus a few `f:` fields written here: `meta` (settings as JSON, fixed
 after both seats are taken), `game`, `score`, `winner`, `end`, and the clock
 fields of clocks.py. This module only converts; it does no I/O.
