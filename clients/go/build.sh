@@ -30,7 +30,7 @@ done
 cp "$here"/bot/*.go "$src/bot/"
 unformatted=$(gofmt -l "$here/bot")
 [ -z "$unformatted" ] || { echo "not gofmt-formatted: $unformatted" >&2; exit 1; }
-export GOPATH="$out/gopath:/usr/share/gocode" GO111MODULE=off GOFLAGS= GOCACHE="$out/gocache"
+export GOPATH="$out/gopath:/usr/share/gocode" GO111MODULE=off GOFLAGS=  # go's own build cache
 go vet battleline/bot
 go build -o "$out/battleline-bot" battleline/bot
 echo "built $out/battleline-bot"
