@@ -23,8 +23,9 @@ import math
 import multiprocessing
 import random
 import time
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
+from typing import Any, get_args, get_type_hints
 
 from battleline_rules import Action, GameState, Kind, Phase
 
@@ -35,10 +36,49 @@ from .processes import spawned_pool
 from .rollout import POLICIES, likely_plays
 
 DEFAULT_TIME_CAP = 10.0
+
+
+class Rollout(StrEnum):
+    """How a rollout picks moves (`rollout.POLICIES`)."""
+
+    GREEDY = "greedy"
+    RANDOM = "random"
+
+
+class Final(StrEnum):
+    """Which root child is played: the most visited, or the best mean value."""
+
+    VISITS = "visits"
+    VALUE = "value"
+
+
+class Root(StrEnum):
+    """The root's policy: UCB1, or sequential halving over shared worlds."""
+
+    UCB = "ucb"
+    HALVING = "halving"
+
+
+class Leaf(StrEnum):
+    """How a cut rollout is scored: the heuristic's estimate, exact odds, or exact odds
+    judged from the searching seat's view of the world."""
+
+    HEURISTIC = "heuristic"
+    ODDS = "odds"
+    SEEN = "seen"
+
+
+class Rank(StrEnum):
+    """Who ranks the root candidates and takes the small decisions."""
+
+    HEURISTIC = "heuristic"
+    PROB = "prob"
+
+
 LEAVES = {
-    "heuristic": evaluation.position_value,
-    "odds": odds.position_value,
-    "seen": odds.seen_position_value,
+    Leaf.HEURISTIC: evaluation.position_value,
+    Leaf.ODDS: odds.position_value,
+    Leaf.SEEN: odds.seen_position_value,
 }
 
 
@@ -49,30 +89,42 @@ class SearchParams:
     iterations: int | None = 300
     seconds: float | None = DEFAULT_TIME_CAP
     c: float = 0.7  # UCB1 exploration constant (rewards in [0, 1])
-    rollout: str = "greedy"
+    rollout: Rollout = Rollout.GREEDY
     depth: int | None = 6  # rollout turns before the position is scored; None: to the end
     width: int = 8  # root candidates taken from the heuristic's ranking; 0: all
     inner_width: int = 5  # inner PLAY nodes branch on the best-fitting troop plays; 0: all
     bias: float = 0.0  # progressive bias toward the heuristic's ranking at the root
-    final: str = "visits"  # final-move rule: most "visits", or best mean "value"
-    root: str = "ucb"  # root policy: "ucb" (UCB1), or "halving" (sequential halving, shared worlds)
+    final: Final = Final.VISITS
+    root: Root = Root.UCB
     workers: int = 1  # root parallelism across processes
-    leaf: str = "heuristic"  # leaf evaluation: the "heuristic"'s flag estimate, or exact "odds"
-    rank: str = "heuristic"  # who ranks root candidates and takes the small decisions: or "prob"
+    leaf: Leaf = Leaf.HEURISTIC
+    rank: Rank = Rank.HEURISTIC
 
     def __post_init__(self) -> None:
         if self.iterations is None and self.seconds is None:
             raise ValueError("ismcts needs a budget: iterations= or seconds=")
-        if self.rollout not in POLICIES:
-            raise ValueError(f"rollout must be one of {', '.join(POLICIES)}")
-        if self.final not in ("visits", "value"):
-            raise ValueError("final must be visits or value")
-        if self.root not in ("ucb", "halving"):
-            raise ValueError("root must be ucb or halving")
-        if self.leaf not in LEAVES:
-            raise ValueError(f"leaf must be one of {', '.join(LEAVES)}")
-        if self.rank not in ("heuristic", "prob"):
-            raise ValueError("rank must be heuristic or prob")
+
+    @classmethod
+    def from_knobs(cls, knobs: dict[str, str]) -> SearchParams:
+        """Parameters from ``key=value`` text: each value parsed by its field's type
+        (an enum refuses a value it does not name); ``none``/``end`` mean no limit."""
+        types = get_type_hints(cls)
+        names = [f.name for f in fields(cls)]
+        given: dict[str, Any] = {}
+        for key, value in knobs.items():
+            if key not in names:
+                raise ValueError(f"unknown ismcts option {key!r}: use level or {', '.join(names)}")
+            kind = types[key]
+            if value.lower() in ("none", "end"):
+                given[key] = None
+            elif isinstance(kind, type) and issubclass(kind, StrEnum):
+                if value not in kind.__members__.values():
+                    raise ValueError(f"{key} must be one of {', '.join(kind)}")
+                given[key] = kind(value)
+            else:
+                number = float if float in (kind, *get_args(kind)) else int
+                given[key] = number(value)
+        return replace(cls(), **given)
 
 
 class Node:
@@ -179,7 +231,7 @@ def _run(
     deadline: float,
 ) -> tuple[dict[Action, tuple[int, float]], int]:
     """The search loop on one core: stats of the root's children, and iterations done."""
-    if params.root == "halving" and params.iterations is not None:
+    if params.root is Root.HALVING and params.iterations is not None:
         return _run_halving(view, roots, params, rng, deadline)
     seat = view.current_player
     policy = POLICIES[params.rollout]
@@ -281,7 +333,7 @@ class IsmctsBot:
 
     def __init__(self, params: SearchParams | None = None) -> None:
         self.params = params or SearchParams()
-        self.helper: HeuristicBot = ProbBot() if self.params.rank == "prob" else HeuristicBot()
+        self.helper: HeuristicBot = ProbBot() if self.params.rank is Rank.PROB else HeuristicBot()
         self._pool: Any = None
         if self.params.workers > 1:
             # Started once with the bot, so no move pays for starting processes.
@@ -289,27 +341,7 @@ class IsmctsBot:
 
     @classmethod
     def from_knobs(cls, knobs: dict[str, str]) -> IsmctsBot:
-        base: dict[str, Any] = {}
-        types = {
-            "iterations": int,
-            "seconds": float,
-            "c": float,
-            "rollout": str,
-            "depth": int,
-            "width": int,
-            "bias": float,
-            "inner_width": int,
-            "final": str,
-            "workers": int,
-            "root": str,
-            "leaf": str,
-            "rank": str,
-        }
-        for key, value in knobs.items():
-            if key not in types:
-                raise ValueError(f"unknown ismcts option {key!r}: use level or {', '.join(types)}")
-            base[key] = None if value.lower() in ("none", "end") else types[key](value)
-        return cls(replace(SearchParams(), **base))
+        return cls(SearchParams.from_knobs(knobs))
 
     def choose(self, view: GameState, rng: random.Random) -> Action:
         actions = view.legal_actions()
@@ -347,13 +379,13 @@ class IsmctsBot:
         # Sequential halving leaves its finalists with the most visits (at least twice
         # those of any candidate dropped before): the best mean among them is its pick.
         top = max((v for v, _ in stats.values()), default=0)
-        halving = params.root == "halving" and params.iterations is not None
+        halving = params.root is Root.HALVING and params.iterations is not None
 
         def key(item: tuple[Action, tuple[int, float]]) -> tuple[float, float, int]:
             action, (visits, reward) = item
             if halving:
                 return float(2 * visits >= top), reward / max(visits, 1), -order[action]
-            main = visits if params.final == "visits" else reward / max(visits, 1)
+            main = visits if params.final is Final.VISITS else reward / max(visits, 1)
             return main, 0.0, -order[action]
 
         action, (visits, reward) = max(stats.items(), key=key) if stats else (first, (0, 0.0))
