@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -53,10 +54,15 @@ print(json.dumps({
 def light_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv holding battleline-client and what it depends on, nothing else."""
     base = tmp_path_factory.mktemp("light")
-    wheels, env_dir = base / "wheels", base / "venv"
+    source, wheels, env_dir = base / "source", base / "wheels", base / "venv"
+    # A clean copy to build from: setuptools builds in the tree, and a module left in an
+    # old build/ there would go into the wheel.
+    skip = shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so")
+    for folder in ("clients/python", "rules"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=skip)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
                     "--no-build-isolation", "--wheel-dir", str(wheels),
-                    str(ROOT / "clients/python")], check=True, timeout=300)
+                    str(source / "clients/python")], check=True, timeout=300)
     (wheel,) = wheels.glob("battleline_client-*.whl")
     venv.EnvBuilder(with_pip=True).create(env_dir)
     subprocess.run([str(env_dir / "bin/python"), "-m", "pip", "install", "--quiet",
@@ -64,8 +70,11 @@ def light_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return env_dir
 
 
-def _run(light_venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(light_venv: Path, *args: str,
+         tmpdir: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
     return subprocess.run(args, capture_output=True, text=True, timeout=120, env=env,
                           cwd=light_venv)  # not the checkout: nothing importable from there
 
@@ -88,7 +97,8 @@ def test_the_client_installs_without_the_server(light_venv: Path) -> None:
     assert report["loaded"] == []
 
 
-def test_play_help_works_and_server_commands_say_what_to_install(light_venv: Path) -> None:
+def test_play_help_works_and_server_commands_say_what_to_install(light_venv: Path,
+                                                                 tmp_path: Path) -> None:
     battleline = str(light_venv / "bin/battleline")
     helped = _run(light_venv, battleline, "play", "--help")
     assert helped.returncode == 0, helped.stderr
@@ -101,10 +111,11 @@ def test_play_help_works_and_server_commands_say_what_to_install(light_venv: Pat
         assert "Traceback" not in refused.stderr
     if not is_serving(DEFAULT_TARGET):  # else `play` would rightly play there
         for mode in ([], ["--local"]):  # with the hosted AI (serve), hot seat (in-process)
-            alone = _run(light_venv, battleline, "play", *mode)
+            alone = _run(light_venv, battleline, "play", *mode, tmpdir=tmp_path)
             assert alone.returncode == 1, (mode, alone.stdout, alone.stderr)
             assert "needs the server" in alone.stdout, (mode, alone.stdout)
             assert "Traceback" not in alone.stdout + alone.stderr
+            assert list(tmp_path.iterdir()) == []  # no data directory made for nothing
 
 
 def test_the_light_client_plays_a_whole_game_on_a_served_engine(light_venv: Path,

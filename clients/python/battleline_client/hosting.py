@@ -59,23 +59,24 @@ def is_serving(target: str, timeout_s: float = 1.0) -> bool:
 class ServeChild:
     """`battleline serve --port 0 --no-web` as a child process; `start()` returns its address.
 
-    Its output goes to ``serve.log`` in its data directory, not to the terminal
-    the game is drawn on (`log_path` names it for error messages).
+    Its output goes to ``serve.log`` in its private temporary data directory, not to
+    the terminal the game is drawn on (its end is shown when serve does not start).
     """
 
     def __init__(self) -> None:
         self.process: subprocess.Popen[bytes] | None = None
-        self.data_dir = Path(tempfile.mkdtemp(prefix="battleline-play-"))  # mode 0700
-        self.log_path = self.data_dir / "serve.log"
+        self.data_dir: Path | None = None  # made by start(), removed by stop()
         self.address = ""
 
     def start(self, timeout_s: float = 60.0) -> str:
         """Start serve and wait until it prints the address it listens on."""
         require_server("a local engine with its hosted AI")
+        self.data_dir = Path(tempfile.mkdtemp(prefix="battleline-play-"))  # mode 0700
+        log_path = self.data_dir / "serve.log"
         command = [sys.executable, "-m", "battleline_client.cli", "serve", "--port", "0",
                    "--host", "127.0.0.1", "--no-web", "--grace", "1", "--log-format", "text",
                    "--log-level", "warning", "--data-dir", str(self.data_dir / "data")]
-        with open(self.log_path, "wb") as log:
+        with open(log_path, "wb") as log:
             # The server's own launcher: starting a serve needs the server installed anyway.
             from battleline_engine.children import dying_with_parent
 
@@ -84,14 +85,14 @@ class ServeChild:
         deadline = time.monotonic() + timeout_s
         marker = "battleline engine listening on "
         while time.monotonic() < deadline:
-            for line in self.log_path.read_text(errors="replace").splitlines():
+            for line in log_path.read_text(errors="replace").splitlines():
                 if line.startswith(marker):
                     self.address = line[len(marker):].strip()
                     return self.address
             if self.process.poll() is not None:
                 break
             time.sleep(0.1)
-        tail = self.log_path.read_text(errors="replace")[-2000:]
+        tail = log_path.read_text(errors="replace")[-2000:]
         self.stop()
         raise RuntimeError(f"battleline serve did not start:\n{tail}")
 
@@ -101,7 +102,9 @@ class ServeChild:
         if self.process is not None:
             stop_processes(self.process, timeout_s=20)
             self.process = None
-        shutil.rmtree(self.data_dir, ignore_errors=True)
+        if self.data_dir is not None:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            self.data_dir = None
 
     def __enter__(self) -> ServeChild:
         self.start()
