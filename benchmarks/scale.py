@@ -54,6 +54,7 @@ from benchmarks.engine import SERVE, Stats, bot_match, choose, percentile, start
 STREAMS_PER_CHANNEL = 800  # under the engine's 1000 concurrent streams per connection
 CREATE_CONCURRENCY = 32  # per client process
 SAMPLERS = 2  # GetView loops per client process
+CALL_CHANNELS = 2  # connections per client process for unary calls
 
 
 @dataclass
@@ -164,9 +165,12 @@ async def _client(address: str, matches: int, seed: int, hold_s: float, interval
 
     result = Result()
     count = max(1, math.ceil(2 * matches / STREAMS_PER_CHANNEL))
+    # Streams on `count` connections, calls on their own (a connection full of streams
+    # would queue them behind its concurrent-stream limit).
     channels = [grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool",
-                                                              1)]) for _ in range(count)]
-    lobby = lobby_pb2_grpc.LobbyServiceStub(channels[0])
+                                                              1)])
+                for _ in range(count + CALL_CHANNELS)]
+    lobby = lobby_pb2_grpc.LobbyServiceStub(channels[-1])
     held: list[Held] = []
     rulesets = ["standard", "basic", "deck52"]
     gate = asyncio.Semaphore(CREATE_CONCURRENCY)
@@ -193,10 +197,12 @@ async def _client(address: str, matches: int, seed: int, hold_s: float, interval
     await phase()  # 3: streams open, each with its snapshot
     await phase()  # 4: measured
     stop_at = time.monotonic() + hold_s
-    game = game_pb2_grpc.GameServiceStub(channels[-1])
-    await asyncio.gather(*(_act(game, m, interval, stop_at, random.Random(seed * 7919 + i),
-                                result) for i, m in enumerate(held)),
-                         *(_sample(game, held, stop_at, random.Random(seed + s), result)
+    games = [game_pb2_grpc.GameServiceStub(channel) for channel in channels[count:]]
+    await asyncio.gather(*(_act(games[i % CALL_CHANNELS], m, interval, stop_at,
+                                random.Random(seed * 7919 + i), result)
+                           for i, m in enumerate(held)),
+                         *(_sample(games[s % CALL_CHANNELS], held, stop_at,
+                                   random.Random(seed + s), result)
                            for s in range(SAMPLERS)))
     await phase()  # 5: hold over
     await phase()  # 6: live matches measured in Redis
