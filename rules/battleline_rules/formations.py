@@ -212,7 +212,11 @@ def best_formation(
     ``cards`` are the cards already on the side (troops and morale tactics,
     the latter at their best); None means the side cannot be completed.
     With ``missing == 0`` this is the strength of a complete side (cached).
+    A side never lacks a negative number of cards: one holding more than its flag
+    takes (Mud leaving) must first choose the cards it keeps.
     """
+    if missing < 0:
+        raise ValueError(f"a side of {len(cards)} cards cannot lack {missing}")
     if missing == 0:
         key = (fog, tuple(sorted(cards)))
         cached = _COMPLETE_CACHE.get(key)

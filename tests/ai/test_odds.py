@@ -13,10 +13,19 @@ from math import comb
 
 import pytest
 
-from battleline_ai.odds import Supply, assign_hand, side_outlook, win_probability
-from battleline_rules import RULESETS, new_game, parse_card
+from battleline_ai.odds import (
+    FlagOdds,
+    Supply,
+    assign_hand,
+    kept_after_discard,
+    side_outlook,
+    win_probability,
+)
+from battleline_ai.prob import ProbBot
+from battleline_rules import RULESETS, best_formation, new_game, parse_card
 from battleline_rules.cards import COLOUR, VALUE, Tactic, mask_of
 from battleline_rules.rulesets import Category
+from tests.rules.positions import position
 
 STANDARD = RULESETS["standard"]
 WEDGE, PHALANX, BATTALION, SKIRMISH, HOST = range(5)
@@ -179,3 +188,23 @@ def test_each_held_card_counts_at_one_flag_only() -> None:
         assert not combined & mask
         combined |= mask
     assert combined == hand
+
+
+
+def test_a_side_over_the_flag_size_keeps_its_best_cards() -> None:
+    """Mud leaving a flag with four cards a side: the odds judge the three cards each side
+    keeps and never ask for a negative number of cards (which once looped forever)."""
+    assert sorted(kept_after_discard(STANDARD, cards("B5 G5 Y5 R1"), 3, False)) == sorted(
+        cards("B5 G5 Y5")
+    )
+    with pytest.raises(ValueError):
+        best_formation(STANDARD, cards("B5 G5 Y5 O5"), -1, 0, False)
+    state = position(
+        flags={1: "R1 R2 R3 R4 | B5 G5 Y5 O5 | MUD/1 | -"}, hands=("DESERTER R9 G2 G3", "G7")
+    )
+    view = state.view(0)
+    # With the Mud gone, the wedge R2-R3-R4 beats the phalanx of fives for sure.
+    sides = cards("R1 R2 R3 R4"), cards("B5 G5 Y5 O5")
+    assert FlagOdds(view, 0).chance(*sides, 3, False) == 1.0
+    assert FlagOdds(view, 1).chance(sides[1], sides[0], 3, False) == 0.0
+    assert ProbBot().choose(view, random.Random(1)) in view.legal_actions()

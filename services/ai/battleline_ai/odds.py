@@ -541,6 +541,8 @@ class FlagOdds:
         if placed:
             own = Supply(own.certain & ~placed, own.pool & ~placed, own.draws, own.wilds)
             other = Supply(other.certain & ~placed, other.pool & ~placed, other.draws, other.wilds)
+        mine = kept_after_discard(self.ruleset, mine, size, fog)
+        theirs = kept_after_discard(self.ruleset, theirs, size, fog)
         if len(mine) >= size or len(theirs) >= size:
             proven = _proven_winner(self.ruleset, mine, theirs, size, fog, self.state.available
                                     & ~placed)
@@ -549,6 +551,20 @@ class FlagOdds:
         return win_probability(
             self.outlook(mine, size, fog, own), self.outlook(theirs, size, fog, other)
         )
+
+
+def kept_after_discard(ruleset: Ruleset, cards: list[int], size: int, fog: bool) -> list[int]:
+    """The cards a side keeps when it holds more than the flag takes (Mud is leaving and
+    its owner will discard one): the best complete formation among them."""
+    if len(cards) <= size:
+        return cards
+
+    def strength(kept: tuple[int, ...]) -> int:
+        formation = best_formation(ruleset, list(kept), 0, 0, fog)
+        assert formation is not None  # a complete side always has a formation
+        return formation.strength
+
+    return list(max(combinations(cards, size), key=strength))
 
 
 def assign_hand(state: GameState, seat: int, hand: int) -> list[int]:
