@@ -14,7 +14,9 @@ Only the view is ever looked at. Claims are always made at once (never
 worse: a claimed flag is locked for good), so the tree does not branch on
 them. Root candidates are the heuristic's best ``width`` plays, searched in
 its order; inner nodes see every legal action, or with ``inner_width`` only
-the best-fitting troop plays (a plausible opponent, a narrower tree).
+the best-fitting troop plays (a plausible opponent, a narrower tree). Once
+both decks are empty nothing is hidden but the opponent's hand, and a won
+position is solved exactly instead (`endgame`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any, get_args, get_type_hints
 
 from battleline_rules import Action, GameState, Kind, Phase
 
-from . import evaluation, odds
+from . import endgame, evaluation, odds
 from .heuristic import HeuristicBot, ranked_plays
 from .prob import ProbBot
 from .processes import spawned_pool
@@ -99,6 +101,7 @@ class SearchParams:
     workers: int = 1  # root parallelism across processes
     leaf: Leaf = Leaf.HEURISTIC
     rank: Rank = Rank.HEURISTIC
+    endgame: bool = True  # once only the opponent's hand is hidden, play a proven win
 
     def __post_init__(self) -> None:
         if self.iterations is None and self.seconds is None:
@@ -117,6 +120,10 @@ class SearchParams:
             kind = types[key]
             if value.lower() in ("none", "end"):
                 given[key] = None
+            elif kind is bool:
+                if value.lower() not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
+                    raise ValueError(f"{key} must be 1 or 0")
+                given[key] = value.lower() in ("1", "true", "yes", "on")
             elif isinstance(kind, type) and issubclass(kind, StrEnum):
                 if value not in kind.__members__.values():
                     raise ValueError(f"{key} must be one of {', '.join(kind)}")
@@ -345,7 +352,13 @@ class IsmctsBot:
 
     def choose(self, view: GameState, rng: random.Random) -> Action:
         actions = view.legal_actions()
-        if len(actions) == 1 or actions[0].kind is Kind.CLAIM or view.phase is not Phase.PLAY:
+        if len(actions) == 1:
+            return actions[0]
+        if self.params.endgame:
+            won = endgame.solve(view)
+            if won is not None:
+                return won
+        if actions[0].kind is Kind.CLAIM or view.phase is not Phase.PLAY:
             return self.helper.choose(view, rng)
         return self.search(view, rng).action
 

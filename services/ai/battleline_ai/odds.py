@@ -559,12 +559,12 @@ def kept_after_discard(ruleset: Ruleset, cards: list[int], size: int, fog: bool)
     if len(cards) <= size:
         return cards
 
-    def strength(kept: tuple[int, ...]) -> int:
-        formation = best_formation(ruleset, list(kept), 0, 0, fog)
+    def strength(kept: list[int]) -> int:
+        formation = best_formation(ruleset, kept, 0, 0, fog)
         assert formation is not None  # a complete side always has a formation
         return formation.strength
 
-    return list(max(combinations(cards, size), key=strength))
+    return max((list(kept) for kept in combinations(cards, size)), key=strength)
 
 
 def assign_hand(state: GameState, seat: int, hand: int) -> list[int]:
