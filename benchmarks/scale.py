@@ -13,7 +13,9 @@ brought, and a sampler reads views with GetView. Prints `name: value` lines:
 - `memory_per_match_kb`, `memory_per_stream_kb`: the engine process's RSS growth
   (/proc/PID/status) from creating the matches, then from opening the streams.
 - `getview_p99_ms`, `submit_p99_ms`: while the streams are held.
-- `errors`: failed calls and streams that ended with an error (must be 0).
+- `errors`: failed calls and streams that ended with an error, CANCELLED included
+  (must be 0); `streams_failed_before_snapshot` counts the streams among them that
+  never got their snapshot.
 - `redis_bytes_per_live_match`: MEMORY USAGE of the keys of a sample of the held
   matches after the hold; `redis_bytes_per_record`: the same for matches played to the
   end, after they finished (what the retention period keeps).
@@ -76,6 +78,7 @@ class Result:
     first_errors: list[str] = field(default_factory=list)
     events: int = 0
     actions: int = 0
+    no_snapshot: int = 0  # streams that ended with an error before their snapshot
     match_ids: list[str] = field(default_factory=list)
 
     def error(self, what: str) -> None:
@@ -112,9 +115,10 @@ async def _watch(stub: watch_pb2_grpc.WatchServiceStub, held: Held, seat: int,
                 result.events += 1
                 if item.HasField("view"):
                     held.views[seat] = item.view
-    except grpc.aio.AioRpcError as err:
-        if err.code() != grpc.StatusCode.CANCELLED:
-            result.error(f"watch: {err.code().name}: {err.details()}")
+    except grpc.aio.AioRpcError as err:  # this client's own cancel at the end is no error
+        result.error(f"watch: {err.code().name}: {err.details()}")
+        if held.views[seat] is None:
+            result.no_snapshot += 1
     finally:
         opened.set()
 
@@ -314,6 +318,7 @@ def main() -> None:
         merged.first_errors += r.first_errors
         merged.events += r.events
         merged.actions += r.actions
+        merged.no_snapshot += r.no_snapshot
     created = sum(len(r.match_ids) for r in results)
     kb = 1024.0
     print(f"matches: {created}")
@@ -336,6 +341,7 @@ def main() -> None:
     print(f"redis_bytes_per_live_match: {sum(live) / max(1, len(live)):.0f}")
     print(f"redis_bytes_per_record: {sum(records) / max(1, len(records)):.0f}")
     print(f"records_measured: {len(records)}")
+    print(f"streams_failed_before_snapshot: {merged.no_snapshot}")
     print(f"errors: {merged.errors}")
     for line in merged.first_errors:
         print(f"first_error: {line}")
