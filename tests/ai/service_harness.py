@@ -70,3 +70,12 @@ def play_random(client: Client, seats: list[Seat], rng: random.Random, *,
         if time.monotonic() > deadline:
             raise AssertionError(f"matches not over within {timeout_s} s")
         time.sleep(0.03)
+
+
+def played_match(client: Client, seed: int) -> str:
+    """A LOCAL match played to its end by random moves for both seats."""
+    created = client.create(opponent="local", clock="none", seed=seed)
+    assert created.other is not None
+    play_random(client, [client.seat(created.seat), client.seat(created.other)],
+                random.Random(seed))
+    return created.match_id

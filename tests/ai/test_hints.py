@@ -5,14 +5,8 @@ and matches between two people get nothing."""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 
 import grpc
 import pytest
@@ -22,26 +16,6 @@ from battleline_client.aio import AsyncClient
 from battleline_client.client import Client
 from battleline_client.common import SeatHandle, is_my_turn
 from battleline_client.local import LocalService
-from tests.ai.service_harness import AI_KEY, WITH_AI
-
-
-@pytest.fixture
-def engine(redis_url: str) -> Iterator[LocalService]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "battleline_client.cli", "ai", "--workers", "0", "--port", "0",
-         "--engine", "127.0.0.1:1"],
-        stdout=subprocess.PIPE, text=True,
-        env={**os.environ, "BATTLELINE_AI_KEY": AI_KEY, "REDIS_URL": redis_url})
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    assert "listening on" in line, line
-    config = replace(WITH_AI, ai_address=line.split()[-1])  # what --ai-address configures
-    try:
-        with LocalService(redis_url, config=config) as running:
-            yield running
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(15)
 
 
 def _hint(address: str, match_id: str, token: str | None) -> game_pb2.GetHintResponse:
@@ -58,8 +32,8 @@ def _code(call: object) -> tuple[grpc.StatusCode, str]:
     return err.value.code(), err.value.details()
 
 
-def test_hints_for_the_seat_to_act_in_a_local_match(engine: LocalService) -> None:
-    with Client(engine.address) as client:
+def test_hints_for_the_seat_to_act_in_a_local_match(ai_engine: LocalService) -> None:
+    with Client(ai_engine.address) as client:
         created = client.create(opponent="local", clock="none", seed=5)
         assert created.other is not None
         handles = [created.seat, created.other]
@@ -71,37 +45,37 @@ def test_hints_for_the_seat_to_act_in_a_local_match(engine: LocalService) -> Non
         assert reply.suggestion.bot.startswith("ismcts")
 
         async def async_hint() -> game_pb2.GetHintResponse:
-            async with AsyncClient(engine.address) as aio:
+            async with AsyncClient(ai_engine.address) as aio:
                 return await aio.seat(handles[mover]).hint(budget_ms=300)
 
         assert asyncio.run(async_hint()).suggestion.action in views[mover].legal_actions
         waiting = handles[1 - mover].token
-        assert _code(lambda: _hint(engine.address, created.match_id, waiting))[0] \
+        assert _code(lambda: _hint(ai_engine.address, created.match_id, waiting))[0] \
             == grpc.StatusCode.FAILED_PRECONDITION
-        assert _code(lambda: _hint(engine.address, created.match_id, None))[0] \
+        assert _code(lambda: _hint(ai_engine.address, created.match_id, None))[0] \
             == grpc.StatusCode.UNAUTHENTICATED
         other = client.create(opponent="local", clock="none")
-        assert _code(lambda: _hint(engine.address, created.match_id, other.seat.token))[0] \
+        assert _code(lambda: _hint(ai_engine.address, created.match_id, other.seat.token))[0] \
             == grpc.StatusCode.PERMISSION_DENIED
 
 
-def test_no_hints_between_two_people(engine: LocalService) -> None:
-    with Client(engine.address) as client:
+def test_no_hints_between_two_people(ai_engine: LocalService) -> None:
+    with Client(ai_engine.address) as client:
         created = client.create(opponent="open", private=True, clock="per-move",
                                 clock_seconds=60)
         joined = client.join(invite_code=created.invite_code, name="friend")
         for handle in (created.seat, joined):
-            code, details = _code(lambda h=handle: _hint(engine.address, created.match_id,
+            code, details = _code(lambda h=handle: _hint(ai_engine.address, created.match_id,
                                                          h.token))
             assert code == grpc.StatusCode.PERMISSION_DENIED and "two people" in details
 
 
-def test_one_seats_hint_burst_does_not_starve_another_seats_hint(engine: LocalService) -> None:
+def test_one_seats_hint_burst_does_not_starve_another_seats_hint(ai_engine: LocalService) -> None:
     """Finding 8: four concurrent 5-second hints for one seat (the AI service has one
     search process) used to queue up and make another player's hint time out
     (UNAVAILABLE). One search per seat at a time: the extra three are refused at once
     (RESOURCE_EXHAUSTED) and the other seat's hint is answered."""
-    with Client(engine.address) as client:
+    with Client(ai_engine.address) as client:
         movers = []
         for _ in range(2):
             created = client.create(opponent="local", clock="none")
@@ -113,7 +87,7 @@ def test_one_seats_hint_burst_does_not_starve_another_seats_hint(engine: LocalSe
 
         def ask(handle: SeatHandle, budget_ms: int) -> grpc.StatusCode:
             try:
-                with grpc.insecure_channel(engine.address) as channel:
+                with grpc.insecure_channel(ai_engine.address) as channel:
                     game_pb2_grpc.GameServiceStub(channel).GetHint(
                         game_pb2.GetHintRequest(match_id=handle.match_id, budget_ms=budget_ms),
                         metadata=(("authorization", f"Bearer {handle.token}"),), timeout=60)

@@ -32,10 +32,7 @@ from battleline_rules import (
     parse_action,
     record_of,
 )
-from tests.ai.service_harness import AI_KEY, play_random
-from tests.ai.test_hints import engine
-
-__all__ = ["engine"]  # a fixture
+from tests.ai.service_harness import AI_KEY, play_random, played_match
 
 # (ruleset, seed): a tactics game, a game without tactics, the 52-card deck.
 GAMES = [("standard", 1501), ("standard", 1502), ("basic", 1503), ("deck52", 1504)]
@@ -170,15 +167,6 @@ def test_no_peeking_at_the_opponents_hidden_cards(
 # ---------------------------------------------------------------- through the services
 
 
-def played_match(client: Client, seed: int) -> str:
-    """A LOCAL match played to its end by random moves for both seats."""
-    created = client.create(opponent="local", clock="none", seed=seed)
-    assert created.other is not None
-    play_random(client, [client.seat(created.seat), client.seat(created.other)],
-                random.Random(seed))
-    return created.match_id
-
-
 def _refusal(call: Callable[[], object]) -> BattleLineError:
     with pytest.raises(BattleLineError) as err:
         call()
@@ -186,8 +174,8 @@ def _refusal(call: Callable[[], object]) -> BattleLineError:
 
 
 def test_get_review_through_a_real_engine_and_ai_service(
-        engine: LocalService, redis_url: str) -> None:
-    with Client(engine.address, timeout=60) as client:
+        ai_engine: LocalService, redis_url: str) -> None:
+    with Client(ai_engine.address, timeout=60) as client:
         assert _refusal(lambda: client.review("no-such-match")).code \
             == grpc.StatusCode.NOT_FOUND
         live = client.create(opponent="local", clock="none")
@@ -225,12 +213,12 @@ def test_get_review_through_a_real_engine_and_ai_service(
         assert client.review(match_id).review.evaluator == "read from the cache"
 
 
-def test_the_ai_service_refuses_reviews_past_its_limits(engine: LocalService) -> None:
+def test_the_ai_service_refuses_reviews_past_its_limits(ai_engine: LocalService) -> None:
     """One review per match at a time, and no more than the search queue holds (3 for
     the test service's one search process): the rest RESOURCE_EXHAUSTED at once."""
     record = recorded_game("standard", 1501)
-    assert engine.config is not None
-    stub = ai_pb2_grpc.AiServiceStub(grpc.insecure_channel(engine.config.ai_address))
+    assert ai_engine.config is not None
+    stub = ai_pb2_grpc.AiServiceStub(grpc.insecure_channel(ai_engine.config.ai_address))
 
     def ask(match_id: str) -> str:
         request = ai_pb2.ReviewRequest(
@@ -257,11 +245,11 @@ def test_the_ai_service_refuses_reviews_past_its_limits(engine: LocalService) ->
 
 
 def test_get_review_shares_one_review_per_match_and_is_refused_past_the_ais_queue(
-        engine: LocalService) -> None:
+        ai_engine: LocalService) -> None:
     """Callers of one match's review while it is made wait for that one review (the AI
     service would refuse a second); reviews of more matches than the AI's queue holds
     (3 for one search process) are refused at once, RESOURCE_EXHAUSTED with a reason."""
-    with Client(engine.address, timeout=60) as client:
+    with Client(ai_engine.address, timeout=60) as client:
         created = [client.create(opponent="local", clock="none", seed=1510 + i)
                    for i in range(6)]
         seats = [client.seat(h) for c in created for h in (c.seat, c.other) if h is not None]

@@ -12,10 +12,7 @@ from battleline_client.cli import app
 from battleline_client.client import Client
 from battleline_client.commands.review import BARS, sparkline
 from battleline_client.local import LocalService
-from tests.ai.test_hints import engine
-from tests.ai.test_review import played_match
-
-__all__ = ["engine"]  # a fixture
+from tests.ai.service_harness import played_match
 
 runner = CliRunner()
 
@@ -25,12 +22,12 @@ def test_sparkline_maps_estimates_to_bars() -> None:
     assert sparkline([]) == ""
 
 
-def test_review_prints_moves_graph_and_costliest_moves(engine: LocalService) -> None:
-    with Client(engine.address, timeout=60) as client:
+def test_review_prints_moves_graph_and_costliest_moves(ai_engine: LocalService) -> None:
+    with Client(ai_engine.address, timeout=60) as client:
         match_id = played_match(client, seed=1506)
         live = client.create(opponent="local", clock="none").match_id
         review = client.review(match_id).review
-    result = runner.invoke(app, ["review", match_id, "--target", engine.address],
+    result = runner.invoke(app, ["review", match_id, "--target", ai_engine.address],
                            terminal_width=120)
     assert result.exit_code == 0, result.output
     out = result.output
@@ -47,7 +44,7 @@ def test_review_prints_moves_graph_and_costliest_moves(engine: LocalService) -> 
         move = review.moves[number - 1]
         assert f"move {number}, " in out and move.preferred_action in out
 
-    refused = runner.invoke(app, ["review", live, "--target", engine.address])
+    refused = runner.invoke(app, ["review", live, "--target", ai_engine.address])
     assert refused.exit_code == 1 and "over" in refused.output
-    unknown = runner.invoke(app, ["review", "no-such-match", "--target", engine.address])
+    unknown = runner.invoke(app, ["review", "no-such-match", "--target", ai_engine.address])
     assert unknown.exit_code == 1 and "no match" in unknown.output
