@@ -30,17 +30,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
+from itertools import islice
 from typing import Any
 
 import hiredis
 import redis.exceptions
 from redis.asyncio.connection import parse_url
 
+from battleline_client.backoff import backoff
+
 CONNECT_TIMEOUT_S = 5.0
 # While commands are in flight, the next batch waits for their replies at most this long
 # (0: every command leaves at the end of its turn of the event loop, batched or not).
 BATCH_INTERVAL_S = 0.002
-RETRY_DELAYS_S = (0.05, 0.2, 0.5, 1.0, 2.0)  # a command is sent at most 1 + len(...) times
+RETRIES = 6  # a command is sent at most 1 + RETRIES times (about 4 s of waits in all)
 
 
 class _Protocol(asyncio.Protocol):
@@ -204,7 +207,7 @@ class FastRedis:
     async def execute(self, *args: Any) -> Any:
         """Send one command; its reply (bytes, int, list or None) or ResponseError."""
         packed = hiredis.pack_command(args)
-        for delay in (*RETRY_DELAYS_S, None):
+        for delay in (*islice(backoff(0.25, 2.0), RETRIES), None):
             protocol = self._protocol
             if (protocol is None or protocol.lost
                     or self._loop is not asyncio.get_running_loop()):

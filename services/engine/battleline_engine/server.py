@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import gc
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +52,9 @@ class ServerConfig:
     # connections over them; `battleline serve --workers N`). Off, a second engine on
     # the same port fails to start instead of silently sharing it.
     reuse_port: bool = False
+    # Collect garbage less often and freeze what start-up loaded (`tune_gc`); False
+    # leaves the collector as CPython sets it.
+    tune_gc: bool = True
 
 
 class Service(Protocol):
@@ -164,10 +166,9 @@ _gc_tuned = False
 
 def tune_gc() -> None:
     """Collect less often, and never re-scan what was loaded at start-up (gc.freeze):
-    both servers of the engine benchmark (engine and echo) call this from start_server.
-    BATTLELINE_GC_DEFAULTS=1 leaves the collector as CPython sets it."""
+    both servers of the engine benchmark (engine and echo) call this from start_server."""
     global _gc_tuned
-    if _gc_tuned or os.environ.get("BATTLELINE_GC_DEFAULTS") == "1":
+    if _gc_tuned:
         return
     _gc_tuned = True  # once per process (tests start many servers)
     gc.collect()
@@ -218,7 +219,8 @@ async def start_server(
     await engine._set_all(NOT_SERVING)
     await server.start()
     engine._monitor = asyncio.create_task(engine._watch_redis(), name="redis-health")
-    tune_gc()
+    if config.tune_gc:
+        tune_gc()
     engine.services = list(services)
     for service in services:
         start = getattr(service, "start", None)
