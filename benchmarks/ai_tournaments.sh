@@ -27,6 +27,12 @@ t --a ismcts:level=4 --b ismcts:level=3 --seed 30001 --json $out/level4_vs_level
 battleline tournament --a ismcts:level=1 --b random --games 400 --seed 90001 \
   --json $out/level1_vs_random.json --log $out/logs/level1_vs_random.jsonl
 
+# Levels 1-3 against prob (the stand-in for the outside probability-based bot), 400 games each.
+for l in 1 2 3; do
+  battleline tournament --a ismcts:level=$l --b prob --games 400 --workers 2 --seed 11001 \
+    --json $out/level${l}_vs_prob.json
+done
+
 # prob (exact odds, no search), 400 games each.
 battleline tournament --a prob --b heuristic --games 400 --seed 60001 --json $out/prob_vs_heuristic.json
 battleline tournament --a prob --b ismcts:level=4 --games 400 --seed 100001 \
