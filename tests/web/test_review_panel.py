@@ -43,6 +43,8 @@ def test_the_end_screen_shows_the_ais_review(service: Service, browser: BrowserC
     for item, number in zip(costly.all_inner_texts(), review.costliest, strict=True):
         move = review.moves[number - 1]
         assert item.startswith(f"Move {number}, ") and move.preferred_action in item, item
-    panel.scroll_into_view_if_needed()
+    # In one step inside the page: the page redraws whole on every change, so a node found
+    # from here may be detached before Playwright scrolls to it.
+    page.evaluate("document.querySelector('[data-testid=ai-review]').scrollIntoView()")
     shoot(page, "review.png")
     assert not errors, errors
