@@ -9,6 +9,7 @@ the engine sends that seat, loaded with `load_position` -- never a full state.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from battleline_rules import Kind, Phase, format_action, load_position
 
 from .bots import LEVELS, make_bot
 
+log = logging.getLogger("battleline.ai")
 MAX_LEVEL = max(LEVELS)
 MIN_SECONDS = 0.05  # below this a search is pointless; the heuristic answers anyway
 
@@ -75,4 +77,12 @@ def decide_by(position: str, spec: str, deadline: float, seed: int) -> Decision:
     seconds = deadline - time.time()
     if seconds < MIN_SECONDS:
         spec = "heuristic"  # no time to search: answer at once rather than late
-    return decide(position, spec, seconds, seed)
+    try:
+        return decide(position, spec, seconds, seed)
+    except Exception:
+        if spec == "heuristic":
+            raise
+        # A defect in a search must not stall the match (the request would be reclaimed
+        # and fail again): the rule-based bot answers this move.
+        log.exception("search %s failed; the heuristic answers this move", spec)
+        return decide(position, "heuristic", None, seed)

@@ -354,17 +354,20 @@ class IsmctsBot:
         actions = view.legal_actions()
         if len(actions) == 1:
             return actions[0]
-        if self.params.endgame:
-            won = endgame.solve(view)
-            if won is not None:
-                return won
         if actions[0].kind is Kind.CLAIM or view.phase is not Phase.PLAY:
-            return self.helper.choose(view, rng)
+            return self._solved(view) or self.helper.choose(view, rng)
         return self.search(view, rng).action
+
+    def _solved(self, view: GameState) -> Action | None:
+        """A proven win, once nothing is hidden but the opponent's hand (`endgame`)."""
+        return endgame.solve(view) if self.params.endgame else None
 
     def search(self, view: GameState, rng: random.Random) -> SearchResult:
         """Search the seat's decision in ``view`` within the budget."""
         start = time.perf_counter()
+        won = self._solved(view)
+        if won is not None:
+            return SearchResult(won, 1.0, 0, time.perf_counter() - start)
         params = self.params
         # Stop searching a little early, so that merging and answering fit in the budget.
         budget = params.seconds if params.seconds is not None else math.inf

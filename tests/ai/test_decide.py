@@ -1,0 +1,35 @@
+"""The search processes' entry point: a failing search does not stall the match."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from battleline_ai.decide import decide_by
+from battleline_ai.endgame import solve
+from battleline_rules import dump_position, new_game, parse_action
+from tests.ai.endgames import endgame_positions
+
+
+def test_a_failing_search_falls_back_to_the_heuristic(caplog: pytest.LogCaptureFixture) -> None:
+    view = new_game("standard", seed=3).view(0)
+    with caplog.at_level(logging.ERROR, logger="battleline.ai"):
+        decision = decide_by(dump_position(view), "ismcts:leaf=none-such", time.time() + 5, 1)
+    assert parse_action(decision.action) in view.legal_actions()
+    assert decision.iterations == 0  # answered by the rule-based bot, not a search
+    assert "the heuristic answers this move" in caplog.text
+
+
+def test_level5_plays_a_proven_win_through_the_search_entry() -> None:
+    """The hosted AI searches through `IsmctsBot.search`: the endgame applies there too."""
+    for view in endgame_positions(12):
+        won = solve(view)
+        if won is None or view.phase.name != "PLAY":
+            continue
+        decision = decide_by(dump_position(view), "ismcts:level=5", time.time() + 5, 1)
+        assert parse_action(decision.action) == won
+        assert decision.value == 1.0 and decision.iterations == 0
+        return
+    pytest.fail("no PLAY position with a proven win among the seeded endgames")
