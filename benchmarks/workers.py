@@ -19,24 +19,13 @@ import os
 import statistics
 import sys
 import tempfile
-import urllib.request
 from pathlib import Path
-
-import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from battleline_engine.redis_server import EmbeddedRedis, free_port
 from benchmarks.engine import SERVE, _engine_worker, cpu_seconds, in_processes, start_listening
-
-
-def calls_served(metrics_port: int) -> int:
-    """RPCs (health checks left out) one engine process has answered, from its /metrics."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
-                                  timeout=5).read().decode()
-    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith("battleline_rpc_latency_seconds_count{")
-                   and "grpc.health" not in line))
+from tests.processes import calls_served, children, command_line
 
 
 def measure(url: str, workers: int, matches: int, clients: int, seed: int,
@@ -47,8 +36,8 @@ def measure(url: str, workers: int, matches: int, clients: int, seed: int,
     serve, address = start_listening(
         [*SERVE, "--workers", str(workers), "--metrics-port", str(metrics)], {"REDIS_URL": url})
     try:
-        pids = [serve.pid] + [child.pid for child in psutil.Process(serve.pid).children()
-                              if "serve" in " ".join(child.cmdline())]
+        pids = [serve.pid] + [child for child in children(serve.pid)
+                              if "serve" in " ".join(command_line(child))]
         assert len(pids) == workers, pids
         ports = [metrics + i for i in range(workers)]
         cpu = [cpu_seconds(pid) for pid in pids]

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import IO
 
@@ -98,3 +99,12 @@ def is_alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def calls_served(metrics_port: int) -> int:
+    """RPCs (health checks left out) one engine process has answered, from its /metrics."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
+                                  timeout=5).read().decode()
+    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("battleline_rpc_latency_seconds_count{")
+                   and "grpc.health" not in line))

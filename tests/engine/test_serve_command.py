@@ -18,7 +18,15 @@ import redis
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from battleline_engine.redis_server import free_port
-from tests.processes import children, command_line, is_alive, start_serve, stop_serve, web_url
+from tests.processes import (
+    calls_served,
+    children,
+    command_line,
+    is_alive,
+    start_serve,
+    stop_serve,
+    web_url,
+)
 
 from .harness import Client
 
@@ -163,15 +171,6 @@ def test_a_stop_is_bounded_even_when_redis_hangs(tmp_path: Path) -> None:
     assert not is_alive(frozen)
 
 
-def _calls_served(metrics_port: int) -> int:
-    """RPCs one engine process answered, from its own /metrics."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
-                                  timeout=5).read().decode()
-    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith("battleline_rpc_latency_seconds_count{")
-                   and "grpc.health" not in line))
-
-
 @pytest.mark.timeout(90)
 def _free_port_pair() -> int:
     """A port p with p and p + 1 free, below Linux's ephemeral range (32768 and up), so
@@ -208,7 +207,7 @@ def test_serve_workers_share_one_port(redis_url: str) -> None:
                 calls += 2
             finally:
                 client.channel.close()
-        served = [_calls_served(metrics_port), _calls_served(metrics_port + 1)]
+        served = [calls_served(metrics_port), calls_served(metrics_port + 1)]
         assert sum(served) == calls
         assert min(served) > 0, served
         with pytest.raises(AssertionError, match="serve did not start"):
