@@ -5,6 +5,7 @@ five-minute wait. Driven in a real terminal (pexpect), against real processes.""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -24,6 +25,18 @@ def free_default_port() -> None:
     """The README's port must be free: these tests play there as a new user would."""
     if is_serving(DEFAULT_TARGET):
         pytest.skip(f"a Battle Line engine already serves {DEFAULT_TARGET}")
+    host, port = DEFAULT_TARGET.rsplit(":", 1)
+    deadline = time.monotonic() + 30  # a process of an earlier test may still be leaving it
+    while True:
+        try:
+            with socket.socket() as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind((host, int(port)))
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def _finished(session: terminal.Session) -> None:

@@ -120,11 +120,14 @@ def test_full_game_against_the_ai(service: Service, browser: BrowserContext) -> 
     draws = moves_list.locator("li", has_text="AI level 1: draw from the")
     assert draws.count() > 5
     assert all(": " in text.split("deck")[-1] for text in draws.all_inner_texts())
-    me = page.get_by_test_id("player-me").bounding_box()
-    every_move = moves_list.bounding_box()
-    assert me is not None and every_move is not None
-    assert me["y"] < every_move["y"], "your own bar sits below the list of every move"
     expect(page.get_by_test_id("review-graph")).to_be_visible(timeout=60_000)  # the AI's review
+    # Both places read in one step inside the page: it redraws whole on every change (the
+    # review arriving is one), so two separate lookups may see two different drawings.
+    tops = page.evaluate("""() => ['player-me', 'review-moves'].map(id => {
+        const node = document.querySelector(`[data-testid=${id}]`);
+        return node ? node.getBoundingClientRect().top : null; })""")
+    assert None not in tops, tops
+    assert tops[0] < tops[1], "your own bar sits below the list of every move"
     shoot(page, "end.png")
     assert not errors, errors
     print(f"browser game: {moves + 1} of our steps, {time.monotonic() - started:.0f} s")
