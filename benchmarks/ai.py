@@ -10,6 +10,10 @@ what one ISMCTS iteration costs in loop steps, comparable across machines.
 budget, no time cap) over several midgame positions, and
 `level5_move_loop_steps_m` the same in millions of plain-loop steps (comparable
 across machines); `prob_decision_ms_median` the same for the search-free `prob` bot.
+`level5_iterations_per_cpu_s` is level 5's search rate over those positions, and
+`odds_leaf_speedup` how many times faster the installed odds leaf (compiled by setup.py's
+second mypyc group) scores sampled worlds than its plain-Python twin, both timed in this
+process (`odds_compiled` says which one the search runs).
 `rules_core_share` is the share of search time spent inside the rules core
 (legal actions, apply, clone, sample, formations); printed only when it runs as
 plain Python (`BATTLELINE_PURE_PYTHON=1` at install): the profiler cannot see
@@ -25,6 +29,7 @@ import random
 import statistics
 import time
 
+from battleline_ai import native, odds
 from battleline_ai.bots import LEVELS, make_bot, parse_spec
 from battleline_ai.heuristic import HeuristicBot
 from battleline_ai.ismcts import IsmctsBot, SearchParams, rollout_value
@@ -42,17 +47,64 @@ def midgame(seed: int = 3, actions: int = 30) -> GameState:
     return state
 
 
+def midgame_views(positions: int) -> list[GameState]:
+    """The views the move-time figures are taken on, at various stages of the middle game."""
+    views = []
+    for seed in range(positions):
+        state = midgame(seed=100 + seed, actions=20 + 2 * (seed % 8))
+        views.append(state.view(state.current_player))
+    return views
+
+
 def median_cpu_s(spec: str, positions: int) -> float:
     """Median CPU seconds ``spec`` takes to choose a move in midgame positions."""
     bot = make_bot(spec)
     times = []
-    for seed in range(positions):
-        state = midgame(seed=100 + seed, actions=20 + 2 * (seed % 8))
-        view, rng = state.view(state.current_player), random.Random(seed)
+    for seed, view in enumerate(midgame_views(positions)):
+        rng = random.Random(seed)
         start = time.process_time()
         bot.choose(view, rng)
         times.append(time.process_time() - start)
     return statistics.median(times)
+
+
+def level5_iterations_per_cpu_s(positions: int) -> float:
+    """Level 5's search iterations per CPU second, over the move-time positions."""
+    bot = make_bot(f"ismcts:level={max(LEVELS)},seconds=none")
+    assert isinstance(bot, IsmctsBot)
+    iterations, start = 0, time.process_time()
+    for seed, view in enumerate(midgame_views(positions)):
+        iterations += bot.search(view, random.Random(seed)).iterations
+    return iterations / (time.process_time() - start)
+
+
+def odds_leaf_speedup(seconds: float) -> float:
+    """How many times faster the installed odds leaf scores positions than the pure one.
+
+    The positions are leaves a search meets: a few random actions on from sampled
+    worlds of the midgame views, each scored from its searching seat. Each pass
+    starts with empty outlook memos (in a search about a third of the sides are new),
+    and the two leaves take turns for about ``seconds`` each.
+    """
+    pure = native.pure_modules()["odds"]
+    leaves = []
+    for i, view in enumerate(midgame_views(8) * 25):
+        rng = random.Random(i)
+        world, seat = view.sample_world(rng), view.current_player
+        for _ in range(rng.randint(1, 4)):
+            if not world.is_over:
+                world.apply(rng.choice(world.legal_actions()))
+        leaves.append((world, seat))
+    counts, times = [0, 0], [0.0, 0.0]
+    while min(times) < seconds:
+        for k, module in enumerate((odds, pure)):
+            module._OUTLOOKS.clear()  # cold, as a search meets it
+            start = time.process_time()
+            for world, seat in leaves:
+                module.seen_position_value(world, seat)
+            times[k] += time.process_time() - start
+            counts[k] += len(leaves)
+    return (counts[0] / times[0]) / (counts[1] / times[1])
 
 
 def rate(fn: object, seconds: float) -> float:
@@ -105,6 +157,9 @@ def main() -> None:
     print(f"level5_move_cpu_s_median: {level5:.3f}")
     # The same in plain-loop steps: a machine-independent cost (1 s on a 26 M-steps/s host).
     print(f"level5_move_loop_steps_m: {level5 * loop / 1e6:.1f}")
+    print(f"odds_compiled: {int(native.is_compiled())}")
+    print(f"level5_iterations_per_cpu_s: {level5_iterations_per_cpu_s(8 if args.quick else 15):.0f}")
+    print(f"odds_leaf_speedup: {odds_leaf_speedup(span):.2f}")
     prob_ms = 1000 * median_cpu_s("prob", 30 if args.quick else 200)
     print(f"prob_decision_ms_median: {prob_ms:.2f}")
     print(f"ismcts_iterations_per_s: {its:.0f}")
