@@ -21,10 +21,13 @@ position is solved exactly instead (`endgame`).
 
 from __future__ import annotations
 
+import gc
 import math
 import multiprocessing
 import random
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, get_args, get_type_hints
@@ -230,6 +233,25 @@ def _backup(path: list[Node], seat: int, value: float) -> None:
         step.reward += value if step.player == seat else 1.0 - value
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while searching.
+
+    A search allocates millions of short-lived objects (freed by reference counting)
+    and almost no cycles (its tree), while the process-wide odds memos hold hundreds of
+    thousands of objects that every full collection walks again: with the collector on,
+    a level-5 search ran about half as many iterations per CPU second. The tree is
+    collected once the collector is back.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _run(
     view: GameState,
     roots: dict[Action, float],
@@ -238,8 +260,20 @@ def _run(
     deadline: float,
 ) -> tuple[dict[Action, tuple[int, float]], int]:
     """The search loop on one core: stats of the root's children, and iterations done."""
-    if params.root is Root.HALVING and params.iterations is not None:
-        return _run_halving(view, roots, params, rng, deadline)
+    with _collector_paused():
+        if params.root is Root.HALVING and params.iterations is not None:
+            return _run_halving(view, roots, params, rng, deadline)
+        return _run_ucb(view, roots, params, rng, deadline)
+
+
+def _run_ucb(
+    view: GameState,
+    roots: dict[Action, float],
+    params: SearchParams,
+    rng: random.Random,
+    deadline: float,
+) -> tuple[dict[Action, tuple[int, float]], int]:
+    """UCB1 at the root, SO-ISMCTS below."""
     seat = view.current_player
     policy = POLICIES[params.rollout]
     leaf = LEAVES[params.leaf]

@@ -20,7 +20,7 @@ evaluation both stand on `FlagOdds`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations, permutations
 from math import comb, exp
@@ -371,6 +371,16 @@ def _merged(targets: list[Target]) -> tuple[Target, ...]:
 
 _OUTLOOKS: dict[tuple[object, ...], Outlook] = {}
 OUTLOOK_CACHE_SIZE = 200_000
+# `win_probability` of two outlooks, by their ids (hashing the outlooks would cost about
+# what the verdict does). Each entry holds its two outlooks, so neither id can name another
+# object while it is a key. Half of a search's flag verdicts repeat a pair of outlooks.
+_VERDICTS: dict[tuple[int, int], tuple[Outlook, Outlook, float]] = {}
+
+
+def clear_memos() -> None:
+    """Forget the memoised outlooks and verdicts (a benchmark times a cold start)."""
+    _OUTLOOKS.clear()
+    _VERDICTS.clear()
 
 
 def side_outlook(
@@ -440,6 +450,17 @@ def _sum_beats(mine: tuple[Target, ...], theirs: tuple[Target, ...]) -> float:
             k += 1
         score += pa * (below - equal + 0.5 * equal)
     return score / (wm * wt)
+
+
+def _memo_win_probability(mine: Outlook, theirs: Outlook) -> float:
+    """`win_probability` of two outlooks from `side_outlook`, memoised (`_VERDICTS`)."""
+    key = (id(mine), id(theirs))
+    found = _VERDICTS.get(key)
+    if found is None:
+        if len(_VERDICTS) >= OUTLOOK_CACHE_SIZE:
+            _VERDICTS.clear()
+        found = _VERDICTS[key] = (mine, theirs, win_probability(mine, theirs))
+    return found[2]
 
 
 def win_probability(mine: Outlook, theirs: Outlook) -> float:
@@ -536,8 +557,8 @@ class FlagOdds:
                     assign_hand(self.state, self.seat, own.certain),
                     assign_hand(self.state, 1 - self.seat, other.certain),
                 )
-            own = replace(own, certain=self._held[0][index])
-            other = replace(other, certain=self._held[1][index])
+            own = Supply(self._held[0][index], own.pool, own.draws, own.wilds)
+            other = Supply(self._held[1][index], other.pool, other.draws, other.wilds)
         if placed:
             own = Supply(own.certain & ~placed, own.pool & ~placed, own.draws, own.wilds)
             other = Supply(other.certain & ~placed, other.pool & ~placed, other.draws, other.wilds)
@@ -548,7 +569,7 @@ class FlagOdds:
                                     & ~placed)
             if proven is not None:
                 return 1.0 if proven == 0 else 0.0
-        return win_probability(
+        return _memo_win_probability(
             self.outlook(mine, size, fog, own), self.outlook(theirs, size, fog, other)
         )
 
