@@ -160,7 +160,7 @@ def main() -> None:
     print(f"odds_compiled: {int(native.is_compiled())}")
     level5_rate = level5_iterations_per_cpu_s(8 if args.quick else 15)
     print(f"level5_iterations_per_cpu_s: {level5_rate:.0f}")
-    print(f"odds_leaf_speedup: {odds_leaf_speedup(span):.2f}")
+    print(f"odds_leaf_speedup: {odds_leaf_speedup(2 * span):.2f}")
     prob_ms = 1000 * median_cpu_s("prob", 30 if args.quick else 200)
     print(f"prob_decision_ms_median: {prob_ms:.2f}")
     print(f"ismcts_iterations_per_s: {its:.0f}")
