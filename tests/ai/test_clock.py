@@ -13,7 +13,7 @@ from battleline.v1 import types_pb2
 from battleline_ai.budget import MARGIN_S, move_deadline
 from battleline_client.client import Client
 from battleline_client.common import answer_times
-from battleline_client.local import LocalService
+from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI, play_random, start_worker, stop
 
 CLOCK_S = 2.0

@@ -15,7 +15,7 @@ from battleline.v1 import game_pb2, game_pb2_grpc
 from battleline_client.aio import AsyncClient
 from battleline_client.client import Client
 from battleline_client.common import SeatHandle, is_my_turn
-from battleline_client.local import LocalService
+from battleline_host.local import LocalService
 
 
 def _hint(address: str, match_id: str, token: str | None) -> game_pb2.GetHintResponse:

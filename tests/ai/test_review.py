@@ -21,7 +21,7 @@ from battleline_ai.odds import seen_position_value
 from battleline_ai.review import COSTLIEST, MIN_LOSS, GameReview, judge_move, review_game
 from battleline_client.client import Client
 from battleline_client.errors import BattleLineError
-from battleline_client.local import LocalService
+from battleline_host.local import LocalService
 from battleline_rules import (
     GameRecord,
     GameState,

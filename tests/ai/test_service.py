@@ -23,7 +23,7 @@ import redis
 from battleline.v1 import ai_pb2, ai_pb2_grpc, types_pb2
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
-from battleline_client.local import LocalService
+from battleline_host.local import LocalService
 from tests.ai.service_harness import AI_KEY, WITH_AI, play_random, start_worker, stop
 from tests.processes import descendants
 

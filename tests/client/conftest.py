@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from battleline_client.client import Client
-from battleline_client.local import LocalService
 from battleline_engine.redis_server import free_port
+from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI
 
 

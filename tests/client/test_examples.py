@@ -9,7 +9,7 @@ from pathlib import Path
 
 from battleline_client.bots import play_local
 from battleline_client.client import Client
-from battleline_client.local import LocalService
+from battleline_host.local import LocalService
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -14,9 +14,9 @@ from battleline_client.aio import AsyncClient
 from battleline_client.bots import aplay_local, choose, play_local
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
-from battleline_client.local import LocalService
 from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
+from battleline_host.local import LocalService
 
 
 def _check_over(client: Client, match_id: str, final: types_pb2.MatchView) -> None:

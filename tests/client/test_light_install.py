@@ -110,7 +110,7 @@ def test_play_help_works_and_server_commands_say_what_to_install(light_venv: Pat
         assert "install battleline-online" in refused.stderr, (command, refused.stderr)
         assert "Traceback" not in refused.stderr
     if not is_serving(DEFAULT_TARGET):  # else `play` would rightly play there
-        for mode in ([], ["--local"]):  # with the hosted AI (serve), hot seat (in-process)
+        for mode in ([], ["--local"]):  # with the hosted AI, hot seat (serve --no-ai)
             alone = _run(light_venv, battleline, "play", *mode, tmpdir=tmp_path)
             assert alone.returncode == 1, (mode, alone.stdout, alone.stderr)
             assert "needs the server" in alone.stdout, (mode, alone.stdout)

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from battleline_client.cli import app
 from battleline_client.loadtest import percentile
-from battleline_client.local import LocalService
+from battleline_host.local import LocalService
 
 
 def test_loadtest_writes_json_and_png_with_zero_errors(service: LocalService,

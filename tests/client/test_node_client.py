@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from battleline_client.local import LocalService
+from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI, start_worker, stop
 
 NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"

@@ -17,7 +17,7 @@ from battleline_client.bots import choose
 from battleline_client.cli import app
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
-from battleline_client.local import LocalService
+from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI, start_worker, stop
 from tests.client import terminal
 

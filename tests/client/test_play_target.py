@@ -14,7 +14,7 @@ import pytest
 
 from battleline_client.common import DEFAULT_TARGET
 from battleline_client.hosting import is_serving
-from battleline_client.local import LocalService
+from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI
 from tests.client import terminal
 from tests.processes import BATTLELINE, start_serve, stop_serve

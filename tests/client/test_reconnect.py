@@ -18,7 +18,7 @@ from battleline_client.aio import AsyncClient
 from battleline_client.bots import choose, play_local
 from battleline_client.client import Client, Seat
 from battleline_client.common import is_finished, is_my_turn
-from battleline_client.local import LocalService
+from battleline_host.local import LocalService
 
 
 def _sync_watch(address: str, match_id: str, out: list[watch_pb2.WatchResponse]) -> None:

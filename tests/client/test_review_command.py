@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from battleline_client.cli import app
 from battleline_client.client import Client
 from battleline_client.commands.review import BARS, sparkline
-from battleline_client.local import LocalService
+from battleline_host.local import LocalService
 from tests.ai.service_harness import played_match
 
 runner = CliRunner()

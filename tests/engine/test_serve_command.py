@@ -157,7 +157,7 @@ def test_serve_starts_its_children_without_grpc_fork_warnings(tmp_path: Path) ->
 def test_a_stop_is_bounded_even_when_redis_hangs(tmp_path: Path) -> None:
     """SIGTERM while the embedded Redis is frozen (SIGSTOP): serve still exits within
     its grace period plus serve.SHUTDOWN_SLACK_S, and leaves no redis-server behind."""
-    from battleline_client.commands.serve import SHUTDOWN_SLACK_S
+    from battleline_host.commands.serve import SHUTDOWN_SLACK_S
 
     with (tmp_path / "serve.log").open("w") as log:
         process, address = start_serve("--web-port", "0", "--no-ai", "--data-dir",
@@ -199,7 +199,10 @@ def test_serve_workers_share_one_port(redis_url: str) -> None:
         assert len([pid for pid in workers if "serve" in command_line(pid)]) == 1
         calls = 0
         for _ in range(40):  # a new connection each time: the kernel picks a process
-            client = Client.to(address)
+            # A subchannel pool of its own: gRPC's global pool may otherwise hand this
+            # channel the last one's connection, still open, to the same process.
+            client = Client(grpc.insecure_channel(address,
+                                                  [("grpc.use_local_subchannel_pool", 1)]))
             try:
                 created = client.create()
                 view = client.view(created.match_id, created.seat_token)

@@ -1,27 +1,22 @@
-"""The `battleline` command: one typer app, each subcommand in its own module."""
+"""The `battleline` command: one typer app, each subcommand in its own module; the
+server distribution, when installed, adds its own (serve, ai, tournament, web)."""
 
 import typer
 
-from .commands.ai import ai
 from .commands.analyze import analyze
 from .commands.loadtest import loadtest
 from .commands.play import play
 from .commands.review import review
-from .commands.serve import serve
-from .commands.tournament import tournament
+from .commands.server import add_server_commands
 from .commands.watch import watch
-from .commands.web import web
 
 app = typer.Typer(help="Battle Line Online: serve, play, analyze.", no_args_is_help=True)
-app.command()(ai)
 app.command()(analyze)
 app.command()(loadtest)
 app.command()(play)
 app.command()(review)
-app.command()(serve)
-app.command()(tournament)
 app.command()(watch)
-app.command()(web)
+add_server_commands(app)
 
 
 @app.callback()

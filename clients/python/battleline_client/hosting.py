@@ -1,32 +1,36 @@
-"""Where `battleline play` plays when no --target is given: the running service, else its own.
+"""Where `play` and `loadtest` play when no --target is given: the running service, else
+a `battleline serve` started here as a child process.
 
 A first game must just work: the README starts `battleline serve` (engine on
 127.0.0.1:50051 with hosted-AI workers), so `play` asks that address's gRPC
 health service first. With nothing serving there, it starts `battleline serve`
-itself as a child process (the same start-up code, hosted AI included, no
-web page), with its data, the AI's key and its log in a private temporary
-directory, and stops it when the game ends.
+itself (the same start-up code, hosted AI included, no web page), with its data,
+the AI's key and its log in a private temporary directory, and stops it when the
+game ends.
+
+The server is another distribution (battleline-online): it adds `serve` and the
+other server commands to `battleline` through the ``battleline.commands`` entry
+points. This module only starts a process; it imports nothing of the server.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from .processes import stop_processes
+from .processes import dying_with_parent, stop_processes
 
-# The server distribution's packages (battleline-online, the repository's root); the client
-# distribution (battleline-client, clients/python) runs without them.
-SERVER_PACKAGES = ("battleline_engine", "battleline_ai", "battleline_gateway")
+# Where an installed server registers its commands (`serve`, `ai`, `tournament`, `web`).
+COMMANDS_GROUP = "battleline.commands"
 SERVER_INSTALL = ("install battleline-online, the server (from a checkout: "
                   "`pip install -e clients/python -e .`)")
 
@@ -36,13 +40,17 @@ class ServerNotInstalled(RuntimeError):
     distribution is installed."""
 
 
+def server_plugins() -> list[EntryPoint]:
+    """The installed distributions' additions to the `battleline` command."""
+    return list(entry_points(group=COMMANDS_GROUP))
+
+
 def require_server(what: str) -> None:
-    """Raise ServerNotInstalled, saying what to install, unless the server's packages are
-    importable (looked up, not imported: the client stays light)."""
-    missing = [name for name in SERVER_PACKAGES if importlib.util.find_spec(name) is None]
-    if missing:
-        raise ServerNotInstalled(f"{what} needs the server, and only the client is installed "
-                                 f"(no {', '.join(missing)}): {SERVER_INSTALL}")
+    """Raise ServerNotInstalled, saying what to install, unless a server distribution
+    has registered its commands (looked up in the metadata, nothing imported)."""
+    if not server_plugins():
+        raise ServerNotInstalled(f"{what} needs the server, and only the client is "
+                                 f"installed: {SERVER_INSTALL}")
 
 
 def is_serving(target: str, timeout_s: float = 1.0) -> bool:
@@ -57,31 +65,35 @@ def is_serving(target: str, timeout_s: float = 1.0) -> bool:
 
 
 class ServeChild:
-    """`battleline serve --port 0 --no-web` as a child process; `start()` returns its address.
+    """`battleline serve --port 0 --no-web [options]` on loopback as a child process;
+    `start()` returns its address. ``options`` are more of serve's options, e.g.
+    ``--no-ai`` for a hot-seat game.
 
     Its output goes to ``serve.log`` in its private temporary data directory, not to
     the terminal the game is drawn on (its end is shown when serve does not start).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *options: str) -> None:
+        self.options = options
         self.process: subprocess.Popen[bytes] | None = None
         self.data_dir: Path | None = None  # made by start(), removed by stop()
         self.address = ""
 
     def start(self, timeout_s: float = 60.0) -> str:
         """Start serve and wait until it prints the address it listens on."""
-        require_server("a local engine with its hosted AI")
+        require_server("a local engine")
         self.data_dir = Path(tempfile.mkdtemp(prefix="battleline-play-"))  # mode 0700
         log_path = self.data_dir / "serve.log"
         command = [sys.executable, "-m", "battleline_client.cli", "serve", "--port", "0",
                    "--host", "127.0.0.1", "--no-web", "--grace", "1", "--log-format", "text",
-                   "--log-level", "warning", "--data-dir", str(self.data_dir / "data")]
+                   "--log-level", "warning", "--data-dir", str(self.data_dir / "data"),
+                   *self.options]
         with open(log_path, "wb") as log:
-            # The server's own launcher: starting a serve needs the server installed anyway.
-            from battleline_engine.children import dying_with_parent
-
+            # A session of its own: the terminal's Ctrl-C is for `play`, which then stops
+            # serve itself (SIGTERM) after closing its connection, not both at once.
             self.process = subprocess.Popen(dying_with_parent(command), stdin=subprocess.DEVNULL,
-                                            stdout=log, stderr=subprocess.STDOUT)
+                                            stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
         deadline = time.monotonic() + timeout_s
         marker = "battleline engine listening on "
         while time.monotonic() < deadline:

@@ -1,13 +1,23 @@
-"""Stopping child processes, the one way every part of the project does it.
+"""Starting and stopping child processes, the one way every part of the project does it.
 
 Standard library only: the light client (hosting a local `battleline serve`), the
 server commands, the engine's embedded Redis and the AI service all use it.
+
+Children must not outlive the process that started them. `die_with_parent` as a
+preexec_fn makes Python fork() the whole process to start the child, and in a
+process already running gRPC that fork prints gRPC's "skipping fork() handlers"
+warning (its threads cannot be paused). `dying_with_parent(command)` instead
+starts a tiny interpreter that sets the same parent-death signal and then execs
+the command: with no preexec_fn, subprocess starts it with vfork, which runs no
+fork handlers.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
+import sys
 from typing import Any
 
 
@@ -24,3 +34,37 @@ def stop_processes(*processes: subprocess.Popen[Any], timeout_s: float = 10.0) -
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def die_with_parent() -> None:
+    """preexec_fn for children: SIGTERM them when the parent dies, even by SIGKILL (Linux).
+
+    A killed `battleline serve` then leaves no embedded Redis holding its data
+    directory and no AI worker playing on. The signal follows the thread that
+    started the child, so start children from a thread that lives as long as
+    the process (the main thread).
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def dying_with_parent(command: list[str]) -> list[str]:
+    """``command`` wrapped so that it gets SIGTERM when this process dies, as with
+    `die_with_parent`, but started without a preexec_fn (see the module docstring)."""
+    return [sys.executable, "-m", "battleline_client.processes", str(os.getpid()), *command]
+
+
+def main(argv: list[str]) -> None:
+    """``python -m battleline_client.processes PARENT_PID COMMAND...``: the signal is set
+    here and kept across exec (same process); a parent already gone stops it at once."""
+    parent, command = int(argv[0]), argv[1:]
+    die_with_parent()
+    if os.getppid() != parent:
+        sys.exit(1)
+    os.execvp(command[0], command)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -20,8 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from battleline_client.backoff import backoff
-from battleline_client.processes import stop_processes
-from battleline_engine.children import dying_with_parent
+from battleline_client.processes import dying_with_parent, stop_processes
 
 from .suggest import AiServer
 from .worker import KEY_ENV, WorkerConfig

@@ -52,7 +52,7 @@ from battleline_client.errors import (
     PermissionDenied,
     StaleVersion,
 )
-from battleline_engine.children import die_with_parent
+from battleline_client.processes import die_with_parent
 from battleline_engine.storage import Storage
 
 from .budget import move_deadline

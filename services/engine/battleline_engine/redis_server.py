@@ -24,9 +24,7 @@ from typing import IO, Self
 
 import redis
 
-from battleline_client.processes import stop_processes
-
-from .children import dying_with_parent
+from battleline_client.processes import dying_with_parent, stop_processes
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +144,7 @@ class EmbeddedRedis:
             "--logfile", "redis.log",
         ]
         self._process = subprocess.Popen(
-            # A SIGKILLed service must not leave it running (see children.py).
+            # A SIGKILLed service must not leave it running (see battleline_client.processes).
             dying_with_parent(args),
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C to the service must not kill Redis before we stop it

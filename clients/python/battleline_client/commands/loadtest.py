@@ -18,8 +18,8 @@ from .server import needs_server
 
 def loadtest(
     target: Annotated[str | None, typer.Option(
-        help="Engine host:port; without it a local engine (embedded Redis) is started in a "
-             "child process.")] = None,
+        help="Engine host:port; without it a private `battleline serve` (embedded Redis, "
+             "no per-peer limits) is started in a child process.")] = None,
     matches: Annotated[int, typer.Option(min=1, help="Matches to play.")] = 100,
     concurrency: Annotated[int, typer.Option(min=1, help="Matches at once.")] = 20,
     mode: Annotated[str, typer.Option(
@@ -32,8 +32,8 @@ def loadtest(
     seed: Annotated[int, typer.Option(help="Bots' random seed.")] = 0,
 ) -> None:
     """Load-test an engine: matches/s, actions/s, latency percentiles per RPC, errors by code."""
+    from ..hosting import ServeChild
     from ..loadtest import Report, histogram, run
-    from ..local import ChildService
 
     if mode not in ("local", "joined"):
         raise typer.BadParameter("local or joined", param_hint="--mode")
@@ -45,7 +45,7 @@ def loadtest(
     console = Console(highlight=False)
     service = None
     if target is None:
-        service = ChildService()
+        service = ServeChild("--no-ai", "--open-limits")
         with console.status("starting a local engine..."):
             target = service.start()
         console.print(f"local engine on {target}")

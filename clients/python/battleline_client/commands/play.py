@@ -21,7 +21,6 @@ from ..errors import BattleLineError
 
 if TYPE_CHECKING:
     from ..hosting import ServeChild
-    from ..local import LocalService
 
 # The levels the web page offers, and its default (clients/web/src/lobby.ts).
 AI_LEVELS = range(1, 6)
@@ -290,17 +289,16 @@ def play(
             service.stop()
 
 
-def _engine(console: Console, local: bool) -> tuple[str, LocalService | ServeChild | None]:
+def _engine(console: Console, local: bool) -> tuple[str, ServeChild | None]:
     """The engine to play on when no --target is given, and what to stop afterwards:
     the running `battleline serve` (nothing to stop), else one started here (a hot-seat
-    game needs no AI, so a lighter in-process engine serves it)."""
+    game needs no AI, so none is started for it)."""
     from ..hosting import ServeChild, is_serving
-    from ..local import LocalService
 
     if is_serving(DEFAULT_TARGET):
         console.print(f"playing on the engine at {DEFAULT_TARGET} (battleline serve)")
         return DEFAULT_TARGET, None
-    service: LocalService | ServeChild = LocalService() if local else ServeChild()
+    service = ServeChild("--no-ai") if local else ServeChild()
     what = "a local engine" if local else "a local engine with its hosted AI"
     try:
         with console.status(f"no engine on {DEFAULT_TARGET}: starting {what}..."):

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..processes import stop_processes
-from .server import needs_server
+from battleline_client.processes import dying_with_parent, stop_processes
+
 from .signals import stop_on_signals
 
 if TYPE_CHECKING:
@@ -122,9 +122,13 @@ def serve(
     shared_port: Annotated[bool, typer.Option(
         "--shared-port", hidden=True, help="An extra engine of a --workers serve.",
     )] = False,
+    open_limits: Annotated[bool, typer.Option(
+        "--open-limits",
+        help="No per-peer limits (creates, actions, listings, open and AI matches per "
+             "client): a private engine for one load test. Loopback addresses only.",
+    )] = False,
 ) -> None:
     """Start the Battle Line engine (gRPC), its hosted AI and the web page until SIGINT/SIGTERM."""
-    needs_server("serve")
     from battleline_engine import logs
     from battleline_engine.redis_server import EmbeddedRedis
 
@@ -143,6 +147,9 @@ def serve(
         from battleline_engine.ratelimit import Rate
         from battleline_engine.runtime import EngineConfig
 
+        if open_limits and not _is_loopback(host):
+            raise typer.BadParameter("--open-limits serves loopback only (--host 127.0.0.1): "
+                                     "a public engine needs its abuse limits")
         if clock not in ("per-move", "per-game"):
             raise typer.BadParameter("--clock: per-move or per-game")
         if redis_client not in ("lean", "redis-py"):
@@ -177,6 +184,10 @@ def serve(
             ai_matches_per_client=ai_matches_per_client,
             ai_idle_ms=int(ai_idle * 1000),
         )
+        if open_limits:
+            from ..local import open_limits as without_limits
+
+            config = without_limits(config)
         from battleline_gateway.server import WebLimits
 
         web_limits = WebLimits(max_connections=web_max_connections,
@@ -193,6 +204,7 @@ def serve(
             "--ai-address", ai_address, "--workers", "1", "--no-ai", "--no-web",
             "--shared-port", *(f"--trusted-proxy={network}" for network in trusted_proxy or []),
             *(["--tls-cert", str(tls_cert), "--tls-key", str(tls_key)] if tls_cert else []),
+            *(["--open-limits"] if open_limits else []),
         ]
         extra = Workers(workers - 1, worker_args, redis_url, config)
         asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention, grace,
@@ -281,8 +293,6 @@ class Workers:
     async def start(self, port: int, metrics_port: int) -> None:
         """Start them on `port` (worker i's metrics on `metrics_port` + i) and wait until
         each listens."""
-        from battleline_engine.children import dying_with_parent
-
         for i in range(1, self.count + 1):
             command = [sys.executable, "-m", "battleline_client.cli", "serve", *self.args,
                        "--port", str(port),
@@ -326,8 +336,8 @@ SHUTDOWN_SLACK_S = 30.0
 def _exit_if_stuck(after_s: float) -> None:
     """Bound the whole shutdown: a stop once hung for 109 s with its ports closed (issue
     #14; not reproduced), so after `after_s` the process exits with status 1 whatever
-    it waits for. Its children get SIGTERM from the kernel (children.die_with_parent):
-    Redis still flushes its append-only file."""
+    it waits for. Its children get SIGTERM from the kernel (`die_with_parent` in
+    battleline_client.processes): Redis still flushes its append-only file."""
     def stuck() -> None:
         log.error("shutdown did not finish in %.0f s: exiting", after_s)
         logging.shutdown()
@@ -336,6 +346,17 @@ def _exit_if_stuck(after_s: float) -> None:
     timer = threading.Timer(after_s, stuck)
     timer.daemon = True
     timer.start()
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def networks(values: list[str]) -> tuple[str, ...]:
@@ -391,8 +412,6 @@ def _start_ai(address: str, redis_url: str, key: str, workers: int,
     """`battleline ai` as a child process on the same engine and Redis. Its secrets (the
     Redis URL with its password, the AI's key) go by environment: a command line is
     readable by every local user."""
-    from battleline_engine.children import dying_with_parent
-
     command = [sys.executable, "-m", "battleline_client.cli", "ai", "--engine", address,
                "--workers", str(workers)]
     if rpc_port:

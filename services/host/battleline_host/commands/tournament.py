@@ -10,8 +10,6 @@ import typer
 
 from battleline_rules import RULESETS
 
-from .server import needs_server
-
 
 def tournament(
     a: Annotated[str, typer.Option("--a", help="bot spec, e.g. heuristic or ismcts:level=3")],
@@ -27,7 +25,6 @@ def tournament(
     ] = None,
 ) -> None:
     """Play bot A against bot B and report who is stronger, with confidence intervals."""
-    needs_server("tournament")
     from battleline_ai.tournament import run
 
     if ruleset not in RULESETS:

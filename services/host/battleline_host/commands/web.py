@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from .serve import gateway_secret, networks
-from .server import needs_server
 from .signals import stop_on_signals
 
 
@@ -34,7 +33,6 @@ def web(
     engines' BATTLELINE_GATEWAY_SECRET (environment) so they count each browser on
     its own rather than this gateway as one client.
     """
-    needs_server("web")
     asyncio.run(_run(engine, host, port, gateway_secret(), networks(trusted_proxy or [])))
 
 

@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 
-from .server import needs_server
 from .signals import stop_on_signals
 
 
@@ -46,7 +45,6 @@ def ai(
     them on; pass the Redis URL by REDIS_URL rather than --redis-url when it carries
     a password (command lines are readable by every local user).
     """
-    needs_server("ai")
     from battleline_ai.service import ServiceConfig, run_service
     from battleline_ai.worker import KEY_ENV
 
