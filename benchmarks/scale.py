@@ -16,6 +16,11 @@ brought, and a sampler reads views with GetView. Prints `name: value` lines:
 - `errors`: failed calls and streams that ended with an error, CANCELLED included
   (must be 0); `streams_failed_before_snapshot` counts the streams among them that
   never got their snapshot.
+- `engine_errors`: the statuses other than OK the engine itself counted (its /metrics,
+  `battleline_rpc_errors_total`, read when the hold ends, before the clients close
+  their streams): a stream CANCELLED there was ended from the client's
+  side or by gRPC (the handler saw the cancellation), one missing there never reached
+  the handler.
 - `redis_bytes_per_live_match`: MEMORY USAGE of the keys of a sample of the held
   matches after the hold; `redis_bytes_per_record`: the same for matches played to the
   end, after they finished (what the retention period keeps).
@@ -29,9 +34,11 @@ import math
 import multiprocessing as mp
 import os
 import random
+import socket
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
@@ -39,6 +46,7 @@ from typing import Any
 
 import grpc
 import redis
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -242,6 +250,22 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def engine_errors(metrics_port: int) -> dict[str, int]:
+    """The engine's own count of RPCs that ended other than OK, by method and code."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {f"{s.labels['method']}/{s.labels['code']}": int(s.value)
+            for family in text_string_to_metric_families(text)
+            if family.name == "battleline_rpc_errors"
+            for s in family.samples if s.name.endswith("_total")}
+
+
 def match_bytes(client: redis.Redis, match_id: str) -> int:
     """MEMORY USAGE of every key of one match (its hash tag names them all)."""
     keys = client.keys(f"bl:{{{match_id}}}:*")
@@ -281,8 +305,10 @@ def main() -> None:
         embedded = EmbeddedRedis(Path(tmp) / "redis")
         url = embedded.start()
         store = redis.Redis.from_url(url)
+        metrics_port = free_port()
         engine, address = start_listening(
-            [*SERVE, "--streams-per-seat", "4"], {"REDIS_URL": url})
+            [*SERVE, "--streams-per-seat", "4", "--metrics-port", str(metrics_port)],
+            {"REDIS_URL": url})
         procs: list[Any] = []
         try:
             asyncio.run(_finish(address, 3))  # warm-up: imports, caches, connections
@@ -302,6 +328,7 @@ def main() -> None:
             barrier.wait()  # 4: hold
             barrier.wait()  # 5: hold over
             rss.append(rss_bytes(engine.pid))
+            errors_seen = engine_errors(metrics_port)  # before the clients close their streams
             live = [match_bytes(store, match_id.decode())
                     for match_id in store.zrange("bl:live", 0, args.sample - 1)]
             barrier.wait()  # 6
@@ -353,6 +380,7 @@ def main() -> None:
     print(f"records_measured: {len(records)}")
     print(f"streams_failed_before_snapshot: {merged.no_snapshot}")
     print(f"errors: {merged.errors}")
+    print(f"engine_errors: {' '.join(f'{k}={v}' for k, v in sorted(errors_seen.items()))}")
     for line in merged.first_errors:
         print(f"first_error: {line}")
     print(f"load_average_1min: {os.getloadavg()[0]:.2f}")

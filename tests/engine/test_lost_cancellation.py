@@ -65,10 +65,12 @@ def test_the_event_hub_stops_though_a_redis_call_lost_its_cancellation(redis_url
         storage = Storage.from_url(redis_url)
         storage.events.read_new_events = _swallowing(  # type: ignore[method-assign]
             storage.events.read_new_events, {})
-        hub = Hub(storage, block_ms=200)
-        await hub.subscribe("abcdefghijklmnop", 0)  # a subscriber keeps the reader going
+        hub = Hub(storage)
+        await hub.subscribe("abcdefghijklmnop", 0)  # a subscriber keeps the loops going
         await asyncio.sleep(0.1)
-        await _stops_within(hub.stop(), hub._task)
+        listener, reader = hub._listener, hub._reader
+        await _stops_within(hub.stop(), listener)
+        assert reader is not None and reader.done()
         await storage.close()
 
     asyncio.run(scenario())

@@ -238,15 +238,27 @@ def test_events_after_detects_trimmed_history(redis_url: str, cluster: bool) -> 
     run(redis_url, cluster, body)
 
 
-def test_blocking_reader_wakes_on_commit(redis_url: str, cluster: bool) -> None:
+def test_writes_with_events_announce_their_match(redis_url: str, cluster: bool) -> None:
+    """The commit script publishes the id of every match whose stream grew (the event
+    reader reads only those), and the reader then reads just that stream's new events."""
     async def body(s: Storage) -> None:
-        await _new(s, "m1")
-        await _new(s, "m2")
-        reader = asyncio.create_task(s.events.read_new_events({"m1": 1, "m2": 1}, block_ms=5000))
-        await asyncio.sleep(0.1)
-        await s.matches.commit("m2", expected_version=1, state="S", events=[{"text": "play R1@1"}])
-        got = await asyncio.wait_for(reader, 3)
-        assert got == {"m2": [st.StoredEvent(2, {"text": "play R1@1"})]}
+        async with s.events.announcements() as announcements:
+            assert await announcements.moved(3) is None  # subscribed: read everything once
+            await _new(s, "m1")
+            await _new(s, "m2")
+            await s.matches.commit("m2", expected_version=1, state="S",
+                                   events=[{"text": "play R1@1"}])
+            moved: set[str] = set()
+            while moved != {"m1", "m2"}:
+                got = await announcements.moved(3)
+                assert got, f"no announcement within 3 s after {sorted(moved)}"
+                moved |= got
+            while await announcements.moved(0.2):  # the rest of these writes'
+                pass
+            await s.matches.commit("m1", expected_version=1, state="S")  # no event
+            assert await announcements.moved(0.3) == set(), "a write without events is silent"
+        new = await s.events.read_new_events({"m1": 1, "m2": 1})
+        assert new == {"m2": [st.StoredEvent(2, {"text": "play R1@1"})]}
 
     run(redis_url, cluster, body)
 

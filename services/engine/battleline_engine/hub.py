@@ -1,11 +1,18 @@
-"""Event fan-out: one blocking stream reader per process, many subscribers in memory.
+"""Event fan-out: one stream reader per process, many subscribers in memory.
 
 Every Watch stream of this process subscribes here instead of reading Redis
-itself. The reader runs one XREAD over the streams of every watched match
-(plus a private wake-up stream, poked when a new match is added so the
-blocking read restarts at once) and hands each batch to the subscribers'
-queues. A `Subscription` turns a queue into one viewer's events: resumed from
-a known event, gaps filled from Redis, ended after the match's last event.
+itself. A listener follows the match ids that writes announce (`bl:moved`, published
+by the commit script itself) and marks the watched ones dirty; the reader reads only
+the dirty streams, from their last events, and hands each batch to the subscribers'
+queues. A round's cost follows the moves, not the number of watched matches (the
+reader used to name every watched stream in each blocking XREAD: 10,000 keys a round
+at 10,000 watched matches, which took the event loop from every call).
+
+No event is lost: a newly watched match is dirty at once (events since its read are
+read once), a stream that returned a full page stays dirty, and when the announcement
+subscription (re)starts every watched stream is dirty (pub/sub keeps nothing for an
+absent subscriber). A `Subscription` turns a queue into one viewer's events: resumed
+from a known event, gaps filled from Redis, ended after the match's last event.
 """
 
 from __future__ import annotations
@@ -13,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 from collections.abc import AsyncGenerator
 
 from battleline_client.backoff import backoff
@@ -28,19 +34,22 @@ Batch = list[StoredEvent]
 RESYNC: Batch = []  # queued instead of batches a slow subscriber could not keep up with
 MAX_QUEUED = 256
 PAGE = 1000  # events read from Redis at once to fill a gap or resume
+STREAMS_PER_READ = 500  # dirty streams named in one XREAD (the rest wait for the next)
+EVENTS_PER_STREAM = 100  # events of one stream per XREAD (a full page stays dirty)
+IDLE_CHECK_S = 1.0  # how often the idle loops look whether anyone still watches
 
 
 class Hub:
-    """The per-process reader and its subscribers."""
+    """The per-process listener, reader and subscribers."""
 
-    def __init__(self, storage: Storage, block_ms: int = 2000) -> None:
+    def __init__(self, storage: Storage) -> None:
         self.storage = storage
-        self.block_ms = block_ms
-        self.wake_name = f"wake-{secrets.token_hex(8)}"
-        self._wake_cursor = 0
         self._subscribers: dict[str, set[asyncio.Queue[Batch]]] = {}
         self._cursors: dict[str, int] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._dirty: set[str] = set()  # watched matches whose streams may have grown
+        self._wake = asyncio.Event()  # set when something is dirty
+        self._reader: asyncio.Task[None] | None = None
+        self._listener: asyncio.Task[None] | None = None
 
     @property
     def subscriber_count(self) -> int:
@@ -50,15 +59,15 @@ class Hub:
         """A queue receiving the match's events numbered > `after` (maybe some earlier ones)."""
         queue: asyncio.Queue[Batch] = asyncio.Queue()
         self._subscribers.setdefault(match_id, set()).add(queue)
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._run(), name="event-hub")
         if match_id not in self._cursors:
             self._cursors[match_id] = after
-            try:
-                await self.storage.events.poke(self.wake_name)
-            except BaseException:  # cancelled (a stream closed at once): not subscribed
-                self.unsubscribe(match_id, queue)
-                raise
+            self._mark({match_id})  # what it wrote since the caller's read is read once
+        # A loop that found nobody watching cleared its own task with no await in
+        # between, so a None here is the only way one is missing.
+        if self._reader is None:
+            self._reader = asyncio.create_task(self._read(), name="event-hub")
+        if self._listener is None:
+            self._listener = asyncio.create_task(self._listen(), name="event-hub-listener")
         return queue
 
     def unsubscribe(self, match_id: str, queue: asyncio.Queue[Batch]) -> None:
@@ -69,38 +78,79 @@ class Hub:
         if not subscribers:
             del self._subscribers[match_id]
             self._cursors.pop(match_id, None)
+            self._dirty.discard(match_id)
 
     async def stop(self) -> None:
-        """Stop reading and delete the wake-up stream."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-        with contextlib.suppress(Exception):
-            await self.storage.events.drop_stream(self.wake_name)
+        """Stop listening and reading."""
+        for task in (self._listener, self._reader):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        self._listener = self._reader = None
 
-    async def _run(self) -> None:
+    def _mark(self, match_ids: set[str]) -> None:
+        self._dirty |= match_ids
+        self._wake.set()
+
+    async def _listen(self) -> None:
+        """Mark the watched matches that writes announce; all of them when the
+        subscription (re)starts. Ends (clearing `_listener`) once nobody watches."""
         delays = backoff(0.5)
-        while self._subscribers:
-            cursors = {**self._cursors, self.wake_name: self._wake_cursor}
+        while True:
             try:
-                got = await self.storage.events.read_new_events(cursors, block_ms=self.block_ms)
+                async with self.storage.events.announcements() as announcements:
+                    while self._subscribers:
+                        moved = await announcements.moved(IDLE_CHECK_S)
+                        raise_lost_cancellation()
+                        if moved is None:
+                            self._mark(set(self._cursors))
+                            delays = backoff(0.5)
+                        elif moved:
+                            self._mark(moved.intersection(self._cursors))
+                    self._listener = None  # no await since the check: a subscribe starts anew
+                    return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("event listener failed; retrying")
+                await asyncio.sleep(next(delays))
+
+    async def _read(self) -> None:
+        """Read the dirty streams and queue their events. Ends (clearing `_reader`)
+        once nobody watches."""
+        delays = backoff(0.5)
+        while True:
+            if not self._dirty:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), IDLE_CHECK_S)
+                raise_lost_cancellation()
+            if not self._subscribers:
+                self._reader = None  # no await since the check: a subscribe starts anew
+                return
+            batch: dict[str, int] = {}
+            while self._dirty and len(batch) < STREAMS_PER_READ:
+                match_id = self._dirty.pop()
+                batch[match_id] = self._cursors[match_id]
+            if not batch:
+                continue
+            try:
+                got = await self.storage.events.read_new_events(batch, EVENTS_PER_STREAM)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("event reader failed; retrying")
+                self._mark(set(batch).intersection(self._cursors))
                 await asyncio.sleep(next(delays))
                 continue
             delays = backoff(0.5)
             raise_lost_cancellation()
             for match_id, events in got.items():
-                if not events:
-                    continue
-                if match_id == self.wake_name:
-                    self._wake_cursor = max(self._wake_cursor, events[-1].number)
-                    continue
                 if match_id not in self._cursors:
-                    continue
+                    continue  # nobody watches it any more
+                if len(events) >= EVENTS_PER_STREAM:
+                    self._mark({match_id})  # more to read
                 self._cursors[match_id] = max(self._cursors[match_id], events[-1].number)
                 for queue in self._subscribers.get(match_id, ()):
                     if queue.qsize() >= MAX_QUEUED:  # a slow reader: make it resync

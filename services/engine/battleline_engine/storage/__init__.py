@@ -3,7 +3,7 @@ the top of each module)::
 
     matches.py   MatchStore    each match's hash, event stream, idempotency record,
                                seats; the live-match index
-    events.py    EventStreams  reading match streams; wake-up streams of the reader
+    events.py    EventStreams  reading match streams; which ones grew (`bl:moved`)
     lobby.py     Lobby         open-match listings, invite codes, places per client
     clocks.py    ClockIndex    deadlines of running clocks, for the sweeper
     ai.py        AiRequests    the stream of requests for a hosted AI to take a seat

@@ -1,16 +1,20 @@
-"""Reading match event streams, and the wake-up streams of the per-process reader.
+"""Reading match event streams, and the announcements of which ones grew.
 
-Reads the `bl:{id}:ev` streams the match store writes (see matches.py), plus::
+Reads the `bl:{id}:ev` streams the match store writes (see matches.py), and listens to
+the pub/sub channel `bl:moved` on which every write that appends events announces its
+match id (in the same script), so a process's event reader reads only the streams that
+grew instead of naming every watched stream in each read. Also::
 
-    bl:{wake-...}:ev   stream  a process's private wake-up stream (read beside the matches')
+    bl:{wake-...}:ev   stream  a private wake-up stream (`poke`; unused by the reader now)
     bl:{wake-...}:n    string  its last entry number
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -18,12 +22,14 @@ import redis.asyncio as aioredis
 from redis.crc import key_slot
 
 from .connection import Connection, text
-from .matches import match_id_of_key, match_key
+from .matches import MOVED_CHANNEL, match_id_of_key, match_key
 
 if TYPE_CHECKING:
+    from redis.asyncio.client import PubSub
     from redis.typing import KeyT, StreamIdT
 
 CLUSTER_POLL_S: Final = 0.02  # event poll interval on Redis Cluster (no cross-slot XREAD)
+DRAIN: Final = 1000  # announcements taken at most per `Announcements.moved` call
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,12 +69,13 @@ class EventStreams:
         return EventPage(events, complete, last)
 
     async def read_new_events(
-        self, cursors: Mapping[str, int], block_ms: int = 5000, count: int = 100
+        self, cursors: Mapping[str, int], count: int = 100, block_ms: int = 0
     ) -> dict[str, list[StoredEvent]]:
-        """One blocking XREAD over many match streams (the per-process fan-out reader).
+        """New events of many match streams in one XREAD (one per slot on Redis Cluster).
 
-        `cursors` maps match id -> last event number seen. Returns new events per
-        match (possibly none after `block_ms`).
+        `cursors` maps match id -> last event number seen; at most `count` events per
+        match. Waits up to `block_ms` for something when nothing is there (0: answers at
+        once, which is how the event reader calls it: only for streams announced as grown).
         """
         if not cursors:
             return {}
@@ -76,9 +83,22 @@ class EventStreams:
         if isinstance(self._redis, aioredis.RedisCluster):  # no cross-slot XREAD
             return await self._poll_cluster_streams(streams, block_ms, count)
         # redis-py types `streams` as an invariant dict[KeyT, StreamIdT], not a Mapping
-        reply = await self._redis.xread(streams, count=count, block=block_ms)  # type: ignore[arg-type]
+        reply = await self._redis.xread(streams, count=count,  # type: ignore[arg-type]
+                                        block=block_ms or None)
         # typed for RESP3 too; this client speaks RESP2: [[key, entries], ...], None if none
         return _by_match(cast("list[list[Any]] | None", reply) or [])
+
+    @contextlib.asynccontextmanager
+    async def announcements(self) -> AsyncIterator[Announcements]:
+        """A subscription to the match ids that writes announce (`bl:moved`), on a
+        connection of its own for as long as the context lasts. On Redis Cluster any node
+        will do: a PUBLISH reaches the subscribers of every node."""
+        pubsub = self._redis.pubsub()
+        try:
+            await pubsub.subscribe(MOVED_CHANNEL)
+            yield Announcements(pubsub)
+        finally:
+            await pubsub.aclose()
 
     async def _poll_cluster_streams(
         self, streams: Mapping[str, str], block_ms: int, count: int
@@ -103,8 +123,9 @@ class EventStreams:
     async def poke(self, name: str) -> int:
         """Append to a private wake-up stream (an id like a match id); returns its number.
 
-        A process's blocking `read_new_events` includes its own wake-up stream, so
-        adding a match to the read set can interrupt the wait without a new connection.
+        The event reader no longer uses it (it follows `bl:moved`, and a newly watched
+        match wakes it in memory); tests/deploy/test_cluster_storage.py still calls it,
+        so it goes when that test stops.
         """
         number = int(await self._redis.incr(match_key(name, "n")))
         try:
@@ -120,6 +141,35 @@ class EventStreams:
     async def drop_stream(self, name: str) -> None:
         """Delete a wake-up stream made by `poke`."""
         await self._redis.delete(match_key(name, "ev"), match_key(name, "n"))
+
+
+class Announcements:
+    """The match ids announced on `bl:moved` since the last call.
+
+    Pub/sub keeps nothing for a subscriber that is away: after the subscription is
+    confirmed, and again after each reconnection (redis-py subscribes again by itself),
+    announcements made meanwhile are lost, so `moved` answers None then: any stream may
+    have grown.
+    """
+
+    def __init__(self, pubsub: PubSub) -> None:
+        self._pubsub = pubsub
+
+    async def moved(self, timeout_s: float) -> set[str] | None:
+        """Ids announced (waiting up to `timeout_s` for the first; empty if none), or
+        None when the subscription (re)started and every stream must be read."""
+        ids: set[str] = set()
+        restarted = False
+        message = await self._pubsub.get_message(timeout=timeout_s)
+        while message is not None:
+            if message["type"] == "message":
+                ids.add(text(message["data"]))
+            elif message["type"] == "subscribe":
+                restarted = True
+            if len(ids) >= DRAIN:
+                break
+            message = await self._pubsub.get_message(timeout=0)
+        return None if restarted else ids
 
 
 def _by_match(reply: Iterable[Sequence[Any]]) -> dict[str, list[StoredEvent]]:

@@ -20,6 +20,10 @@ and one global index::
 
     bl:live        zset    unfinished matches by creation time (ms), for metrics
 
+Every write that appends events also publishes the match id on the pub/sub channel
+``bl:moved`` (events.py: each process's event reader reads only the streams announced
+there; PUBLISH names no key, so the script stays in its slot on Redis Cluster).
+
 A commit also keeps the clock index (clocks.py) and, when a match finishes, the
 lobby (lobby.py) up to date, through those parts.
 """
@@ -36,6 +40,7 @@ from .connection import PREFIX, Connection, check_id, hash_token, now_ms, text, 
 from .lobby import Lobby
 
 _LIVE: Final = f"{PREFIX}:live"
+MOVED_CHANNEL: Final = f"{PREFIX}:moved"  # pub/sub: ids of matches whose streams grew
 _RESERVED: Final = frozenset(
     {"state", "version", "seq", "status", "deadline", "created", "updated"}
 )
@@ -49,7 +54,8 @@ local a, i = {}, 1
 while ARGV[i] ~= 'fields' do a[ARGV[i]] = ARGV[i + 1]; i = i + 2 end
 """
 # Writes the fields and appends the events after the stream's number `seq`;
-# leaves `seq` at the last event's number.
+# leaves `seq` at the last event's number, and announces the match on MOVED_CHANNEL
+# (in the same atomic step, so no reader sees the announcement before the events).
 _WRITE_FIELDS_AND_EVENTS: Final = """
 local nf = tonumber(ARGV[i + 1]); i = i + 2
 for _ = 1, nf do
@@ -73,6 +79,7 @@ for _ = 1, ne do
   end
   redis.call(unpack(args))
 end
+if ne > 0 then redis.call('PUBLISH', '""" + MOVED_CHANNEL + """', a.match) end
 """
 _EXPIRE: Final = """
 if a.ttl then

@@ -1,0 +1,144 @@
+"""The event hub against a real Redis: it reads only the streams that writes announce,
+and loses nothing when the announcements are (issue #17)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import redis.asyncio as aioredis
+
+from battleline_engine.hub import Batch, Hub
+from battleline_engine.storage import CommitStatus, Storage
+
+WATCHED = 300
+
+
+async def _create(storage: Storage, match_id: str) -> None:
+    created = await storage.matches.create(match_id, "S0", status="playing",
+                                           events=[{"kind": "created"}])
+    assert created.status is CommitStatus.OK
+
+
+async def _move(storage: Storage, match_id: str, version: int, text: str) -> None:
+    done = await storage.matches.commit(match_id, expected_version=version, state="S",
+                                        events=[{"text": text}])
+    assert done.status is CommitStatus.OK
+
+
+async def _numbers(queue: asyncio.Queue[Batch], want: int, timeout_s: float) -> list[int]:
+    """Event numbers queued within `timeout_s` until `want` have come."""
+    got: list[int] = []
+    async with asyncio.timeout(timeout_s):
+        while len(got) < want:
+            got += [e.number for e in await queue.get()]
+    return got
+
+
+def test_watchers_of_many_matches_get_exactly_the_events_of_the_one_that_moves(
+        redis_url: str) -> None:
+    async def scenario() -> None:
+        storage = Storage.from_url(redis_url)
+        hub = Hub(storage)
+        read: list[int] = []
+        real_read = storage.events.read_new_events
+
+        async def counting(cursors: dict[str, int], *args: int) -> object:
+            read.append(len(cursors))
+            return await real_read(cursors, *args)
+
+        storage.events.read_new_events = counting  # type: ignore[method-assign, assignment]
+        try:
+            ids = [f"hub{i}" for i in range(WATCHED)]
+            for match_id in ids:
+                await _create(storage, match_id)
+            queues = {m: await hub.subscribe(m, 1) for m in ids}
+            second = await hub.subscribe(ids[7], 1)  # two watchers of one match
+            await asyncio.sleep(0.5)  # the first reads (every new match once) are done
+            read.clear()
+            for n in range(2, 6):
+                await _move(storage, ids[7], n - 1, f"move {n}")
+            assert await _numbers(queues[ids[7]], 4, 5) == [2, 3, 4, 5]
+            assert await _numbers(second, 4, 5) == [2, 3, 4, 5]
+            await asyncio.sleep(0.3)
+            assert all(q.empty() for m, q in queues.items() if m != ids[7])
+            assert queues[ids[7]].empty() and second.empty(), "an event came twice"
+            # Each read named the one stream that moved, never the 300 watched.
+            assert read and max(read) == 1, read
+        finally:
+            await hub.stop()
+            await storage.close()
+
+    asyncio.run(scenario())
+
+
+def test_events_announced_while_the_subscription_was_away_still_come(redis_url: str) -> None:
+    """Pub/sub keeps nothing for an absent subscriber: when the listener's connection
+    comes back, every watched stream is read once."""
+    async def scenario() -> None:
+        storage = Storage.from_url(redis_url)
+        admin = aioredis.Redis.from_url(redis_url)
+        hub = Hub(storage)
+        deaf = asyncio.Event()
+        real = storage.events.announcements
+
+        def deafened() -> object:  # the announcements context, dropping ids while `deaf`
+            context = real()
+
+            class Wrapped:
+                async def __aenter__(self) -> object:
+                    announcements = await context.__aenter__()
+                    moved = announcements.moved
+
+                    async def dropping(timeout_s: float) -> set[str] | None:
+                        got = await moved(timeout_s)
+                        return set() if deaf.is_set() and got else got
+
+                    announcements.moved = dropping  # type: ignore[method-assign]
+                    return announcements
+
+                async def __aexit__(self, *exc: object) -> object:
+                    return await context.__aexit__(*exc)
+
+            return Wrapped()
+
+        storage.events.announcements = deafened  # type: ignore[method-assign, assignment]
+        try:
+            await _create(storage, "lost1")
+            await _create(storage, "other")
+            queue = await hub.subscribe("lost1", 1)
+            await hub.subscribe("other", 1)
+            await asyncio.sleep(0.5)
+            deaf.set()
+            await _move(storage, "lost1", 1, "unheard")
+            await asyncio.sleep(0.5)
+            assert queue.empty(), "the announcement was dropped: nothing read yet"
+            deaf.clear()
+            await admin.client_kill_filter(_type="pubsub")  # redis-py subscribes again
+            assert await _numbers(queue, 1, 5) == [2]
+        finally:
+            await hub.stop()
+            await admin.aclose()
+            await storage.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_long_backlog_is_read_page_by_page(redis_url: str) -> None:
+    """A stream that returned a full page stays dirty until it is read to its end."""
+    async def scenario() -> None:
+        storage = Storage.from_url(redis_url)
+        hub = Hub(storage)
+        try:
+            await _create(storage, "long1")
+            events = [{"n": str(i)} for i in range(250)]
+            done = await storage.matches.commit("long1", expected_version=1, state="S",
+                                                events=events)
+            assert done.status is CommitStatus.OK
+            queue = await hub.subscribe("long1", 1)
+            assert await _numbers(queue, 250, 5) == list(range(2, 252))
+        finally:
+            await hub.stop()
+            await storage.close()
+
+    asyncio.run(scenario())
+
