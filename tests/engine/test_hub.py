@@ -4,10 +4,11 @@ and loses nothing when the announcements are (issue #17)."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import redis.asyncio as aioredis
 
-from battleline_engine.hub import Batch, Hub
+from battleline_engine.hub import Batch, Hub, Subscription
 from battleline_engine.storage import CommitStatus, Storage
 
 WATCHED = 300
@@ -142,3 +143,32 @@ def test_a_long_backlog_is_read_page_by_page(redis_url: str) -> None:
 
     asyncio.run(scenario())
 
+
+
+def test_a_viewer_behind_what_the_hub_read_gets_the_events_between_from_redis(
+        redis_url: str) -> None:
+    """A second viewer whose read of the match is older than the events the hub already
+    queued for the first one gets those from Redis, once, then the live ones."""
+    async def scenario() -> None:
+        storage = Storage.from_url(redis_url)
+        hub = Hub(storage)
+        try:
+            await _create(storage, "late1")
+            first = await hub.subscribe("late1", 1)
+            for n in (2, 3):
+                await _move(storage, "late1", n - 1, f"move {n}")
+            assert await _numbers(first, 2, 5) == [2, 3]
+            stale = SimpleNamespace(match_id="late1", finished=False,
+                                    record=SimpleNamespace(last_event=1))
+            subscription = Subscription(hub, stale)  # type: ignore[arg-type]
+            batches = subscription.batches()
+            got = [e.number for e in await asyncio.wait_for(anext(batches), 5)]
+            assert got == [2, 3] and hub.cursor("late1") == 3
+            await _move(storage, "late1", 3, "move 4")
+            assert [e.number for e in await asyncio.wait_for(anext(batches), 5)] == [4]
+            await batches.aclose()
+        finally:
+            await hub.stop()
+            await storage.close()
+
+    asyncio.run(scenario())

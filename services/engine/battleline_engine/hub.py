@@ -70,6 +70,10 @@ class Hub:
             self._listener = asyncio.create_task(self._listen(), name="event-hub-listener")
         return queue
 
+    def cursor(self, match_id: str) -> int:
+        """The last event of the match the hub has read (-1: not watched here)."""
+        return self._cursors.get(match_id, -1)
+
     def unsubscribe(self, match_id: str, queue: asyncio.Queue[Batch]) -> None:
         subscribers = self._subscribers.get(match_id)
         if subscribers is None:
@@ -106,8 +110,8 @@ class Hub:
                         if moved is None:
                             self._mark(set(self._cursors))
                             delays = backoff(0.5)
-                        elif moved:
-                            self._mark(moved.intersection(self._cursors))
+                        elif moved:  # (set.intersection(dict) would walk every watched id)
+                            self._mark({m for m in moved if m in self._cursors})
                     self._listener = None  # no await since the check: a subscribe starts anew
                     return
             except asyncio.CancelledError:
@@ -141,7 +145,7 @@ class Hub:
                 raise
             except Exception:
                 log.exception("event reader failed; retrying")
-                self._mark(set(batch).intersection(self._cursors))
+                self._mark({m for m in batch if m in self._cursors})
                 await asyncio.sleep(next(delays))
                 continue
             delays = backoff(0.5)
@@ -200,11 +204,16 @@ class Subscription:
         """Batches of new events, the first one being the resumed backlog if any."""
         queue = await self.hub.subscribe(self.match_id, self.last)
         try:
+            # The hub queues what it reads from now on, past its cursor; what it read
+            # before for other viewers of this match is filled from Redis. Nothing else
+            # is: a read per new stream took the pool from everything else (issue #17).
+            fill = self.hub.cursor(self.match_id) > self.last
             batch = self.backlog or []
             while True:
-                if not batch or batch[0].number > self.last + 1:  # a gap: fill it from Redis
+                if fill or batch is RESYNC or (batch and batch[0].number > self.last + 1):
                     batch = (await self.hub.storage.events.events_after(
                         self.match_id, self.last, PAGE)).events
+                    fill = False
                 batch = [e for e in batch if e.number > self.last]
                 if not batch and self.finished_at is not None and self.last >= self.finished_at:
                     return  # resumed at (or after) the event that finished the match
