@@ -118,11 +118,15 @@ def test_play_waits_for_a_hosted_ai_worker_seconds_not_minutes(redis_url: str) -
 def _interrupt_at_first_move() -> str:
     """`battleline play` with no engine running, Ctrl-C at the first move prompt."""
     import os
+    import signal
 
     import pexpect
 
+    # SIGINT at its default, as in a user's terminal: a test run started in the background
+    # by a non-interactive shell ignores it, and every child would inherit that.
     child = pexpect.spawn(BATTLELINE, ["play"], encoding="utf-8", timeout=60,
-                          dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"})
+                          dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"},
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         child.expect(terminal.MOVE)
         child.sendintr()
