@@ -4,10 +4,12 @@ match still being played or unknown."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 from typer.testing import CliRunner
 
+from battleline_client.aio import AsyncClient
 from battleline_client.cli import app
 from battleline_client.client import Client
 from battleline_client.commands.review import BARS, sparkline
@@ -43,6 +45,13 @@ def test_review_prints_moves_graph_and_costliest_moves(ai_engine: LocalService) 
     for number in review.costliest:
         move = review.moves[number - 1]
         assert f"move {number}, " in out and move.preferred_action in out
+
+    async def review_async() -> list[str]:  # the asyncio client reads the same review
+        async with AsyncClient(ai_engine.address, timeout=60) as aclient:
+            answer = await aclient.review(match_id)
+        return [move.preferred_action for move in answer.review.moves]
+
+    assert asyncio.run(review_async()) == [move.preferred_action for move in review.moves]
 
     refused = runner.invoke(app, ["review", live, "--target", ai_engine.address])
     assert refused.exit_code == 1 and "over" in refused.output

@@ -160,6 +160,11 @@ class AsyncClient:
         return await self._unary("GetRecord", self._record.GetRecord,
                                  record_pb2.GetRecordRequest(match_id=match_id), token)
 
+    async def review(self, match_id: str) -> record_pb2.GetReviewResponse:
+        """The hosted AI's review of a finished match (see `Client.review`)."""
+        return await self._unary("GetReview", self._record.GetReview,
+                                 record_pb2.GetReviewRequest(match_id=match_id))
+
     # -- watching ---------------------------------------------------------------------
 
     async def watch(self, match_id: str, token: str | None = None, *,
