@@ -47,9 +47,19 @@ def test_percentile_is_nearest_rank() -> None:
 
 
 def test_loadtest_without_target_starts_its_own_engine(tmp_path: Path) -> None:
+    """Its own `battleline serve --open-limits`: 30 matches created at once, past a public
+    engine's creation burst (20), and every action at full speed, with no refusal."""
     out = tmp_path / "own.json"
-    result = CliRunner().invoke(app, ["loadtest", "--matches", "2", "--concurrency", "2",
+    result = CliRunner().invoke(app, ["loadtest", "--matches", "30", "--concurrency", "30",
                                       "--json", str(out)])
     assert result.exit_code == 0, result.output
     assert "local engine on 127.0.0.1:" in result.output
-    assert json.loads(out.read_text())["matches_completed"] == 2
+    report = json.loads(out.read_text())
+    assert report["matches_completed"] == 30 and report["errors"] == 0, report["errors_by_code"]
+
+
+def test_open_limits_serve_loopback_only() -> None:
+    refused = CliRunner().invoke(app, ["serve", "--open-limits", "--host", "0.0.0.0", "--no-ai",
+                                       "--no-web", "--redis-url", "redis://127.0.0.1:1/0"])
+    assert refused.exit_code == 2, refused.output
+    assert "--open-limits serves loopback only" in refused.output
