@@ -50,7 +50,7 @@ def _session(command: list[str], answer: bool, timeout_s: float,
             elif index == 2:
                 break
         child.close()
-        return Session(prompts, result, child.exitstatus, "".join(seen)[-5000:])
+        return Session(prompts, result, child.exitstatus, "".join(seen)[-12000:])
     finally:
         if child.isalive():
             child.terminate(force=True)

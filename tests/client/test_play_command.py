@@ -70,6 +70,7 @@ def test_watch_follows_a_match_to_its_result(service: LocalService) -> None:
     assert session.exitstatus == 0, session.output
     assert session.result.startswith("match over")
     assert f"match {created.match_id}" in session.output
+    assert "last moves:" in session.output  # the final board tells the last moves in words
 
 
 def _stand_in_friend(address: str, invite_code: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Annotated
 
 import typer
@@ -26,6 +27,7 @@ def watch(
     """Follow a match: the board, then every move as it happens (reconnects by itself)."""
     console = Console(highlight=False)
     view: types_pb2.MatchView | None = None
+    recent: deque[types_pb2.MatchEvent] = deque(maxlen=4 * tui.RECENT)  # the boards tell them
     try:
         with Client(target) as client:
             for message in client.watch(match_id, token, include_views=True):
@@ -35,14 +37,15 @@ def watch(
                     continue
                 if message.HasField("view"):
                     view = message.view
+                recent.append(message.event)
                 console.print(tui.event_line(message.event, view))
                 if boards and view is not None and message.HasField("view"):
-                    console.print(tui.screen(view))
+                    console.print(tui.screen(view, recent=recent))
     except BattleLineError as err:
         console.print(f"[red]{err}[/]")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     if view is not None and view.phase == types_pb2.MATCH_PHASE_FINISHED:
-        console.print(tui.screen(view))
+        console.print(tui.screen(view, recent=recent))
         console.print(f"[bold]{tui.result(view)}[/]")
