@@ -164,7 +164,8 @@ async def _act(game: game_pb2_grpc.GameServiceStub, held: Held, interval: float,
                     result.submit.append(time.perf_counter() - started)
                     result.actions += 1
                 except grpc.aio.AioRpcError as err:
-                    result.error(f"submit: {err.code().name}: {err.details()}")
+                    result.error(f"submit: {err.code().name} after "
+                                 f"{time.perf_counter() - started:.1f} s: {err.details()}")
                 break
         await asyncio.sleep(interval)
 
@@ -179,7 +180,8 @@ async def _sample(game: game_pb2_grpc.GameServiceStub, held: list[Held], stop_at
                                metadata=_meta(match.tokens[0]), timeout=60)
             result.getview.append(time.perf_counter() - started)
         except grpc.aio.AioRpcError as err:
-            result.error(f"getview: {err.code().name}: {err.details()}")
+            result.error(f"getview: {err.code().name} after "
+                         f"{time.perf_counter() - started:.1f} s: {err.details()}")
         await asyncio.sleep(0.01)
 
 
