@@ -70,6 +70,7 @@ CALL_CHANNELS = 2  # connections per client process for unary calls
 # the engine's handler (its interceptor counted nothing), in every 10,000-match run; with
 # 32 none did, and the 20,000 opened no slower (16.8 s against 19.5 s).
 OPEN_CONCURRENCY = 32
+PHASE_TIMEOUT_S = 900  # longest wait at a barrier between two phases
 
 
 @dataclass
@@ -326,7 +327,9 @@ def main() -> None:
         try:
             asyncio.run(_finish(address, 3))  # warm-up: imports, caches, connections
             rss = [rss_bytes(engine.pid)]
-            barrier = spawn.Barrier(clients + 1)
+            # A client process that dies breaks the barrier instead of leaving the rest
+            # waiting for ever (it happened once: four clients vanished mid-hold).
+            barrier = spawn.Barrier(clients + 1, timeout=PHASE_TIMEOUT_S)
             out = spawn.Queue()
             procs = [spawn.Process(target=_client_process,
                                    args=(address, k, 1 + i, hold_s, args.interval,
