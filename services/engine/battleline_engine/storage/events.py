@@ -3,10 +3,7 @@
 Reads the `bl:{id}:ev` streams the match store writes (see matches.py), and listens to
 the pub/sub channel `bl:moved` on which every write that appends events announces its
 match id (in the same script), so a process's event reader reads only the streams that
-grew instead of naming every watched stream in each read. Also::
-
-    bl:{wake-...}:ev   stream  a private wake-up stream (`poke`; unused by the reader now)
-    bl:{wake-...}:n    string  its last entry number
+grew instead of naming every watched stream in each read.
 """
 
 from __future__ import annotations
@@ -119,28 +116,6 @@ class EventStreams:
             if out or time.monotonic() >= deadline:
                 return out
             await asyncio.sleep(min(CLUSTER_POLL_S, max(0.0, deadline - time.monotonic())))
-
-    async def poke(self, name: str) -> int:
-        """Append to a private wake-up stream (an id like a match id); returns its number.
-
-        The event reader no longer uses it (it follows `bl:moved`, and a newly watched
-        match wakes it in memory); tests/deploy/test_cluster_storage.py still calls it,
-        so it goes when that test stops.
-        """
-        number = int(await self._redis.incr(match_key(name, "n")))
-        try:
-            await self._redis.xadd(match_key(name, "ev"), {"w": "1"}, id=f"{number}-0",
-                                   maxlen=1)
-        except aioredis.ResponseError as err:
-            # redis-py re-sends a command whose reply was lost (a Redis node restarting):
-            # the entry is there already, which is all a wake-up needs.
-            if "equal or smaller" not in str(err):
-                raise
-        return number
-
-    async def drop_stream(self, name: str) -> None:
-        """Delete a wake-up stream made by `poke`."""
-        await self._redis.delete(match_key(name, "ev"), match_key(name, "n"))
 
 
 class Announcements:
