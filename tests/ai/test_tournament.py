@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from battleline_ai.tournament import elo, run, wilson
+from battleline_ai.tournament import elo, paired, run, wilson
 from battleline_client.cli import app
 
 
@@ -63,3 +63,19 @@ def test_a_logged_run_cut_short_goes_on_where_it_stopped(tmp_path: Path) -> None
     counts = (resumed.wins_a, resumed.wins_b, resumed.draws)
     assert counts == (whole.wins_a, whole.wins_b, whole.draws)
     assert first.games == 4 and resumed.games == 8
+
+
+def test_paired_counts_split_deals_and_an_exact_sign_test() -> None:
+    x = {g: (0, 80) for g in range(20)}  # X won every deal
+    y = {g: (0 if g < 7 else 1, 80) for g in range(20)}  # Y won the first 7
+    y[25] = (0, 80)  # a deal X did not play: not compared
+    y[3] = (None, 80)  # a draw splits nothing
+    result = paired(x, y)
+    assert (result.games, result.only_x, result.only_y) == (20, 13, 0)
+    assert abs(result.p_value - 2 / 2 ** 13) < 1e-12
+    # 9 against 4 (the session-7 pilot of c=0.2 against level 5): p = 2 * P(X <= 4), n = 13.
+    nine_four = paired({g: (0 if g < 9 else 1, 1) for g in range(13)},
+                       {g: (1 if g < 9 else 0, 1) for g in range(13)})
+    assert (nine_four.only_x, nine_four.only_y) == (9, 4)
+    assert abs(nine_four.p_value - 2 * 1093 / 8192) < 1e-12
+    assert paired({}, {}).p_value == 1.0

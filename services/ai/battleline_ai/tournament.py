@@ -78,6 +78,30 @@ def logged_games(
     return done
 
 
+@dataclass(frozen=True)
+class Paired:
+    """Two variants of bot A against the same B on the same deals (same seed): only the
+    games one variant won and the other lost tell them apart."""
+
+    games: int  # deals both played
+    only_x: int  # won by X, lost by Y
+    only_y: int  # won by Y, lost by X
+    p_value: float  # two-sided exact sign test over the games they split
+
+
+def paired(games_x: dict[int, tuple[int | None, int]],
+           games_y: dict[int, tuple[int | None, int]]) -> Paired:
+    """Compare two logged runs (`logged_games`) on the game numbers both played; a draw
+    splits nothing. Far fewer games than two separate intervals need to tell a few
+    points apart, since the luck of the deal is the same on both sides."""
+    common = sorted(games_x.keys() & games_y.keys())
+    only_x = sum(1 for g in common if games_x[g][0] == 0 and games_y[g][0] == 1)
+    only_y = sum(1 for g in common if games_y[g][0] == 0 and games_x[g][0] == 1)
+    n, k = only_x + only_y, min(only_x, only_y)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n if n else 1.0
+    return Paired(len(common), only_x, only_y, min(1.0, 2 * tail))
+
+
 def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval of a proportion (draws count half a success)."""
     if n == 0:
