@@ -8,9 +8,7 @@ grew instead of naming every watched stream in each read.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -25,7 +23,6 @@ if TYPE_CHECKING:
     from redis.asyncio.client import PubSub
     from redis.typing import KeyT, StreamIdT
 
-CLUSTER_POLL_S: Final = 0.02  # event poll interval on Redis Cluster (no cross-slot XREAD)
 DRAIN: Final = 1000  # announcements taken at most per `Announcements.moved` call
 
 
@@ -66,22 +63,20 @@ class EventStreams:
         return EventPage(events, complete, last)
 
     async def read_new_events(
-        self, cursors: Mapping[str, int], count: int = 100, block_ms: int = 0
+        self, cursors: Mapping[str, int], count: int = 100
     ) -> dict[str, list[StoredEvent]]:
-        """New events of many match streams in one XREAD (one per slot on Redis Cluster).
+        """New events of many match streams in one XREAD (one per slot on Redis Cluster),
+        without waiting: the event reader asks only for streams announced as grown.
 
-        `cursors` maps match id -> last event number seen; at most `count` events per
-        match. Waits up to `block_ms` for something when nothing is there (0: answers at
-        once, which is how the event reader calls it: only for streams announced as grown).
+        `cursors` maps match id -> last event number seen; at most `count` events per match.
         """
         if not cursors:
             return {}
         streams = {match_key(m, "ev"): f"{n}-0" for m, n in cursors.items()}
         if isinstance(self._redis, aioredis.RedisCluster):  # no cross-slot XREAD
-            return await self._poll_cluster_streams(streams, block_ms, count)
+            return await self._read_cluster_streams(streams, count)
         # redis-py types `streams` as an invariant dict[KeyT, StreamIdT], not a Mapping
-        reply = await self._redis.xread(streams, count=count,  # type: ignore[arg-type]
-                                        block=block_ms or None)
+        reply = await self._redis.xread(streams, count=count)  # type: ignore[arg-type]
         # typed for RESP3 too; this client speaks RESP2: [[key, entries], ...], None if none
         return _by_match(cast("list[list[Any]] | None", reply) or [])
 
@@ -97,25 +92,20 @@ class EventStreams:
         finally:
             await pubsub.aclose()
 
-    async def _poll_cluster_streams(
-        self, streams: Mapping[str, str], block_ms: int, count: int
+    async def _read_cluster_streams(
+        self, streams: Mapping[str, str], count: int
     ) -> dict[str, list[StoredEvent]]:
-        """Cluster stand-in for one blocking XREAD: streams of many matches live in many
-        slots and one XREAD may not cross slots, so poll one non-blocking XREAD per slot
-        (pipelined: one round trip per node) until something arrives or `block_ms` ends."""
+        """Cluster stand-in for one XREAD: streams of many matches live in many slots and
+        one XREAD may not cross slots, so one XREAD per slot, pipelined (one round trip
+        per node)."""
         by_slot: dict[int, dict[KeyT, StreamIdT]] = {}
         for key, cursor in streams.items():
             by_slot.setdefault(key_slot(key.encode()), {})[key] = cursor
-        deadline = time.monotonic() + block_ms / 1000
-        while True:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for group in by_slot.values():
-                    pipe.xread(group, count=count)
-                replies = await pipe.execute()
-            out = _by_match([item for reply in replies for item in reply or []])
-            if out or time.monotonic() >= deadline:
-                return out
-            await asyncio.sleep(min(CLUSTER_POLL_S, max(0.0, deadline - time.monotonic())))
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for group in by_slot.values():
+                pipe.xread(group, count=count)
+            replies = await pipe.execute()
+        return _by_match([item for reply in replies for item in reply or []])
 
 
 class Announcements:
