@@ -97,6 +97,9 @@ class SearchParams:
     rollout: Rollout = Rollout.GREEDY
     depth: int | None = 6  # rollout turns before the position is scored; None: to the end
     width: int = 8  # root candidates taken from the heuristic's ranking; 0: all
+    # Root candidates only within this much of the ranking's best score (None: no limit);
+    # a play the ranking prefers by more is made without searching.
+    margin: float | None = None
     inner_width: int = 5  # inner PLAY nodes branch on the best-fitting troop plays; 0: all
     bias: float = 0.0  # progressive bias toward the heuristic's ranking at the root
     final: Final = Final.VISITS
@@ -430,10 +433,15 @@ class IsmctsBot:
             if view.phase is Phase.PLAY
             else [(0.0, a) for a in actions]
         )
+        if params.margin is not None and ranked:
+            ranked = [sa for sa in ranked if sa[0] >= ranked[0][0] - params.margin]
         if params.width > 0:
             ranked = _diverse(ranked, params.width)
         if len(ranked) == 1:
-            return SearchResult(ranked[0][1], 0.5, 0, time.perf_counter() - start)
+            action = ranked[0][1]
+            return SearchResult(
+                action, self._value_after(view, action), 0, time.perf_counter() - start
+            )
         # Root candidates in the heuristic's order, each with its score below the best (<= 0).
         roots = {a: score - ranked[0][0] for score, a in ranked}
         if params.workers > 1:
@@ -458,6 +466,14 @@ class IsmctsBot:
         action, (visits, reward) = max(stats.items(), key=key) if stats else (first, (0, 0.0))
         value = reward / visits if visits else 0.5
         return SearchResult(action, value, done, time.perf_counter() - start, stats)
+
+    def _value_after(self, view: GameState, action: Action) -> float:
+        """The leaf's value of the position after an unsearched move: the win estimate of
+        a move the ranking made alone."""
+        seat = view.current_player
+        after = view.clone()
+        after.apply_unchecked(action)
+        return LEAVES[self.params.leaf](after, seat)
 
     def _parallel(
         self,
