@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import random
 
+from battleline_ai.decide import decide
 from battleline_ai.heuristic import HeuristicBot, ranked_plays
 from battleline_ai.ismcts import IsmctsBot
 from battleline_ai.prob import OddsBoard
-from battleline_rules import GameState, Phase, new_game
+from battleline_rules import GameState, Phase, dump_position, new_game
 
 SPEC = {"iterations": "40", "leaf": "seen", "depth": "0", "rank": "prob", "margin": "0.001"}
 
@@ -51,3 +52,17 @@ def test_without_a_margin_every_candidate_is_searched() -> None:
     view = play_positions(40)[-1]
     result = bot.search(view, random.Random(1))
     assert result.iterations == 40 and len(result.stats) > 1
+
+
+def test_a_hint_without_a_search_still_names_its_move_and_estimate() -> None:
+    """What the Suggest RPC returns: an unsearched move is its own top action, 0 visits."""
+    kinds = set()
+    for view in play_positions(12):
+        decision = decide(dump_position(view), "ismcts:level=5,iterations=40", None, 1)
+        assert decision.action in [action for action, _, _ in decision.top]
+        if decision.iterations == 0:
+            assert decision.top == [(decision.action, 0, decision.value)]
+        else:
+            assert sum(visits for _, visits, _ in decision.top) == decision.iterations
+        kinds.add(decision.iterations == 0)
+    assert kinds == {True, False}

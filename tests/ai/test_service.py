@@ -231,7 +231,8 @@ def test_suggest_returns_a_legal_action_with_statistics(ai_service: tuple[str, i
                                                    iterations=60, budget_ms=3000, seed=1),
                              timeout=30, metadata=KEYED)
         assert reply.action in view.legal_actions
-        assert 0 < reply.iterations <= 60 and 0.0 <= reply.win_estimate <= 1.0
+        # Level 5 searches only the plays its ranking scores alike (else 0 iterations).
+        assert 0 <= reply.iterations <= 60 and 0.0 <= reply.win_estimate <= 1.0
         assert reply.top_actions and reply.top_actions[0].action in view.legal_actions
         assert sum(a.visits for a in reply.top_actions) <= reply.iterations
         by_text = stub.Suggest(ai_pb2.SuggestRequest(position=view.position, bot="heuristic"),

@@ -53,7 +53,7 @@ LEVELS: dict[int, str] = {
     2: "heuristic:noise=0.2",
     3: "heuristic",
     4: "ismcts:iterations=200,inner_width=5",
-    5: "ismcts:iterations=1000,inner_width=5,leaf=seen,depth=0,rank=prob,c=0.3",
+    5: "ismcts:iterations=1000,inner_width=5,leaf=seen,depth=0,rank=prob,c=0.3,margin=0.001",
 }
 
 

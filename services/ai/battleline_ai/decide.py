@@ -67,6 +67,8 @@ def decide(position: str, spec: str, seconds: float | None, seed: int) -> Decisi
     ranked = sorted(result.stats.items(), key=lambda item: -item[1][0])
     top = [(format_action(a), visits, reward / visits if visits else 0.0)
            for a, (visits, reward) in ranked]
+    if not top:  # played without a search (the ranking's clear best): its estimate alone
+        top = [(format_action(result.action), 0, result.value)]
     return Decision(format_action(result.action), result.value, result.iterations,
                     result.seconds, top)
 
