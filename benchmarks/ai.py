@@ -6,10 +6,14 @@ changes them less than it would wall-clock rates. ISMCTS is measured with the to
 level's knobs (`LEVELS[5]`) and a fixed iteration count. A pure-Python loop measured in the
 same process gives a machine yardstick: `ismcts_iteration_in_loop_steps` is
 what one ISMCTS iteration costs in loop steps, comparable across machines.
-`level5_move_cpu_s_median` is the CPU time of one level-5 move (its whole
-budget, no time cap) over several midgame positions, and
+`level5_move_cpu_s_median` is the CPU time of one searched level-5 move (its whole
+budget, no time cap, every root candidate searched: what a move costs when the level
+searches) over several midgame positions, and
 `level5_move_loop_steps_m` the same in millions of plain-loop steps (comparable
 across machines); `prob_decision_ms_median` the same for the search-free `prob` bot.
+Level 5 searches only the plays its ranking scores alike (its `margin`) and makes a
+clear best at once: `level5_searched_share` is the share of the positions it searched,
+`level5_move_cpu_s_mean` its mean CPU per move over all of them.
 `level5_iterations_per_cpu_s` is level 5's search rate over those positions, and
 `odds_leaf_speedup` how many times faster the installed odds leaf (compiled by setup.py's
 second mypyc group) scores sampled worlds than its plain-Python twin, both timed in this
@@ -56,8 +60,8 @@ def midgame_views(positions: int) -> list[GameState]:
     return views
 
 
-def median_cpu_s(spec: str, positions: int) -> float:
-    """Median CPU seconds ``spec`` takes to choose a move in midgame positions."""
+def cpu_s(spec: str, positions: int) -> list[float]:
+    """CPU seconds ``spec`` takes to choose a move in each of the midgame positions."""
     bot = make_bot(spec)
     times = []
     for seed, view in enumerate(midgame_views(positions)):
@@ -65,12 +69,20 @@ def median_cpu_s(spec: str, positions: int) -> float:
         start = time.process_time()
         bot.choose(view, rng)
         times.append(time.process_time() - start)
-    return statistics.median(times)
+    return times
+
+
+def searched_share(positions: int) -> float:
+    """The share of the midgame positions where level 5 searches at all."""
+    bot = make_bot(f"ismcts:level={max(LEVELS)},seconds=none,iterations=1")
+    assert isinstance(bot, IsmctsBot)
+    views = midgame_views(positions)
+    return sum(bot.search(v, random.Random(0)).iterations > 0 for v in views) / len(views)
 
 
 def level5_iterations_per_cpu_s(positions: int) -> float:
     """Level 5's search iterations per CPU second, over the move-time positions."""
-    bot = make_bot(f"ismcts:level={max(LEVELS)},seconds=none")
+    bot = make_bot(f"ismcts:level={max(LEVELS)},seconds=none,margin=none")
     assert isinstance(bot, IsmctsBot)
     iterations, start = 0, time.process_time()
     for seed, view in enumerate(midgame_views(positions)):
@@ -140,7 +152,9 @@ def main() -> None:
     loop = loop_steps_per_s(span)
     # The top level's search (its knobs, without its budget): what an iteration costs there.
     knobs = parse_spec(LEVELS[max(LEVELS)])[1]
-    bot = IsmctsBot.from_knobs({**knobs, "iterations": str(iterations), "seconds": "none"})
+    bot = IsmctsBot.from_knobs(
+        {**knobs, "iterations": str(iterations), "seconds": "none", "margin": "none"}
+    )
     start = time.process_time()
     result = bot.search(view, rng)
     its = result.iterations / (time.process_time() - start)
@@ -153,15 +167,22 @@ def main() -> None:
         rollout_value(view.sample_world(rng), 0, greedy, rng, SearchParams().depth)
 
     print(f"rules_core_compiled: {int(is_compiled())}")
-    level5 = median_cpu_s(f"ismcts:level={max(LEVELS)},seconds=none", 3 if args.quick else 15)
+    positions = 3 if args.quick else 15
+    level5 = statistics.median(
+        cpu_s(f"ismcts:level={max(LEVELS)},seconds=none,margin=none", positions)
+    )
     print(f"level5_move_cpu_s_median: {level5:.3f}")
     # The same in plain-loop steps: a machine-independent cost (1 s on a 26 M-steps/s host).
     print(f"level5_move_loop_steps_m: {level5 * loop / 1e6:.1f}")
     print(f"odds_compiled: {int(native.is_compiled())}")
+    share_positions = 12 if args.quick else 40
+    print(f"level5_searched_share: {searched_share(share_positions):.2f}")
+    mean = statistics.mean(cpu_s(f"ismcts:level={max(LEVELS)},seconds=none", share_positions))
+    print(f"level5_move_cpu_s_mean: {mean:.3f}")
     level5_rate = level5_iterations_per_cpu_s(8 if args.quick else 15)
     print(f"level5_iterations_per_cpu_s: {level5_rate:.0f}")
     print(f"odds_leaf_speedup: {odds_leaf_speedup(2 * span):.2f}")
-    prob_ms = 1000 * median_cpu_s("prob", 30 if args.quick else 200)
+    prob_ms = 1000 * statistics.median(cpu_s("prob", 30 if args.quick else 200))
     print(f"prob_decision_ms_median: {prob_ms:.2f}")
     print(f"ismcts_iterations_per_s: {its:.0f}")
     print(f"rollouts_per_s: {rate(full_rollout, span):.0f}")
