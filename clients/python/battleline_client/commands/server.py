@@ -38,8 +38,8 @@ def add_server_commands(app: typer.Typer) -> None:
                         help="Needs the server (battleline-online).")(_stand_in(name))
 
 
-def _stand_in(name: str) -> Callable[[typer.Context], None]:
-    def command(context: typer.Context) -> None:
+def _stand_in(name: str) -> Callable[[], None]:
+    def command() -> None:
         needs_server(name)
 
     return command
