@@ -19,6 +19,7 @@ SPECS = [
     "prob",
     "ismcts:iterations=15,depth=2",
     "ismcts:iterations=15,depth=0,leaf=seen,rank=prob",
+    "ismcts:iterations=15,depth=0,leaf=seen,rank=prob,margin=0.001",
 ]
 
 
