@@ -15,10 +15,12 @@ for r in standard basic deck52; do
 done
 
 # Levels 1-3 (the heuristic with noise 0.6 / 0.2 / 0).
-battleline tournament --a ismcts:level=2 --b ismcts:level=1 --games 200 --workers 2 --seed 1 \
+battleline tournament --a ismcts:level=2 --b ismcts:level=1 --games 400 --workers 2 --seed 1 \
   --json $out/level2_vs_level1.json
-battleline tournament --a ismcts:level=3 --b ismcts:level=2 --games 200 --workers 2 --seed 1 \
+battleline tournament --a ismcts:level=3 --b ismcts:level=2 --games 400 --workers 2 --seed 1 \
   --json $out/level3_vs_level2.json
+battleline tournament --a ismcts:level=1 --b heuristic --games 400 --seed 120001 \
+  --json $out/level1_vs_heuristic.json --log $out/logs/level1_vs_heuristic.jsonl
 
 # Levels 4 and 5 (search). A game's seed fixes its deal and both bots' random choices, so
 # --workers changes the wall time, not the games (unless a move hits the 10 s cap).
@@ -38,7 +40,9 @@ battleline tournament --a prob --b heuristic --games 400 --seed 60001 --json $ou
 battleline tournament --a prob --b ismcts:level=4 --games 400 --seed 100001 \
   --json $out/prob_vs_level4.json --log $out/logs/prob_vs_level4.jsonl
 
-# Level 5 (search on exact odds), 400 games each; hours each: --log resumes a run cut short.
+# Level 5 (prob, with a search on exact odds between the plays prob scores alike), 400 games
+# each; about an hour of a core each: --log resumes a run cut short. (The logs of the
+# earlier level 5, without margin=, are logs/old_level5_s7_*.jsonl.)
 l5() { battleline tournament --a ismcts:level=5 --games 400 --workers 2 "$@"; }
 l5 --b prob --seed 70001 --json $out/level5_vs_prob.json --log $out/logs/level5_vs_prob.jsonl
 l5 --b heuristic --seed 80001 --json $out/level5_vs_heuristic.json \
