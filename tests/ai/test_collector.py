@@ -6,11 +6,7 @@ from __future__ import annotations
 import gc
 import math
 import random
-import time
 
-import pytest
-
-from battleline_ai import ismcts
 from battleline_ai.heuristic import HeuristicBot
 from battleline_ai.ismcts import Leaf, SearchParams, _run
 from battleline_ai.odds import seen_position_value
@@ -60,18 +56,3 @@ def test_no_collection_runs_during_a_search_and_the_collector_comes_back() -> No
         gc.callbacks.remove(count)
         gc.set_threshold(*thresholds)
         gc.enable()
-
-
-def test_a_slow_last_collection_leaves_the_next_search_most_of_its_time(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The room kept for the collection is at most a quarter of the time left: a
-    collection slowed by a loaded machine once left the next 0.4 s search 0 iterations."""
-    view = _midgame_view()
-    roots = {a: 0.0 for a in view.legal_actions()[:6]}
-    params = SearchParams(iterations=None, seconds=0.4, leaf=Leaf.SEEN, depth=0)
-    monkeypatch.setattr(ismcts, "_collection_s", 10.0)  # far longer than the budget
-    start = time.perf_counter()
-    _, done = _run(view, roots, params, random.Random(1), start + 0.4)
-    assert done > 0
-    assert time.perf_counter() - start >= 0.4 * (1 - ismcts.MAX_COLLECTION_SHARE) - 0.01

@@ -259,7 +259,6 @@ def _collector_paused() -> Iterator[None]:
 # How long the last collection after a search took (a full one: the memos). The next
 # timed search stops that much earlier, so the collection falls inside its budget.
 _collection_s = 0.0
-MAX_COLLECTION_SHARE = 0.25
 
 
 def _collect_now() -> None:
@@ -280,9 +279,7 @@ def _run(
     deadline: float,
 ) -> tuple[dict[Action, tuple[int, float]], int]:
     """The search loop on one core: stats of the root's children, and iterations done."""
-    # Room for the collection that follows (see above), at most a quarter of the time
-    # left: on a loaded machine one slow collection must not leave the next search none.
-    deadline -= min(1.5 * _collection_s, MAX_COLLECTION_SHARE * (deadline - time.perf_counter()))
+    deadline -= 1.5 * _collection_s  # room for the collection that follows (see above)
     with _collector_paused():
         if params.root is Root.HALVING and params.iterations is not None:
             return _run_halving(view, roots, params, rng, deadline)
