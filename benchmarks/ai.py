@@ -14,6 +14,9 @@ across machines); `prob_decision_ms_median` the same for the search-free `prob` 
 Level 5 searches only the plays its ranking scores alike (its `margin`) and makes a
 clear best at once: `level5_searched_share` is the share of the positions it searched,
 `level5_move_cpu_s_mean` its mean CPU per move over all of them.
+`level5_game_move_cpu_s_mean` is level 5's mean CPU per move over whole games against
+`prob` (the odds memos grow over a game, and every full garbage collection walks them),
+`level5_game_full_collection_share` the share of those games' CPU that full collections took.
 `level5_iterations_per_cpu_s` is level 5's search rate over those positions, and
 `odds_leaf_speedup` how many times faster the installed odds leaf (compiled by setup.py's
 second mypyc group) scores sampled worlds than its plain-Python twin, both timed in this
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import pstats
 import random
 import statistics
@@ -83,6 +87,36 @@ def level5_moves(positions: int) -> tuple[float, float]:
         searched += bot.search(view, random.Random(seed)).iterations > 0
         times.append(time.process_time() - start)
     return searched / len(times), statistics.mean(times)
+
+
+def level5_games(games: int) -> tuple[float, float]:
+    """Level 5 against `prob` over whole games, as the hosted AI plays: level 5's mean
+    CPU seconds per move, and the share of the games' CPU in full collections."""
+    level5, prob = make_bot(f"ismcts:level={max(LEVELS)},seconds=none"), make_bot("prob")
+    full, started = [0.0], [0.0]
+
+    def timed(phase: str, info: dict[str, int]) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                started[0] = time.process_time()
+            else:
+                full[0] += time.process_time() - started[0]
+
+    moves, level5_cpu, start = 0, 0.0, time.process_time()
+    gc.callbacks.append(timed)
+    try:
+        for seed in range(games):
+            state, rng = new_game("standard", None, 21 + seed), random.Random(seed)
+            while not state.is_over:
+                seat = state.current_player
+                move_start = time.process_time()
+                state.apply((level5 if seat == 0 else prob).choose(state.view(seat), rng))
+                if seat == 0:
+                    moves += 1
+                    level5_cpu += time.process_time() - move_start
+    finally:
+        gc.callbacks.remove(timed)
+    return level5_cpu / moves, full[0] / (time.process_time() - start)
 
 
 def level5_iterations_per_cpu_s(positions: int) -> float:
@@ -183,6 +217,9 @@ def main() -> None:
     share, mean = level5_moves(12 if args.quick else 40)
     print(f"level5_searched_share: {share:.2f}")
     print(f"level5_move_cpu_s_mean: {mean:.3f}")
+    game_mean, collections = level5_games(1 if args.quick else 3)
+    print(f"level5_game_move_cpu_s_mean: {game_mean:.3f}")
+    print(f"level5_game_full_collection_share: {collections:.2f}")
     level5_rate = level5_iterations_per_cpu_s(8 if args.quick else 15)
     print(f"level5_iterations_per_cpu_s: {level5_rate:.0f}")
     print(f"odds_leaf_speedup: {odds_leaf_speedup(2 * span):.2f}")
