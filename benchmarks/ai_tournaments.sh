@@ -25,6 +25,9 @@ battleline tournament --a ismcts:level=1 --b heuristic --games 400 --seed 120001
 # Levels 4 and 5 (search). A game's seed fixes its deal and both bots' random choices, so
 # --workers changes the wall time, not the games (unless a move hits the 10 s cap).
 t --a ismcts:level=4 --b ismcts:level=3 --seed 30001 --json $out/level4_vs_level3.json
+# ... and the next 200 deals (30101-30200: with the run above, the deals of one 400-game run)
+t --a ismcts:level=4 --b ismcts:level=3 --seed 30101 --json $out/level4_vs_level3_seed30101.json \
+  --log $out/logs/level4_vs_level3_seed30101.jsonl
 # (level 5's 2,000-iteration heuristic search of earlier sessions: results/ai_history/old_level5_ismcts2000_*)
 battleline tournament --a ismcts:level=1 --b random --games 400 --seed 90001 \
   --json $out/level1_vs_random.json --log $out/logs/level1_vs_random.jsonl
