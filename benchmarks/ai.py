@@ -38,11 +38,12 @@ import statistics
 import time
 
 from battleline_ai import native, odds
-from battleline_ai.bots import LEVELS, make_bot, parse_spec
+from battleline_ai.bots import LEVELS, Bot, make_bot, parse_spec
 from battleline_ai.heuristic import HeuristicBot
 from battleline_ai.ismcts import IsmctsBot, SearchParams, rollout_value
 from battleline_ai.rollout import POLICIES
-from battleline_rules import GameState, Phase, is_compiled, new_game
+from battleline_ai.tournament import play_game
+from battleline_rules import Action, GameState, Phase, is_compiled, new_game
 
 
 def midgame(seed: int = 3, actions: int = 30) -> GameState:
@@ -89,10 +90,26 @@ def level5_moves(positions: int) -> tuple[float, float]:
     return searched / len(times), statistics.mean(times)
 
 
+class _Timed:
+    """A bot that adds up the CPU seconds its inner bot spends choosing."""
+
+    def __init__(self, bot: Bot) -> None:
+        self.bot, self.name, self.moves, self.cpu_s = bot, bot.name, 0, 0.0
+
+    def choose(self, view: GameState, rng: random.Random) -> Action:
+        start = time.process_time()
+        try:
+            return self.bot.choose(view, rng)
+        finally:
+            self.moves += 1
+            self.cpu_s += time.process_time() - start
+
+
 def level5_games(games: int) -> tuple[float, float]:
     """Level 5 against `prob` over whole games, as the hosted AI plays: level 5's mean
     CPU seconds per move, and the share of the games' CPU in full collections."""
-    level5, prob = make_bot(f"ismcts:level={max(LEVELS)},seconds=none"), make_bot("prob")
+    level5 = _Timed(make_bot(f"ismcts:level={max(LEVELS)},seconds=none"))
+    prob = make_bot("prob")
     full, started = [0.0], [0.0]
 
     def timed(phase: str, info: dict[str, int]) -> None:
@@ -102,21 +119,14 @@ def level5_games(games: int) -> tuple[float, float]:
             else:
                 full[0] += time.process_time() - started[0]
 
-    moves, level5_cpu, start = 0, 0.0, time.process_time()
+    start = time.process_time()
     gc.callbacks.append(timed)
     try:
         for seed in range(games):
-            state, rng = new_game("standard", None, 21 + seed), random.Random(seed)
-            while not state.is_over:
-                seat = state.current_player
-                move_start = time.process_time()
-                state.apply((level5 if seat == 0 else prob).choose(state.view(seat), rng))
-                if seat == 0:
-                    moves += 1
-                    level5_cpu += time.process_time() - move_start
+            play_game(level5, prob, "standard", 21 + seed, 0)
     finally:
         gc.callbacks.remove(timed)
-    return level5_cpu / moves, full[0] / (time.process_time() - start)
+    return level5.cpu_s / level5.moves, full[0] / (time.process_time() - start)
 
 
 def level5_iterations_per_cpu_s(positions: int) -> float:
