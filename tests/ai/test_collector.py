@@ -1,5 +1,6 @@
 """The search runs with the cyclic garbage collector paused (it walked the odds memos
-again and again) and gives it back as it found it."""
+again and again), freezes what it leaves alive instead of collecting it, and gives the
+collector back as it found it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import gc
 import math
 import random
 
+import pytest
+
+from battleline_ai import ismcts
 from battleline_ai.heuristic import HeuristicBot
 from battleline_ai.ismcts import Leaf, SearchParams, _run
 from battleline_ai.odds import seen_position_value
@@ -49,12 +53,54 @@ def test_no_collection_runs_during_a_search_and_the_collector_comes_back() -> No
             collections.clear()
             stats, done = _run(view, roots, params, random.Random(1), math.inf)
             assert done == 300 and sum(v for v, _ in stats.values()) == 300
-            # At most the one collection the first allocation after the search starts,
-            # and it leaves the old generation (the odds memos) alone.
-            assert len(collections) <= (1 if enabled else 0)
-            assert 2 not in collections
+            # No collection after it either: what it left alive (new memo entries) is frozen.
+            assert collections == []
+            assert (gc.get_freeze_count() > 0) is enabled
             assert gc.isenabled() is enabled  # given back as it was found
+            gc.unfreeze()
     finally:
         gc.callbacks.remove(count)
         gc.set_threshold(*thresholds)
         gc.enable()
+
+
+def test_a_search_leaves_no_cyclic_garbage() -> None:
+    """Frozen garbage is never collected (until the periodic full collection), so the
+    search must make none: its tree is freed by reference counting alone."""
+    view = _midgame_view()
+    roots = {a: 0.0 for a in view.legal_actions()[:6]}
+    params = SearchParams(iterations=300, seconds=None, leaf=Leaf.SEEN, depth=0)
+    gc.disable()
+    try:
+        gc.collect()
+        _, done = _run(view, roots, params, random.Random(2), math.inf)
+        assert done == 300
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
+def test_frozen_objects_are_collected_every_so_many_searches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    view = _midgame_view()
+    roots = {a: 0.0 for a in view.legal_actions()[:6]}
+    params = SearchParams(iterations=20, seconds=None, leaf=Leaf.SEEN, depth=0)
+    monkeypatch.setattr(ismcts, "SEARCHES_PER_FULL_COLLECTION", 2)
+    monkeypatch.setattr(ismcts, "_searches", 0)
+    full: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full.append(1)
+
+    gc.enable()
+    gc.callbacks.append(count)
+    try:
+        _run(view, roots, params, random.Random(1), math.inf)
+        assert full == []
+        _run(view, roots, params, random.Random(1), math.inf)
+        assert full == [1]
+    finally:
+        gc.callbacks.remove(count)
+        gc.unfreeze()

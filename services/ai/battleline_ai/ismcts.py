@@ -141,10 +141,12 @@ class SearchParams:
 
 
 class Node:
-    __slots__ = ("avail", "children", "parent", "player", "reward", "visits")
+    """One action's node. No link to its parent (a walk keeps its path): without cycles
+    the tree is freed by reference counting once the search returns."""
 
-    def __init__(self, parent: Node | None, player: int) -> None:
-        self.parent = parent
+    __slots__ = ("avail", "children", "player", "reward", "visits")
+
+    def __init__(self, player: int) -> None:
         self.player = player  # the seat that chose the action leading here
         self.children: dict[Action, Node] = {}
         self.visits = 0
@@ -207,7 +209,7 @@ def _descend(
         untried = [a for a in legal if a not in node.children]
         if untried:
             action = untried[0] if node is root else rng.choice(untried)
-            child = Node(node, world.current_player)
+            child = Node(world.current_player)
             node.children[action] = child
             world.apply_unchecked(action)
             path.append(child)
@@ -236,46 +238,40 @@ def _backup(path: list[Node], seat: int, value: float) -> None:
         step.reward += value if step.player == seat else 1.0 - value
 
 
+# Every this many searches, what earlier searches froze goes back to the collector and a
+# full collection runs (about a second with full memos): cyclic garbage frozen by mistake
+# (a search makes none, see `Node`) cannot pile up for good.
+SEARCHES_PER_FULL_COLLECTION = 1000
+_searches = 0
+
+
 @contextmanager
 def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while searching.
+    """No cyclic garbage collection while searching, nor of what the search leaves alive.
 
-    A search allocates millions of short-lived objects (freed by reference counting)
-    and almost no cycles (its tree), while the process-wide odds memos hold hundreds of
-    thousands of objects that every full collection walks again: with the collector on,
-    a level-5 search ran about half as many iterations per CPU second. The tree is
-    collected once the collector is back.
+    A search allocates millions of short-lived objects, all freed by reference
+    counting (its tree too: `Node` holds no parent, so the tree has no cycles), and
+    leaves the process-wide odds memos with some hundred thousand new entries. With
+    the collector on, a level-5 search ran about half as many iterations per CPU
+    second; collecting after each search still walked those entries (a tenth of
+    level 5's CPU), and the full collections they set off a few times a game walked
+    all the memos (0.4 s each). So what a search leaves alive is frozen (`gc.freeze`:
+    out of the collector's sight, still freed by reference counting when a memo
+    drops it), and every `SEARCHES_PER_FULL_COLLECTION` searches it is all collected.
     """
+    global _searches
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            _collect_now()
+            _searches += 1
+            if _searches % SEARCHES_PER_FULL_COLLECTION == 0:
+                gc.unfreeze()
+                gc.collect()
+            gc.freeze()
             gc.enable()
-
-
-# How long the last collection after a search took. The next timed search stops that
-# much earlier, so the collection falls inside its budget.
-_collection_s = 0.0
-
-
-def _collect_now() -> None:
-    """Collect the young generations at once, timed.
-
-    Left to itself, the collector would run at the first allocation after the
-    search, outside the search's budget (a 0.4 s search then once took 0.55 s).
-    Only the young generations: everything the search allocated is there (its
-    tree with it), while a full collection also walks the odds memos' hundreds of
-    thousands of objects (about 0.4 s, a quarter of level 5's CPU over two games;
-    the collector still runs a full one on its own when the old generation has
-    grown by a quarter, a few times a game).
-    """
-    global _collection_s
-    start = time.perf_counter()
-    gc.collect(1)
-    _collection_s = time.perf_counter() - start
 
 
 def _run(
@@ -286,7 +282,6 @@ def _run(
     deadline: float,
 ) -> tuple[dict[Action, tuple[int, float]], int]:
     """The search loop on one core: stats of the root's children, and iterations done."""
-    deadline -= 1.5 * _collection_s  # room for the collection that follows (see above)
     with _collector_paused():
         if params.root is Root.HALVING and params.iterations is not None:
             return _run_halving(view, roots, params, rng, deadline)
@@ -304,7 +299,7 @@ def _run_ucb(
     seat = view.current_player
     policy = POLICIES[params.rollout]
     leaf = LEAVES[params.leaf]
-    root = Node(None, 1 - seat)
+    root = Node(1 - seat)
     c, bias, limit, inner = params.c, params.bias, params.iterations, params.inner_width
     done = 0
     legal = list(roots)
@@ -337,10 +332,10 @@ def _run_halving(
     leaf = LEAVES[params.leaf]
     c, inner, depth = params.c, params.inner_width, params.depth
     assert params.iterations is not None
-    root = Node(None, 1 - seat)
+    root = Node(1 - seat)
     order = list(roots)
     for action in order:
-        root.children[action] = Node(root, seat)
+        root.children[action] = Node(seat)
     alive = order[:]
     rounds = max(1, math.ceil(math.log2(len(alive))))
     budget = params.iterations
