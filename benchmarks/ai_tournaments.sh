@@ -52,6 +52,12 @@ l5 --b heuristic --seed 80001 --json $out/level5_vs_heuristic.json \
   --log $out/logs/level5_vs_heuristic.jsonl
 l5 --b ismcts:level=4 --seed 40001 --json $out/level5_vs_level4.json \
   --log $out/logs/level5_vs_level4.jsonl
+# ... and 200 more deals against each (tenth session: 70201-70400 against prob; the
+# run against the heuristic, 80201-80400, has 38 games logged so far)
+l5 --b prob --seed 70201 --json $out/level5_vs_prob_seed70201.json \
+  --log $out/logs/level5_vs_prob_seed70201.jsonl
+l5 --b heuristic --seed 80201 --json $out/level5_vs_heuristic_seed80201.json \
+  --log $out/logs/level5_vs_heuristic_seed80201.jsonl
 
 # Pilots that chose levels 4 and 5 (60 games, seed 500), kept in results/ai_history/:
 #   battleline tournament --a ismcts:iterations=400,inner_width=5 --b heuristic --games 60 \
