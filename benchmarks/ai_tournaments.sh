@@ -52,8 +52,7 @@ l5 --b heuristic --seed 80001 --json $out/level5_vs_heuristic.json \
   --log $out/logs/level5_vs_heuristic.jsonl
 l5 --b ismcts:level=4 --seed 40001 --json $out/level5_vs_level4.json \
   --log $out/logs/level5_vs_level4.jsonl
-# ... and 200 more deals against each (tenth session: 70201-70400 against prob; the
-# run against the heuristic, 80201-80400, has 38 games logged so far)
+# ... and 200 more deals against each (tenth session)
 l5 --b prob --seed 70201 --json $out/level5_vs_prob_seed70201.json \
   --log $out/logs/level5_vs_prob_seed70201.jsonl
 l5 --b heuristic --seed 80201 --json $out/level5_vs_heuristic_seed80201.json \
