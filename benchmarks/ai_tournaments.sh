@@ -57,6 +57,8 @@ l5 --b prob --seed 70201 --json $out/level5_vs_prob_seed70201.json \
   --log $out/logs/level5_vs_prob_seed70201.jsonl
 l5 --b heuristic --seed 80201 --json $out/level5_vs_heuristic_seed80201.json \
   --log $out/logs/level5_vs_heuristic_seed80201.jsonl
+l5 --b ismcts:level=4 --seed 40201 --json $out/level5_vs_level4_seed40201.json \
+  --log $out/logs/level5_vs_level4_seed40201.jsonl
 
 # Pilots that chose levels 4 and 5 (60 games, seed 500), kept in results/ai_history/:
 #   battleline tournament --a ismcts:iterations=400,inner_width=5 --b heuristic --games 60 \
