@@ -14,7 +14,7 @@ from battleline_ai import ismcts
 from battleline_ai.heuristic import HeuristicBot
 from battleline_ai.ismcts import Leaf, SearchParams, _run
 from battleline_ai.odds import seen_position_value
-from battleline_rules import GameState, Phase, new_game
+from battleline_rules import Action, GameState, Phase, new_game
 
 
 def _midgame_view() -> GameState:
@@ -24,10 +24,15 @@ def _midgame_view() -> GameState:
     return state.view(state.current_player)
 
 
-def test_no_collection_runs_during_a_search_and_the_collector_comes_back() -> None:
+def _search_inputs(iterations: int) -> tuple[GameState, dict[Action, float], SearchParams]:
+    """A midgame view, six root plays and a level-5-like search of ``iterations``."""
     view = _midgame_view()
     roots = {a: 0.0 for a in view.legal_actions()[:6]}
-    params = SearchParams(iterations=300, seconds=None, leaf=Leaf.SEEN, depth=0)
+    return view, roots, SearchParams(iterations=iterations, seconds=None, leaf=Leaf.SEEN, depth=0)
+
+
+def test_no_collection_runs_during_a_search_and_the_collector_comes_back() -> None:
+    view, roots, params = _search_inputs(300)
     collections: list[int] = []
 
     def count(phase: str, info: dict[str, int]) -> None:
@@ -67,9 +72,7 @@ def test_no_collection_runs_during_a_search_and_the_collector_comes_back() -> No
 def test_a_search_leaves_no_cyclic_garbage() -> None:
     """Frozen garbage is never collected (until the periodic full collection), so the
     search must make none: its tree is freed by reference counting alone."""
-    view = _midgame_view()
-    roots = {a: 0.0 for a in view.legal_actions()[:6]}
-    params = SearchParams(iterations=300, seconds=None, leaf=Leaf.SEEN, depth=0)
+    view, roots, params = _search_inputs(300)
     gc.disable()
     try:
         gc.collect()
@@ -83,9 +86,7 @@ def test_a_search_leaves_no_cyclic_garbage() -> None:
 def test_frozen_objects_are_collected_every_so_many_searches(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    view = _midgame_view()
-    roots = {a: 0.0 for a in view.legal_actions()[:6]}
-    params = SearchParams(iterations=20, seconds=None, leaf=Leaf.SEEN, depth=0)
+    view, roots, params = _search_inputs(20)
     monkeypatch.setattr(ismcts, "SEARCHES_PER_FULL_COLLECTION", 2)
     monkeypatch.setattr(ismcts, "_searches", 0)
     full: list[int] = []
