@@ -240,8 +240,8 @@ def _backup(path: list[Node], seat: int, value: float) -> None:
 
 # Every this many searches, what earlier searches froze goes back to the collector and a
 # full collection runs before the search (about a second with full memos, inside that
-# search's time): cyclic garbage frozen by mistake (a search makes none, see `Node`)
-# cannot pile up for good.
+# search's time, so a timed search searches less but still answers within its budget):
+# cyclic garbage frozen by mistake (a search makes none, see `Node`) cannot pile up.
 SEARCHES_PER_FULL_COLLECTION = 1000
 _searches = 0
 
@@ -265,8 +265,6 @@ def _collector_paused() -> Iterator[None]:
     if enabled:
         _searches += 1
         if _searches % SEARCHES_PER_FULL_COLLECTION == 0:
-            # Before the search, not after: a timed search then searches a little less
-            # and still answers within its budget.
             gc.unfreeze()
             gc.collect()
     gc.disable()
