@@ -60,6 +60,12 @@ l5 --b heuristic --seed 80201 --json $out/level5_vs_heuristic_seed80201.json \
 l5 --b ismcts:level=4 --seed 40201 --json $out/level5_vs_level4_seed40201.json \
   --log $out/logs/level5_vs_level4_seed40201.jsonl
 
+# Eleventh session's pilots: prob as the rollout policy, between the ties (each seed's
+# 200 games in its own process; compared with level 5 by benchmarks/paired.py):
+#   d2=ismcts:iterations=400,inner_width=5,leaf=seen,depth=2,rank=prob,c=0.3,margin=0.001,rollout=prob
+#   for s in 70001 70101 70201 70301; do battleline tournament --a $d2 --b prob --games 200 \
+#     --seed $s --log $out/logs/pilot_s11_prob_rollouts_d2_vs_prob_seed$s.jsonl; done
+#   (depth=4,iterations=200: seeds 70001 and 70101, pilot_s11_prob_rollouts_d4_*)
 # Pilots that chose levels 4 and 5 (60 games, seed 500), kept in results/ai_history/:
 #   battleline tournament --a ismcts:iterations=400,inner_width=5 --b heuristic --games 60 \
 #     --seed 500 --json $out/ai_history/pilot_ismcts400_inner5_vs_heuristic.json

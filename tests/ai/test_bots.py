@@ -10,6 +10,7 @@ from battleline_ai import make_bot
 from battleline_ai.bots import Bot
 from battleline_ai.heuristic import HeuristicBot
 from battleline_ai.ismcts import IsmctsBot
+from battleline_ai.prob import prob_policy
 from battleline_rules import RULESETS, ClaimTiming, GameState, Options, new_game
 
 SPECS = [
@@ -20,6 +21,7 @@ SPECS = [
     "ismcts:iterations=15,depth=2",
     "ismcts:iterations=15,depth=0,leaf=seen,rank=prob",
     "ismcts:iterations=15,depth=0,leaf=seen,rank=prob,margin=0.001",
+    "ismcts:iterations=15,depth=2,leaf=seen,rank=prob,margin=0.001,rollout=prob",
 ]
 
 
@@ -69,7 +71,11 @@ def test_heuristic_always_claims_first() -> None:
 
 @pytest.mark.parametrize(
     "knobs",
-    [{"iterations": "60"}, {"iterations": "60", "leaf": "seen", "rank": "prob", "depth": "0"}],
+    [
+        {"iterations": "60"},
+        {"iterations": "60", "leaf": "seen", "rank": "prob", "depth": "0"},
+        {"iterations": "30", "leaf": "seen", "rank": "prob", "depth": "2", "rollout": "prob"},
+    ],
 )
 def test_ismcts_decides_from_the_view_alone(knobs: dict[str, str]) -> None:
     """Two real states that look the same to the seat get the same move (same seed)."""
@@ -103,6 +109,7 @@ def test_ismcts_decides_from_the_view_alone(knobs: dict[str, str]) -> None:
         "ismcts:c",
         "ismcts:leaf=peek",
         "ismcts:rank=oracle",
+        "ismcts:rollout=oracle",
     ],
 )
 def test_bad_specs_are_refused(spec: str) -> None:
@@ -116,3 +123,21 @@ def test_level_specs_build() -> None:
     for level in LEVELS:
         bot = make_bot(f"ismcts:level={level}")
         assert bot.name in ("ismcts", "prob", "heuristic")
+
+
+def test_prob_rollouts_decide_from_the_movers_view_alone() -> None:
+    """In a rollout, `prob` plays each seat from that seat's view of the sampled world:
+    worlds that differ only in the other seat's hidden cards get the same move."""
+    helper, rng = HeuristicBot(), random.Random(8)
+    state = new_game("standard", None, 21)
+    compared = 0
+    while not state.is_over and compared < 6:
+        seat = state.current_player
+        if state.phase.name == "PLAY" and len(state.legal_actions()) > 1:
+            # The mover's view, dealt again: the other seat's hand and the decks change.
+            twin = state.view(seat).sample_world(random.Random(compared))
+            assert twin.hands[1 - seat] != state.hands[1 - seat]
+            assert prob_policy(state, random.Random(4)) == prob_policy(twin, random.Random(4))
+            compared += 1
+        state.apply(helper.choose(state.view(seat), rng))
+    assert compared == 6

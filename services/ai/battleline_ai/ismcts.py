@@ -36,18 +36,24 @@ from battleline_rules import Action, GameState, Kind, Phase
 
 from . import endgame, evaluation, odds
 from .heuristic import HeuristicBot, ranked_plays
-from .prob import ProbBot
+from .prob import ProbBot, prob_policy
 from .processes import spawned_pool
-from .rollout import POLICIES, likely_plays
+from .rollout import POLICIES as CHEAP_POLICIES
+from .rollout import Policy, likely_plays
 
 DEFAULT_TIME_CAP = 10.0
 
 
 class Rollout(StrEnum):
-    """How a rollout picks moves (`rollout.POLICIES`)."""
+    """How a rollout picks moves: a cheap policy of `rollout.POLICIES`, or `prob` itself
+    (about a hundred times dearer per move, and the opponent a level 5 meets)."""
 
     GREEDY = "greedy"
     RANDOM = "random"
+    PROB = "prob"
+
+
+POLICIES: dict[str, Policy] = {**CHEAP_POLICIES, Rollout.PROB: prob_policy}
 
 
 class Final(StrEnum):

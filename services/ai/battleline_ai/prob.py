@@ -9,7 +9,9 @@ hand made it weaker: 38.5% head to head over 200 games, seed 9100.)
 
 from __future__ import annotations
 
-from battleline_rules import GameState
+import random
+
+from battleline_rules import Action, GameState, Kind
 
 from .heuristic import Board, HeuristicBot
 from .odds import FlagOdds
@@ -41,3 +43,15 @@ class ProbBot(HeuristicBot):
         if knobs:
             raise ValueError("prob takes no options")
         return cls()
+
+
+_ROLLOUT_BOT = ProbBot()
+
+
+def prob_policy(world: GameState, rng: random.Random) -> Action:
+    """`prob` as a search's rollout policy: each seat decides from its own view of the
+    sampled world, so a rollout models the opponent as a player who cannot see our hand."""
+    actions = world.legal_actions()
+    if len(actions) == 1 or actions[0].kind is Kind.CLAIM:
+        return actions[0]
+    return _ROLLOUT_BOT.choose(world.view(world.current_player), rng)
