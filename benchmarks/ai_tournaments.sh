@@ -65,7 +65,8 @@ l5 --b ismcts:level=4 --seed 40201 --json $out/level5_vs_level4_seed40201.json \
 #   d2=ismcts:iterations=400,inner_width=5,leaf=seen,depth=2,rank=prob,c=0.3,margin=0.001,rollout=prob
 #   for s in 70001 70101 70201 70301; do battleline tournament --a $d2 --b prob --games 200 \
 #     --seed $s --log $out/logs/pilot_s11_prob_rollouts_d2_vs_prob_seed$s.jsonl; done
-#   (depth=4,iterations=200: seeds 70001 and 70101, pilot_s11_prob_rollouts_d4_*)
+#   (depth=4,iterations=200: seeds 70001 and 70101, pilot_s11_prob_rollouts_d4_*; margin=0.01:
+#   the same seeds, pilot_s11_prob_rollouts_d2_margin0.01_*)
 # Pilots that chose levels 4 and 5 (60 games, seed 500), kept in results/ai_history/:
 #   battleline tournament --a ismcts:iterations=400,inner_width=5 --b heuristic --games 60 \
 #     --seed 500 --json $out/ai_history/pilot_ismcts400_inner5_vs_heuristic.json
