@@ -46,7 +46,7 @@ DEFAULT_TIME_CAP = 10.0
 
 class Rollout(StrEnum):
     """How a rollout picks moves: a cheap policy of `rollout.POLICIES`, or `prob` itself
-    (about a hundred times dearer per move, and the opponent a level 5 meets)."""
+    (about seventy times dearer per move, and the opponent a level 5 meets)."""
 
     GREEDY = "greedy"
     RANDOM = "random"
