@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 import pytest
 
@@ -69,6 +70,20 @@ def test_heuristic_always_claims_first() -> None:
     assert claims_seen > 0
 
 
+def choices_in_a_game(seed: int, rng_seed: int, count: int) -> Iterator[GameState]:
+    """The first ``count`` PLAY steps with a choice in a seeded heuristic self-play game,
+    each handed out before the heuristic moves on from it."""
+    helper, rng = HeuristicBot(), random.Random(rng_seed)
+    state = new_game("standard", None, seed)
+    found = 0
+    while not state.is_over and found < count:
+        seat = state.current_player
+        if state.phase.name == "PLAY" and len(state.legal_actions()) > 1:
+            yield state
+            found += 1
+        state.apply(helper.choose(state.view(seat), rng))
+
+
 @pytest.mark.parametrize(
     "knobs",
     [
@@ -80,20 +95,16 @@ def test_heuristic_always_claims_first() -> None:
 def test_ismcts_decides_from_the_view_alone(knobs: dict[str, str]) -> None:
     """Two real states that look the same to the seat get the same move (same seed)."""
     bot = IsmctsBot.from_knobs(knobs)
-    helper, rng = HeuristicBot(), random.Random(5)
-    state = new_game("standard", None, 11)
     compared = 0
-    while not state.is_over and compared < 4:
+    for state in choices_in_a_game(seed=11, rng_seed=5, count=4):
         seat = state.current_player
         view = state.view(seat)
-        if state.phase.name == "PLAY" and len(state.legal_actions()) > 1:
-            twin = view.sample_world(random.Random(compared))  # other hidden cards, same view
-            assert twin.view(seat).legal_actions() == view.legal_actions()
-            mine = bot.choose(view, random.Random(99))
-            theirs = bot.choose(twin.view(seat), random.Random(99))
-            assert mine == theirs
-            compared += 1
-        state.apply(helper.choose(view, rng))
+        twin = view.sample_world(random.Random(compared))  # other hidden cards, same view
+        assert twin.view(seat).legal_actions() == view.legal_actions()
+        mine = bot.choose(view, random.Random(99))
+        theirs = bot.choose(twin.view(seat), random.Random(99))
+        assert mine == theirs
+        compared += 1
     assert compared == 4
 
 
@@ -128,16 +139,12 @@ def test_level_specs_build() -> None:
 def test_prob_rollouts_decide_from_the_movers_view_alone() -> None:
     """In a rollout, `prob` plays each seat from that seat's view of the sampled world:
     worlds that differ only in the other seat's hidden cards get the same move."""
-    helper, rng = HeuristicBot(), random.Random(8)
-    state = new_game("standard", None, 21)
     compared = 0
-    while not state.is_over and compared < 6:
+    for state in choices_in_a_game(seed=21, rng_seed=8, count=6):
         seat = state.current_player
-        if state.phase.name == "PLAY" and len(state.legal_actions()) > 1:
-            # The mover's view, dealt again: the other seat's hand and the decks change.
-            twin = state.view(seat).sample_world(random.Random(compared))
-            assert twin.hands[1 - seat] != state.hands[1 - seat]
-            assert prob_policy(state, random.Random(4)) == prob_policy(twin, random.Random(4))
-            compared += 1
-        state.apply(helper.choose(state.view(seat), rng))
+        # The mover's view, dealt again: the other seat's hand and the decks change.
+        twin = state.view(seat).sample_world(random.Random(compared))
+        assert twin.hands[1 - seat] != state.hands[1 - seat]
+        assert prob_policy(state, random.Random(4)) == prob_policy(twin, random.Random(4))
+        compared += 1
     assert compared == 6
