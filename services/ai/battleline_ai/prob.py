@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from battleline_rules import Action, GameState, Kind
+from battleline_rules import Action, GameState
 
 from .heuristic import Board, HeuristicBot
 from .odds import FlagOdds
@@ -51,7 +51,4 @@ _ROLLOUT_BOT = ProbBot()
 def prob_policy(world: GameState, rng: random.Random) -> Action:
     """`prob` as a search's rollout policy: each seat decides from its own view of the
     sampled world, so a rollout models the opponent as a player who cannot see our hand."""
-    actions = world.legal_actions()
-    if len(actions) == 1 or actions[0].kind is Kind.CLAIM:
-        return actions[0]
     return _ROLLOUT_BOT.choose(world.view(world.current_player), rng)
