@@ -28,14 +28,20 @@ SCOUT_SCORE = -0.05  # worth it only when every play hurts
 
 
 class Board:
-    """One decision's context: the seat, its weights and cached chances per flag."""
+    """One decision's context: the seat, its weights and cached chances per flag.
 
-    def __init__(self, view: GameState, seat: int) -> None:
+    ``charge`` is the share of a troop's best use at another flag that playing it here
+    costs (`elsewhere`); 0 scores each flag on its own.
+    """
+
+    def __init__(self, view: GameState, seat: int, charge: float = 0.0) -> None:
         self.view = view
         self.seat = seat
+        self.charge = charge
         self.hands = hand_masks(view)
         self.weights = flag_weights(view, seat)
         self._now: dict[int, float] = {}
+        self._losses: dict[int, list[float]] = {}
 
     def chance(
         self,
@@ -74,6 +80,18 @@ class Board:
     def gain(self, index: int, after: float) -> float:
         return self.weights[index] * (after - self.now(index))
 
+    def elsewhere(self, card: int, index: int) -> float:
+        """The most any other open flag loses once ``card`` leaves the hand: what playing
+        the card at flag ``index`` gives up."""
+        if card not in self._losses:
+            self._losses[card] = [
+                -self.gain(j, self.chance(j, placed=_bit(card)))
+                if flag.is_open(self.seat) else 0.0
+                for j, flag in enumerate(self.view.flags)
+            ]
+        return max((loss for j, loss in enumerate(self._losses[card]) if j != index),
+                   default=0.0)
+
 
 def _bit(card: int) -> int:
     return 1 << card if card >= 0 else 0
@@ -93,6 +111,8 @@ def score_action(board: Board, action: Action) -> float:
             env = [*flags[i].env, (card, board.seat)]
             return board.gain(i, board.chance(i, env=env)) - price
         opening = OPEN_COST if not flags[i].cards[board.seat] else 0.0
+        if board.charge and not is_tactic(card):
+            price += board.charge * board.elsewhere(card, i)
         return board.gain(i, board.chance(i, add=[card], placed=_bit(card))) - price - opening
     target, j = action.target, action.to_flag
     if kind is Kind.DESERTER:
@@ -119,20 +139,28 @@ def score_action(board: Board, action: Action) -> float:
 
 
 class HeuristicBot:
-    """Greedy on `score_action`; ``noise`` > 0 plays that share of moves at random (level 1)."""
+    """Greedy on `score_action`; ``noise`` > 0 plays that share of moves at random (level 1);
+    ``charge`` prices a troop at its best use elsewhere (`Board`)."""
 
     name = "heuristic"
     board_type: type[Board] = Board
 
-    def __init__(self, noise: float = 0.0) -> None:
+    def __init__(self, noise: float = 0.0, charge: float = 0.0) -> None:
         self.noise = noise
+        self.charge = charge
 
     @classmethod
     def from_knobs(cls, knobs: dict[str, str]) -> HeuristicBot:
-        unknown = set(knobs) - {"noise"}
+        unknown = set(knobs) - {"noise", "charge"}
         if unknown:
-            raise ValueError(f"heuristic knows only noise=, not {', '.join(sorted(unknown))}")
-        return cls(noise=float(knobs.get("noise", 0.0)))
+            raise ValueError(
+                f"{cls.name} knows only noise= and charge=, not {', '.join(sorted(unknown))}"
+            )
+        return cls(noise=float(knobs.get("noise", 0.0)), charge=float(knobs.get("charge", 0.0)))
+
+    def board(self, view: GameState) -> Board:
+        """The board of the seat to act in ``view``."""
+        return self.board_type(view, view.current_player, self.charge)
 
     def choose(self, view: GameState, rng: random.Random) -> Action:
         actions = view.legal_actions()
@@ -146,7 +174,7 @@ class HeuristicBot:
         phase = view.phase
         if phase is Phase.FINISH or phase is Phase.SCOUT_DRAW:
             return choose_draw(view, actions)
-        board = self.board_type(view, view.current_player)
+        board = self.board(view)
         if phase is Phase.SCOUT_RETURN:
             return choose_return(board, actions)
         if phase is Phase.MUD_DISCARD:

@@ -113,6 +113,7 @@ class SearchParams:
     workers: int = 1  # root parallelism across processes
     leaf: Leaf = Leaf.HEURISTIC
     rank: Rank = Rank.HEURISTIC
+    charge: float = 0.0  # the ranking's price on a troop's best use elsewhere (`Board`)
     endgame: bool = True  # once only the opponent's hand is hidden, play a proven win
 
     def __post_init__(self) -> None:
@@ -404,7 +405,8 @@ class IsmctsBot:
 
     def __init__(self, params: SearchParams | None = None) -> None:
         self.params = params or SearchParams()
-        self.helper: HeuristicBot = ProbBot() if self.params.rank is Rank.PROB else HeuristicBot()
+        helper_type = ProbBot if self.params.rank is Rank.PROB else HeuristicBot
+        self.helper: HeuristicBot = helper_type(charge=self.params.charge)
         self._pool: Any = None
         if self.params.workers > 1:
             # Started once with the bot, so no move pays for starting processes.
@@ -439,7 +441,7 @@ class IsmctsBot:
         hard_deadline = start + budget * 0.99
         actions = view.legal_actions()
         ranked = (
-            ranked_plays(self.helper.board_type(view, view.current_player), actions)
+            ranked_plays(self.helper.board(view), actions)
             if view.phase is Phase.PLAY
             else [(0.0, a) for a in actions]
         )

@@ -3,8 +3,11 @@
 It plays like the heuristic (claims at once, then the action that most raises
 the weighted win chances of the flags), but a flag's chance is
 `odds.FlagOdds`: hypergeometric odds of each formation either side can still
-reach. (Charging a play what the other flags lose once the card leaves the
-hand made it weaker: 38.5% head to head over 200 games, seed 9100.)
+reach. With ``charge=`` (`heuristic.Board`) a troop's play is also priced at a
+share of the most another flag loses once the card leaves the hand: charging
+all the other flags' losses made it weaker (38.5% head to head over 200
+games, seed 9100); a share of the single largest makes it stronger (see
+services/ai/README.md).
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from .odds import FlagOdds
 class OddsBoard(Board):
     """A decision's board whose flag chances are exact odds."""
 
-    def __init__(self, view: GameState, seat: int) -> None:
-        super().__init__(view, seat)
+    def __init__(self, view: GameState, seat: int, charge: float = 0.0) -> None:
+        super().__init__(view, seat, charge)
         self.odds = FlagOdds(view, seat)
 
     def estimate(
@@ -37,12 +40,6 @@ class ProbBot(HeuristicBot):
 
     name = "prob"
     board_type = OddsBoard
-
-    @classmethod
-    def from_knobs(cls, knobs: dict[str, str]) -> ProbBot:
-        if knobs:
-            raise ValueError("prob takes no options")
-        return cls()
 
 
 _ROLLOUT_BOT = ProbBot()
