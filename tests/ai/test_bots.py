@@ -114,7 +114,7 @@ def test_ismcts_decides_from_the_view_alone(knobs: dict[str, str]) -> None:
         "nope",
         "random:x=1",
         "heuristic:depth=2",
-        "prob:noise=1",
+        "prob:noise",
         "ismcts:level=9",
         "ismcts:foo=1",
         "ismcts:c",
