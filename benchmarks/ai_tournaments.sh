@@ -78,3 +78,26 @@ l5 --b ismcts:level=4 --seed 40201 --json $out/level5_vs_level4_seed40201.json \
 #     --seed 700 --json $out/ai_history/pilot_ismcts1000_inner5_vs_heuristic.json
 # results/ai_history/old_*.json are figures of earlier levels 4 and 5 (ismcts:iterations=150
 # / 400 with inner_width=0; level 5 at 500 iterations with inner_width=5), history only.
+
+# prob with charge= (thirteenth session): the stronger stand-in for the outside
+# probability-based bot, and level 5 against it.
+battleline tournament --a prob:charge=0.3 --b prob --games 800 --workers 2 --seed 29000 \
+  --log $out/logs/pilot_s13_charge_vs_prob.jsonl
+for a in prob prob:charge=0.3 prob:charge=0.15; do
+  battleline tournament --a $a --b heuristic --games 800 --workers 2 --seed 61001 \
+    --log $out/logs/pilot_s13_charge_vs_heuristic.jsonl
+done
+battleline tournament --a ismcts:level=5 --b prob:charge=0.3 --games 400 --workers 2 --seed 70001 \
+  --json $out/level5_vs_prob_charge03.json --log $out/logs/pilot_s13_l5_vs_probc03_70001.jsonl
+# Pilots: level 5 with the charge in its ranking, on level 5's own deals (compare with
+# benchmarks/paired.py against logs/level5_vs_prob.jsonl, level5_vs_heuristic.jsonl and
+# pilot_s13_l5_vs_probc03_70001.jsonl):
+#   battleline tournament --a ismcts:level=5,charge=0.3 --b prob --games 400 --workers 2 \
+#     --seed 70001 --json $out/pilot_s13_l5c03_vs_prob.json \
+#     --log $out/logs/pilot_s13_l5c03_vs_prob_70001.jsonl
+#   battleline tournament --a ismcts:level=5,charge=0.3 --b heuristic --games 400 --workers 2 \
+#     --seed 80001 --json $out/pilot_s13_l5c03_vs_heuristic.json \
+#     --log $out/logs/pilot_s13_l5c03_vs_heuristic_80001.jsonl
+#   battleline tournament --a ismcts:level=5,charge=0.3 --b prob:charge=0.3 --games 400 \
+#     --workers 2 --seed 70001 --json $out/pilot_s13_l5c03_vs_prob_charge03.json \
+#     --log $out/logs/pilot_s13_l5c03_vs_probc03_70001.jsonl
