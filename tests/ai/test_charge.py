@@ -6,6 +6,7 @@ import pytest
 
 from battleline_ai import make_bot
 from battleline_ai.heuristic import Board, score_action
+from battleline_ai.ismcts import IsmctsBot
 from battleline_ai.prob import OddsBoard, ProbBot
 from battleline_rules import Action, Kind, parse_card
 from tests.rules.positions import position
@@ -48,8 +49,9 @@ def test_a_flag_the_seat_cannot_add_to_is_not_a_use() -> None:
 
 
 def test_charge_is_a_knob_of_prob_and_of_the_search() -> None:
-    assert make_bot("prob:charge=0.3").charge == pytest.approx(0.3)  # type: ignore[attr-defined]
-    assert make_bot("ismcts:level=5,charge=0.2").helper.charge == pytest.approx(0.2)  # type: ignore[attr-defined]
-    assert isinstance(make_bot("ismcts:level=5").helper, ProbBot)  # type: ignore[attr-defined]
+    bot, search = make_bot("prob:charge=0.3"), make_bot("ismcts:level=5,charge=0.2")
+    assert isinstance(bot, ProbBot) and bot.charge == pytest.approx(0.3)
+    assert isinstance(search, IsmctsBot) and isinstance(search.helper, ProbBot)
+    assert search.helper.charge == pytest.approx(0.2)
     with pytest.raises(ValueError, match="charge"):
         make_bot("prob:weight=1")
