@@ -101,3 +101,7 @@ battleline tournament --a ismcts:level=5 --b prob:charge=0.3 --games 400 --worke
 #   battleline tournament --a ismcts:level=5,charge=0.3 --b prob:charge=0.3 --games 400 \
 #     --workers 2 --seed 70001 --json $out/pilot_s13_l5c03_vs_prob_charge03.json \
 #     --log $out/logs/pilot_s13_l5c03_vs_probc03_70001.jsonl
+# ... and the next 200 deals against it
+battleline tournament --a ismcts:level=5 --b prob:charge=0.3 --games 400 --workers 2 --seed 70201 \
+  --json $out/level5_vs_prob_charge03_seed70201.json \
+  --log $out/logs/level5_vs_prob_charge03_seed70201.jsonl
