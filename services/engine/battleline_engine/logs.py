@@ -10,7 +10,7 @@ import json
 import logging
 import sys
 import time
-from typing import Final
+from typing import Final, TextIO
 
 _STANDARD: Final = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
     "message", "asctime", "taskName",
@@ -65,9 +65,23 @@ class RepeatFilter(logging.Filter):
         return True
 
 
+class StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a record is emitted, not the stream of
+    the moment logging was configured: a command run in-process (a test runner, an
+    embedding host) may swap and close that stream while server threads still log."""
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: object) -> None:
+        """StreamHandler sets its stream at start; this handler always asks sys."""
+
+
 def configure(level: str = "info", fmt: str = "json") -> None:
     """Route all logging to stderr in the chosen format, repeats cut short."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = StderrHandler()
     handler.addFilter(RepeatFilter())
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
