@@ -22,6 +22,7 @@ SPECS = [
     "ismcts:iterations=15,depth=2",
     "ismcts:iterations=15,depth=0,leaf=seen,rank=prob",
     "ismcts:iterations=15,depth=0,leaf=seen,rank=prob,margin=0.001",
+    "ismcts:iterations=15,depth=0,leaf=odds,rank=prob,margin=0.001",
     "ismcts:iterations=15,depth=2,leaf=seen,rank=prob,margin=0.001,rollout=prob",
 ]
 
@@ -89,6 +90,7 @@ def choices_in_a_game(seed: int, rng_seed: int, count: int) -> Iterator[GameStat
     [
         {"iterations": "60"},
         {"iterations": "60", "leaf": "seen", "rank": "prob", "depth": "0"},
+        {"iterations": "60", "leaf": "odds", "rank": "prob", "depth": "0"},
         {"iterations": "30", "leaf": "seen", "rank": "prob", "depth": "2", "rollout": "prob"},
     ],
 )

@@ -8,6 +8,7 @@ against enumerating every possible set of draws on small random positions.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from itertools import combinations, pairwise
 from math import comb
 
@@ -18,11 +19,13 @@ from battleline_ai.odds import (
     Supply,
     assign_hand,
     kept_after_discard,
+    position_value,
+    seen_position_value,
     side_outlook,
     win_probability,
 )
 from battleline_ai.prob import ProbBot
-from battleline_rules import RULESETS, best_formation, new_game, parse_card
+from battleline_rules import RULESETS, GameState, best_formation, new_game, parse_card
 from battleline_rules.cards import COLOUR, VALUE, Tactic, mask_of
 from battleline_rules.rulesets import Category
 from tests.rules.positions import position
@@ -208,3 +211,19 @@ def test_a_side_over_the_flag_size_keeps_its_best_cards() -> None:
     assert FlagOdds(view, 0).chance(*sides, 3, False) == 1.0
     assert FlagOdds(view, 1).chance(sides[1], sides[0], 3, False) == 0.0
     assert ProbBot().choose(view, random.Random(1)) in view.legal_actions()
+
+
+@pytest.mark.parametrize("leaf", [position_value, seen_position_value])
+def test_both_leaves_price_a_tactic_played_beyond_the_opponents_count(
+    leaf: Callable[[GameState, int], float],
+) -> None:
+    """A tactic played lets the opponent play one: the leaf that reads a sampled world's
+    hands prices it as the leaf from the seat's own view does, or a search scored by it
+    would spend tactics as if they were free."""
+    state = position(flags={1: "R7 R8 | B5 | - | -"}, hands=("R9 G2 G3", "Y7 Y8"))
+    even = leaf(state, 0)
+    state.tactics_played[0] += 1
+    ahead = leaf(state, 0)
+    state.tactics_played[1] += 2
+    behind = leaf(state, 0)
+    assert 0.0 < ahead < even < behind < 1.0

@@ -621,24 +621,30 @@ def _proven_winner(
 
 
 def position_value(state: GameState, seat: int) -> float:
-    """Chance in [0, 1] that ``seat`` wins: exact when over, else from every flag's odds."""
+    """Chance in [0, 1] that ``seat`` wins, judged from all that ``state`` shows (both
+    hands, in a sampled world): exact when over, else from every flag's odds, with
+    tactics priced as in `seen_position_value`."""
     if state.is_over:
         return 0.5 if state.winner is None else float(state.winner == seat)
-    return _odds_value(state, seat)
+    return _odds_value(state, seat, -_tactics_owed(state, seat))
 
 
 def seen_position_value(state: GameState, seat: int) -> float:
-    """`position_value` judged from ``seat``'s own view, with tactics priced.
+    """`position_value` judged from ``seat``'s own view.
 
     In a sampled world the opponent's hand is a guess: counting it as certain
-    would only add that guess's noise. A tactic played beyond the opponent's
-    count costs what it costs `prob` and the heuristic (it lets the opponent
-    play one), or the search would spend tactics as if they were free.
+    would only add that guess's noise.
     """
     if state.is_over:
         return 0.5 if state.winner is None else float(state.winner == seat)
-    spent = state.tactics_played[seat] - state.tactics_played[1 - seat]
-    return _odds_value(state.view(seat), seat, -TACTIC_COST * spent)
+    return _odds_value(state.view(seat), seat, -_tactics_owed(state, seat))
+
+
+def _tactics_owed(state: GameState, seat: int) -> float:
+    """The price of the tactics ``seat`` played beyond the opponent's count: each lets
+    the opponent play one, as `prob` and the heuristic price it, or a search would spend
+    tactics as if they were free."""
+    return TACTIC_COST * (state.tactics_played[seat] - state.tactics_played[1 - seat])
 
 
 def _odds_value(state: GameState, seat: int, x: float = 0.0) -> float:
