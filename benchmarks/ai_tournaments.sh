@@ -105,3 +105,18 @@ battleline tournament --a ismcts:level=5 --b prob:charge=0.3 --games 400 --worke
 battleline tournament --a ismcts:level=5 --b prob:charge=0.3 --games 400 --workers 2 --seed 70201 \
   --json $out/level5_vs_prob_charge03_seed70201.json \
   --log $out/logs/level5_vs_prob_charge03_seed70201.jsonl
+
+# Fourteenth session, on level 5's own deals (compare with benchmarks/paired.py against
+# logs/level5_vs_prob.jsonl). The oracle pilots (logs/pilot_s14_oracle_hand_*.jsonl) and
+# the override pilot (logs/pilot_s14_override_*.jsonl) were throw-away runners that
+# patched level 5 in their process (the oracles deal the opponent's real hand into the
+# sampled worlds: a ceiling, not a bot); the leaf that reads the sampled world's hands is
+# the knob leaf=odds, and its first 400 games (played by the pilot runner, the same moves)
+# are in the log below, so this command only counts them:
+battleline tournament --a ismcts:level=5,leaf=odds --b prob --games 400 --workers 2 --seed 70001 \
+  --log $out/logs/pilot_s14_l5_leaf_odds_vs_prob_70001.jsonl
+# ... and its confirmation on the next 200 deals (a run spanning sessions: the log holds
+# the games played so far)
+battleline tournament --a ismcts:level=5,leaf=odds --b prob --games 400 --workers 2 --seed 70201 \
+  --json $out/pilot_s14_l5_leaf_odds_vs_prob_seed70201.json \
+  --log $out/logs/pilot_s14_l5_leaf_odds_vs_prob_70201.jsonl
