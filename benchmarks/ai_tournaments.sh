@@ -115,8 +115,7 @@ battleline tournament --a ismcts:level=5 --b prob:charge=0.3 --games 400 --worke
 # are in the log below, so this command only counts them:
 battleline tournament --a ismcts:level=5,leaf=odds --b prob --games 400 --workers 2 --seed 70001 \
   --log $out/logs/pilot_s14_l5_leaf_odds_vs_prob_70001.jsonl
-# ... and its confirmation on the next 200 deals (a run spanning sessions: the log holds
-# the games played so far)
+# ... and its confirmation on the next 200 deals
 battleline tournament --a ismcts:level=5,leaf=odds --b prob --games 400 --workers 2 --seed 70201 \
   --json $out/pilot_s14_l5_leaf_odds_vs_prob_seed70201.json \
   --log $out/logs/pilot_s14_l5_leaf_odds_vs_prob_70201.jsonl

@@ -630,11 +630,9 @@ def position_value(state: GameState, seat: int) -> float:
 
 
 def seen_position_value(state: GameState, seat: int) -> float:
-    """`position_value` judged from ``seat``'s own view.
-
-    In a sampled world the opponent's hand is a guess: counting it as certain
-    would only add that guess's noise.
-    """
+    """`position_value` judged from ``seat``'s own view: in a sampled world the
+    opponent's hand is a guess, and this leaf counts it as unseen cards (extra draws at
+    every flag) rather than as the seven cards it is (`leaf=odds` reads the guess)."""
     if state.is_over:
         return 0.5 if state.winner is None else float(state.winner == seat)
     return _odds_value(state.view(seat), seat, -_tactics_owed(state, seat))
