@@ -17,7 +17,9 @@ from multiprocessing.pool import AsyncResult, Pool
 import pexpect
 
 MOVE = r"your move \(1-\d+"
-OVER = r"match over: [^\r\n]*"
+# To the line's end: the line may reach the pty in pieces, and a pattern free to stop
+# anywhere would match only the first piece.
+OVER = r"match over: [^\r\n]*\r?\n"
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ def _session(command: list[str], answer: bool, timeout_s: float,
                 child.sendline("1")
                 prompts += 1
             elif index == 1:
-                result = str(child.after)
+                result = str(child.after).rstrip()
             elif index == 2:
                 break
         child.close()

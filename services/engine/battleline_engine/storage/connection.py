@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import re
 import secrets
+import string
 import time
 from typing import TYPE_CHECKING, Any, Final
 
@@ -138,6 +139,9 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+_ID_ALPHABET = string.ascii_letters + string.digits
+
+
 def valid_id(value: str) -> bool:
     """Whether `value` can be an id inside a key (no braces, colons, spaces)."""
     return _ID_RE.fullmatch(value) is not None  # fullmatch: `$` alone lets a final newline in
@@ -152,8 +156,9 @@ def check_id(value: str, what: str = "match id") -> str:
 
 
 def new_match_id() -> str:
-    """A random match id (96 bits), safe inside a hash tag."""
-    return secrets.token_urlsafe(12)
+    """A random match id (17 letters and digits, about 101 bits), safe inside a hash tag.
+    Never a leading "-", which a command line would read as an option."""
+    return "".join(secrets.choice(_ID_ALPHABET) for _ in range(17))
 
 
 def new_seat_token(match_id: str) -> str:
