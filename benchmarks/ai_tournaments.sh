@@ -119,3 +119,20 @@ battleline tournament --a ismcts:level=5,leaf=odds --b prob --games 400 --worker
 battleline tournament --a ismcts:level=5,leaf=odds --b prob --games 400 --workers 2 --seed 70201 \
   --json $out/pilot_s14_l5_leaf_odds_vs_prob_seed70201.json \
   --log $out/logs/pilot_s14_l5_leaf_odds_vs_prob_70201.jsonl
+
+# Fifteenth session. Level 5 on the next 200 deals against each yardstick:
+battleline tournament --a ismcts:level=5 --b prob --games 400 --workers 2 --seed 70401 \
+  --json $out/level5_vs_prob_seed70401.json --log $out/logs/level5_vs_prob_seed70401.jsonl
+battleline tournament --a ismcts:level=5 --b heuristic --games 400 --workers 2 --seed 80401 \
+  --json $out/level5_vs_heuristic_seed80401.json \
+  --log $out/logs/level5_vs_heuristic_seed80401.jsonl
+# Pilots (compare with benchmarks/paired.py against level 5's logs on the same seeds):
+battleline tournament --a ismcts:level=5,charge=0.3 --b prob --games 400 --workers 2 --seed 70201 \
+  --json $out/pilot_s15_l5c03_vs_prob_seed70201.json \
+  --log $out/logs/pilot_s15_l5c03_vs_prob_70201.jsonl
+battleline tournament --a ismcts:level=5,width=16 --b prob --games 400 --workers 2 --seed 70001 \
+  --log $out/logs/pilot_s15_l5_width16_vs_prob_70001.jsonl
+# The SPSA tuning of prob's prices, its check (logs/pilot_s15_spsa_*.jsonl), the draw
+# search (logs/pilot_s15_l5_drawsearch_vs_prob_70001.jsonl) and the draw horizon
+# (logs/pilot_s15_horizon_vs_prob.jsonl) were throw-away runners or reverted changes;
+# services/ai/README.md describes each.
