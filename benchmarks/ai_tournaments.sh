@@ -133,6 +133,6 @@ battleline tournament --a ismcts:level=5,charge=0.3 --b prob --games 400 --worke
 battleline tournament --a ismcts:level=5,width=16 --b prob --games 400 --workers 2 --seed 70001 \
   --log $out/logs/pilot_s15_l5_width16_vs_prob_70001.jsonl
 # The SPSA tuning of prob's prices, its check (logs/pilot_s15_spsa_*.jsonl), the draw
-# search (logs/pilot_s15_l5_drawsearch_vs_prob_70001.jsonl) and the draw horizon
+# search (logs/pilot_s15_l5_drawsearch*_vs_prob_70001.jsonl) and the draw horizon
 # (logs/pilot_s15_horizon_vs_prob.jsonl) were throw-away runners or reverted changes;
 # services/ai/README.md describes each.
