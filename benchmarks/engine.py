@@ -28,6 +28,11 @@ engine's and the echo's (`unbatched_p50_ms_K`, `echo_p50_ms_K`, ...). Under the 
 load the default and the redis-py engine play the same matches in turn;
 `fastredis_cpu_saving` is the share of engine CPU per call FastRedis saves against
 redis-py, the CPU time read from each server process's own /proc stat.
+
+Client, server and Redis share the cores, so the throughput ratio follows what each side
+spends in all its processes: the clients' CPU (their process time) and Redis's (INFO cpu)
+are printed per call too, with `engine_vs_echo_total_cpu_ratio` and
+`ratio_bound_server_as_echo`, the ratio were the engine server as cheap as the echo's.
 """
 
 from __future__ import annotations
@@ -83,6 +88,7 @@ class Stats:
     response_bytes: int = 0
     errors: int = 0
     completed: int = 0
+    client_cpu_s: float = 0.0  # CPU the load-generating processes spent
     error_kinds: dict[str, int] = field(default_factory=dict)
     first_errors: list[str] = field(default_factory=list)
 
@@ -102,6 +108,7 @@ class Stats:
         self.response_bytes += other.response_bytes
         self.errors += other.errors
         self.completed += other.completed
+        self.client_cpu_s += other.client_cpu_s
         self.first_errors += other.first_errors
         for name, count in other.error_kinds.items():
             self.error_kinds[name] = self.error_kinds.get(name, 0) + count
@@ -277,15 +284,29 @@ async def run_echo(address: str, concurrency: int, seconds: float) -> tuple[Stat
 
 
 def _engine_worker(address: str, matches: int, seed: int) -> tuple[Stats, float, float]:
-    started = time.time()
+    started, cpu = time.time(), time.process_time()
     stats, _ = asyncio.run(run_engine(address, matches, seed))
+    stats.client_cpu_s = time.process_time() - cpu
     return stats, started, time.time()
 
 
 def _echo_worker(address: str, concurrency: int, seconds: float) -> tuple[Stats, float, float]:
-    started = time.time()
+    started, cpu = time.time(), time.process_time()
     stats, _ = asyncio.run(run_echo(address, concurrency, seconds))
+    stats.client_cpu_s = time.process_time() - cpu
     return stats, started, time.time()
+
+
+def redis_cpu_seconds(url: str) -> float:
+    """User + system CPU the Redis server has spent so far (its INFO cpu section)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        info = client.info("cpu")
+    finally:
+        client.close()
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def in_processes(worker: Callable[..., tuple[Stats, float, float]], clients: int,
@@ -372,12 +393,15 @@ def main() -> None:
                     _echo_worker, n, [(echo_address, k, echo_seconds / 2) for k in shares])
                 return stats, seconds, cpu_seconds(echo.pid) - cpu
 
+            redis_cpu: dict[str, float] = {}
+
             def engine_run(name: str) -> tuple[Stats, float, float]:
                 process, address = servers[name]
-                cpu = cpu_seconds(process.pid)
+                cpu, redis_before = cpu_seconds(process.pid), redis_cpu_seconds(url)
                 stats, seconds = in_processes(
                     _engine_worker, n,
                     [(address, k, args.seed + 100_000 * i) for i, k in enumerate(shares)])
+                redis_cpu[name] = redis_cpu_seconds(url) - redis_before
                 return stats, seconds, cpu_seconds(process.pid) - cpu
 
             echo_before = echo_run()
@@ -442,7 +466,27 @@ def main() -> None:
     echo_per_call = echo_cpu / max(1, echo_stats.calls)
     engine_per_action = engine_cpu / max(1, engine_stats.actions)
     print(f"engine_vs_echo_cpu_ratio: {echo_per_call / max(1e-9, engine_per_action):.3f}")
+    # Client, server and Redis share the cores, so the throughput ratio is bounded by the
+    # CPU each side of the comparison spends in all its processes per call.
     calls = max(1, engine_stats.calls)
+    echo_calls = max(1, echo_stats.calls)
+    engine_client = engine_stats.client_cpu_s / calls
+    echo_client = echo_stats.client_cpu_s / echo_calls
+    engine_redis = redis_cpu["engine"] / calls
+    print(f"engine_client_cpu_ms_per_call: {engine_client * ms:.3f}")
+    print(f"echo_client_cpu_ms_per_call: {echo_client * ms:.3f}")
+    print(f"engine_redis_cpu_ms_per_call: {engine_redis * ms:.3f}")
+    engine_total = engine_client + cpu_per_call["engine"] + engine_redis
+    echo_total = echo_client + echo_per_call
+    print(f"engine_total_cpu_ms_per_call: {engine_total * ms:.3f}")
+    print(f"echo_total_cpu_ms_per_call: {echo_total * ms:.3f}")
+    # What the ratio would be were every process of both runs bound by CPU alone.
+    actions_per_call = engine_stats.actions / calls
+    print(f"engine_vs_echo_total_cpu_ratio: {echo_total / engine_total * actions_per_call:.3f}")
+    # The same, were the engine server no dearer per call than the echo server: the most
+    # any work on the engine's own code can bring in this harness.
+    bound = echo_total / (engine_client + echo_per_call + engine_redis) * actions_per_call
+    print(f"ratio_bound_server_as_echo: {bound:.3f}")
     print(f"engine_request_bytes: {engine_stats.request_bytes / calls:.0f}")
     print(f"engine_response_bytes: {engine_stats.response_bytes / calls:.0f}")
     print(f"echo_request_bytes: {ECHO_REQUEST_BYTES}")
