@@ -27,7 +27,8 @@ redis-py). At low load (1, 4 and 16 concurrent matches from one client process)
 engine's and the echo's (`unbatched_p50_ms_K`, `echo_p50_ms_K`, ...). Under the full
 load the default and the redis-py engine play the same matches in turn;
 `fastredis_cpu_saving` is the share of engine CPU per call FastRedis saves against
-redis-py, the CPU time read from each server process's own /proc stat.
+redis-py, the CPU time read from each server process's own /proc stat. Each engine plays
+the load twice, the second round in the reverse order.
 
 Client, server and Redis share the cores, so the throughput ratio follows what each side
 spends in all its processes: the clients' CPU (their process time) and Redis's (INFO cpu)
@@ -393,19 +394,26 @@ def main() -> None:
                     _echo_worker, n, [(echo_address, k, echo_seconds / 2) for k in shares])
                 return stats, seconds, cpu_seconds(echo.pid) - cpu
 
-            redis_cpu: dict[str, float] = {}
+            loads = {name: (Stats(), 0.0, 0.0) for name in ENGINES}
+            redis_cpu = dict.fromkeys(ENGINES, 0.0)
 
-            def engine_run(name: str) -> tuple[Stats, float, float]:
+            def engine_run(name: str, seed: int) -> None:
                 process, address = servers[name]
                 cpu, redis_before = cpu_seconds(process.pid), redis_cpu_seconds(url)
                 stats, seconds = in_processes(
                     _engine_worker, n,
-                    [(address, k, args.seed + 100_000 * i) for i, k in enumerate(shares)])
-                redis_cpu[name] = redis_cpu_seconds(url) - redis_before
-                return stats, seconds, cpu_seconds(process.pid) - cpu
+                    [(address, k, seed + 100_000 * i) for i, k in enumerate(shares)])
+                redis_cpu[name] += redis_cpu_seconds(url) - redis_before
+                total, total_s, total_cpu = loads[name]
+                total.add(stats)
+                loads[name] = total, total_s + seconds, total_cpu + cpu_seconds(process.pid) - cpu
 
             echo_before = echo_run()
-            loads = {name: engine_run(name) for name in ENGINES}
+            # Each engine plays twice, the second round in the reverse order (the same
+            # deals in a round), so a drift in the machine's load weighs on all alike.
+            for round_seed, order in ((args.seed, [*ENGINES]), (args.seed + 1, [*ENGINES][::-1])):
+                for name in order:
+                    engine_run(name, round_seed)
             echo_after = echo_run()
         finally:
             for process, _ in servers.values():
