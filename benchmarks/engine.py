@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
+import redis
 
 from battleline.v1 import (
     game_pb2,
@@ -300,8 +301,6 @@ def _echo_worker(address: str, concurrency: int, seconds: float) -> tuple[Stats,
 
 def redis_cpu_seconds(url: str) -> float:
     """User + system CPU the Redis server has spent so far (its INFO cpu section)."""
-    import redis
-
     client = redis.Redis.from_url(url)
     try:
         info = client.info("cpu")
