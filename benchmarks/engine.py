@@ -47,10 +47,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 import redis
@@ -285,18 +286,20 @@ async def run_echo(address: str, concurrency: int, seconds: float) -> tuple[Stat
     return stats, elapsed
 
 
-def _engine_worker(address: str, matches: int, seed: int) -> tuple[Stats, float, float]:
+def _measured(load: Coroutine[Any, Any, tuple[Stats, float]]) -> tuple[Stats, float, float]:
+    """Run one client process's load: its stats (with the process's CPU), start and end."""
     started, cpu = time.time(), time.process_time()
-    stats, _ = asyncio.run(run_engine(address, matches, seed))
+    stats, _ = asyncio.run(load)
     stats.client_cpu_s = time.process_time() - cpu
     return stats, started, time.time()
+
+
+def _engine_worker(address: str, matches: int, seed: int) -> tuple[Stats, float, float]:
+    return _measured(run_engine(address, matches, seed))
 
 
 def _echo_worker(address: str, concurrency: int, seconds: float) -> tuple[Stats, float, float]:
-    started, cpu = time.time(), time.process_time()
-    stats, _ = asyncio.run(run_echo(address, concurrency, seconds))
-    stats.client_cpu_s = time.process_time() - cpu
-    return stats, started, time.time()
+    return _measured(run_echo(address, concurrency, seconds))
 
 
 def redis_cpu_seconds(url: str) -> float:
