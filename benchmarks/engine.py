@@ -31,8 +31,9 @@ redis-py, the CPU time read from each server process's own /proc stat. Each engi
 the load twice, the second round in the reverse order.
 
 Client, server and Redis share the cores, so the throughput ratio follows what each side
-spends in all its processes: the clients' CPU (their process time) and Redis's (INFO cpu)
-are printed per call too, with `engine_vs_echo_total_cpu_ratio` and
+spends in all its processes: the clients' CPU (their process time) and Redis's (INFO cpu,
+for each engine: `engine_redis_cpu_ms_per_call`, `unbatched_...`, `redispy_...`) are
+printed per call too, with `engine_vs_echo_total_cpu_ratio` and
 `ratio_bound_server_as_echo`, the ratio were the engine server as cheap as the echo's.
 """
 
@@ -115,6 +116,27 @@ class Stats:
         self.first_errors += other.first_errors
         for name, count in other.error_kinds.items():
             self.error_kinds[name] = self.error_kinds.get(name, 0) + count
+
+
+@dataclass
+class Load:
+    """One server's runs added up: the clients' stats, the wall seconds, and the CPU
+    seconds the server's own process and Redis spent on them."""
+
+    stats: Stats = field(default_factory=Stats)
+    seconds: float = 0.0
+    server_cpu: float = 0.0
+    redis_cpu: float = 0.0
+
+    def add(self, other: Load) -> None:
+        self.stats.add(other.stats)
+        self.seconds += other.seconds
+        self.server_cpu += other.server_cpu
+        self.redis_cpu += other.redis_cpu
+
+    def per_call(self, seconds: float) -> float:
+        """CPU ``seconds`` of these runs per call served."""
+        return seconds / max(1, self.stats.calls)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -390,14 +412,13 @@ def main() -> None:
                 {name: servers[name][1] for name in ("engine", "unbatched")}, echo_address,
                 LATENCY_LEVELS, latency_seconds, args.seed)
 
-            def echo_run() -> tuple[Stats, float, float]:
+            def echo_run() -> Load:
                 cpu = cpu_seconds(echo.pid)
                 stats, seconds = in_processes(
                     _echo_worker, n, [(echo_address, k, echo_seconds / 2) for k in shares])
-                return stats, seconds, cpu_seconds(echo.pid) - cpu
+                return Load(stats, seconds, cpu_seconds(echo.pid) - cpu)
 
-            loads = {name: (Stats(), 0.0, 0.0) for name in ENGINES}
-            redis_cpu = dict.fromkeys(ENGINES, 0.0)
+            loads = {name: Load() for name in ENGINES}
 
             def engine_run(name: str, seed: int) -> None:
                 process, address = servers[name]
@@ -405,10 +426,8 @@ def main() -> None:
                 stats, seconds = in_processes(
                     _engine_worker, n,
                     [(address, k, seed + 100_000 * i) for i, k in enumerate(shares)])
-                redis_cpu[name] += redis_cpu_seconds(url) - redis_before
-                total, total_s, total_cpu = loads[name]
-                total.add(stats)
-                loads[name] = total, total_s + seconds, total_cpu + cpu_seconds(process.pid) - cpu
+                loads[name].add(Load(stats, seconds, cpu_seconds(process.pid) - cpu,
+                                     redis_cpu_seconds(url) - redis_before))
 
             echo_before = echo_run()
             # Each engine plays twice, the second round in the reverse order (the same
@@ -422,13 +441,13 @@ def main() -> None:
                 process.terminate()
                 process.wait(15)
             redis.stop()
-    echo_stats = Stats()
-    for part in (echo_before[0], echo_after[0]):
-        echo_stats.add(part)
-    echo_s = echo_before[1] + echo_after[1]
-    echo_cpu = echo_before[2] + echo_after[2]
+    echo_load = Load()
+    for part in (echo_before, echo_after):
+        echo_load.add(part)
+    echo_stats, echo_s, echo_cpu = echo_load.stats, echo_load.seconds, echo_load.server_cpu
     echo_rate = echo_stats.calls / echo_s
-    engine_stats, engine_s, engine_cpu = loads["engine"]
+    engine = loads["engine"]
+    engine_stats, engine_s, engine_cpu = engine.stats, engine.seconds, engine.server_cpu
     actions_rate = engine_stats.actions / engine_s
     calls_rate = engine_stats.calls / engine_s
     ms = 1000.0
@@ -442,8 +461,8 @@ def main() -> None:
     print(f"engine_actions_per_s: {actions_rate:.1f}")
     print(f"engine_calls_per_s: {calls_rate:.1f}")
     print(f"echo_calls_per_s: {echo_rate:.1f}")
-    print(f"echo_calls_per_s_before_after: {echo_before[0].calls / echo_before[1]:.1f} "
-          f"{echo_after[0].calls / echo_after[1]:.1f}")
+    print(f"echo_calls_per_s_before_after: {echo_before.stats.calls / echo_before.seconds:.1f} "
+          f"{echo_after.stats.calls / echo_after.seconds:.1f}")
     print(f"engine_vs_echo_ratio: {actions_rate / echo_rate:.3f}")
     print(f"engine_calls_vs_echo_ratio: {calls_rate / echo_rate:.3f}")
     print(f"p50_ms: {percentile(engine_stats.latencies, 0.5) * ms:.2f}")
@@ -461,31 +480,31 @@ def main() -> None:
                      / max(1e-9, percentile(latencies[("unbatched", k)].latencies, q)))
             print(f"p{int(q * 100)}_vs_unbatched_{k}: {ratio:.2f}")
     # Server CPU per call: independent of what else loads this (shared) machine.
-    cpu_per_call = {name: cpu / max(1, stats.calls) for name, (stats, _, cpu) in loads.items()}
+    cpu_per_call = {name: load.per_call(load.server_cpu) for name, load in loads.items()}
     print(f"engine_server_cpu_ms_per_call: {cpu_per_call['engine'] * ms:.3f}")
     print(f"unbatched_server_cpu_ms_per_call: {cpu_per_call['unbatched'] * ms:.3f}")
     print(f"redispy_server_cpu_ms_per_call: {cpu_per_call['redispy'] * ms:.3f}")
     print(f"fastredis_cpu_saving: {1 - cpu_per_call['engine'] / cpu_per_call['redispy']:.3f}")
     print(f"batching_cpu_saving: {1 - cpu_per_call['engine'] / cpu_per_call['unbatched']:.3f}")
     for name in ("unbatched", "redispy"):
-        stats, seconds, _ = loads[name]
-        print(f"{name}_vs_echo_ratio: {stats.actions / seconds / echo_rate:.3f}")
+        load = loads[name]
+        print(f"{name}_vs_echo_ratio: {load.stats.actions / load.seconds / echo_rate:.3f}")
     print(f"echo_server_cpu_ms_per_call: {echo_cpu * ms / max(1, echo_stats.calls):.3f}")
     print(f"engine_server_cpu_share: {engine_cpu / engine_s:.2f}")
     print(f"engine_server_cpu_ms_per_action: {engine_cpu * ms / max(1, engine_stats.actions):.3f}")
-    echo_per_call = echo_cpu / max(1, echo_stats.calls)
+    echo_per_call = echo_load.per_call(echo_cpu)
     engine_per_action = engine_cpu / max(1, engine_stats.actions)
     print(f"engine_vs_echo_cpu_ratio: {echo_per_call / max(1e-9, engine_per_action):.3f}")
     # Client, server and Redis share the cores, so the throughput ratio is bounded by the
     # CPU each side of the comparison spends in all its processes per call.
     calls = max(1, engine_stats.calls)
-    echo_calls = max(1, echo_stats.calls)
-    engine_client = engine_stats.client_cpu_s / calls
-    echo_client = echo_stats.client_cpu_s / echo_calls
-    engine_redis = redis_cpu["engine"] / calls
+    engine_client = engine.per_call(engine_stats.client_cpu_s)
+    echo_client = echo_load.per_call(echo_stats.client_cpu_s)
+    engine_redis = engine.per_call(engine.redis_cpu)
     print(f"engine_client_cpu_ms_per_call: {engine_client * ms:.3f}")
     print(f"echo_client_cpu_ms_per_call: {echo_client * ms:.3f}")
-    print(f"engine_redis_cpu_ms_per_call: {engine_redis * ms:.3f}")
+    for name, load in loads.items():
+        print(f"{name}_redis_cpu_ms_per_call: {load.per_call(load.redis_cpu) * ms:.3f}")
     engine_total = engine_client + cpu_per_call["engine"] + engine_redis
     echo_total = echo_client + echo_per_call
     print(f"engine_total_cpu_ms_per_call: {engine_total * ms:.3f}")
@@ -501,7 +520,7 @@ def main() -> None:
     print(f"engine_response_bytes: {engine_stats.response_bytes / calls:.0f}")
     print(f"echo_request_bytes: {ECHO_REQUEST_BYTES}")
     print(f"echo_response_bytes: {ECHO_RESPONSE_BYTES}")
-    every = [echo_stats, latency_errors, *(stats for stats, _, _ in loads.values())]
+    every = [echo_stats, latency_errors, *(load.stats for load in loads.values())]
     print(f"errors: {sum(stats.errors for stats in every)}")
     for stats in every:
         if stats.error_kinds:
