@@ -489,10 +489,10 @@ def main() -> None:
     for name in ("unbatched", "redispy"):
         load = loads[name]
         print(f"{name}_vs_echo_ratio: {load.stats.actions / load.seconds / echo_rate:.3f}")
-    print(f"echo_server_cpu_ms_per_call: {echo_cpu * ms / max(1, echo_stats.calls):.3f}")
+    echo_per_call = echo_load.per_call(echo_cpu)
+    print(f"echo_server_cpu_ms_per_call: {echo_per_call * ms:.3f}")
     print(f"engine_server_cpu_share: {engine_cpu / engine_s:.2f}")
     print(f"engine_server_cpu_ms_per_action: {engine_cpu * ms / max(1, engine_stats.actions):.3f}")
-    echo_per_call = echo_load.per_call(echo_cpu)
     engine_per_action = engine_cpu / max(1, engine_stats.actions)
     print(f"engine_vs_echo_cpu_ratio: {echo_per_call / max(1e-9, engine_per_action):.3f}")
     # Client, server and Redis share the cores, so the throughput ratio is bounded by the
