@@ -500,11 +500,12 @@ def main() -> None:
     calls = max(1, engine_stats.calls)
     engine_client = engine.per_call(engine_stats.client_cpu_s)
     echo_client = echo_load.per_call(echo_stats.client_cpu_s)
-    engine_redis = engine.per_call(engine.redis_cpu)
+    redis_per_call = {name: load.per_call(load.redis_cpu) for name, load in loads.items()}
+    engine_redis = redis_per_call["engine"]
     print(f"engine_client_cpu_ms_per_call: {engine_client * ms:.3f}")
     print(f"echo_client_cpu_ms_per_call: {echo_client * ms:.3f}")
-    for name, load in loads.items():
-        print(f"{name}_redis_cpu_ms_per_call: {load.per_call(load.redis_cpu) * ms:.3f}")
+    for name, per_call in redis_per_call.items():
+        print(f"{name}_redis_cpu_ms_per_call: {per_call * ms:.3f}")
     engine_total = engine_client + cpu_per_call["engine"] + engine_redis
     echo_total = echo_client + echo_per_call
     print(f"engine_total_cpu_ms_per_call: {engine_total * ms:.3f}")
