@@ -36,7 +36,7 @@ from battleline.v1 import (
 
 from . import common
 from .client import CHANNEL_OPTIONS
-from .common import CallObserver, Created, SeatHandle, WatchCursor
+from .common import CallObserver, Created, SeatHandle, SeatMemory, WatchCursor
 from .errors import BattleLineError, StaleVersion, from_rpc_error
 
 R = TypeVar("R")
@@ -203,24 +203,8 @@ class AsyncClient:
         return AsyncSeat(self, handle)
 
 
-class AsyncSeat:
+class AsyncSeat(SeatMemory["AsyncClient"]):
     """One seat of a match: remembers its last view so actions carry the right version."""
-
-    def __init__(self, client: AsyncClient, handle: SeatHandle) -> None:
-        self.client = client
-        self.handle = handle
-        self.last_view: types_pb2.MatchView | None = None
-
-    @property
-    def match_id(self) -> str:
-        return self.handle.match_id
-
-    def remember(self, view: types_pb2.MatchView) -> types_pb2.MatchView:
-        """Keep `view` as the last view unless a newer one is already known; returns the
-        newest. (A Watch stream can deliver views older than an action's response.)"""
-        if self.last_view is None or view.version >= self.last_view.version:
-            self.last_view = view
-        return self.last_view
 
     async def view(self) -> types_pb2.MatchView:
         """Fetch (and remember) this seat's view."""
@@ -256,9 +240,7 @@ class AsyncSeat:
         `last_view`."""
         async for message in self.client.watch(self.handle.match_id, self.handle.token,
                                                **kwargs):
-            for field in ("snapshot", "view"):
-                if message.HasField(field):
-                    self.remember(getattr(message, field))
+            self.remember_streamed(message)
             yield message
 
     async def record(self) -> record_pb2.GetRecordResponse:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 import grpc
 from google.protobuf import duration_pb2
@@ -61,6 +61,36 @@ class SeatHandle:
     match_id: str
     token: str
     seat: int  # types_pb2.Seat: SEAT_FIRST or SEAT_SECOND
+
+
+ClientT = TypeVar("ClientT")
+
+
+class SeatMemory(Generic[ClientT]):
+    """What a seat keeps, whichever client it talks through: its credentials and the
+    newest view it has seen, so that an action carries the right version."""
+
+    def __init__(self, client: ClientT, handle: SeatHandle) -> None:
+        self.client = client
+        self.handle = handle
+        self.last_view: types_pb2.MatchView | None = None
+
+    @property
+    def match_id(self) -> str:
+        return self.handle.match_id
+
+    def remember(self, view: types_pb2.MatchView) -> types_pb2.MatchView:
+        """Keep `view` as the last view unless a newer one is already known; returns the
+        newest. (A Watch stream can deliver views older than an action's response.)"""
+        if self.last_view is None or view.version >= self.last_view.version:
+            self.last_view = view
+        return self.last_view
+
+    def remember_streamed(self, message: watch_pb2.WatchResponse) -> None:
+        """Remember the view a Watch message carries, if any."""
+        for field in ("snapshot", "view"):
+            if message.HasField(field):
+                self.remember(getattr(message, field))
 
 
 @dataclass(frozen=True, slots=True)
