@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
@@ -47,6 +48,9 @@ def test_serve_starts_an_ai_that_plays_and_dies_with_it(tmp_path: Path) -> None:
         assert workers
         worker_args = command_line(workers[0])
         assert worker_args[worker_args.index("--claim-idle") + 1] == "3.0"  # env passed on
+        # The workers log as serve was told to (a level given on serve's command line too).
+        assert worker_args[worker_args.index("--log-level") + 1] == "warning"
+        assert worker_args[worker_args.index("--log-format") + 1] == "text"
         redis = [p for p in children(process.pid)
                  if "redis-server" in " ".join(command_line(p))]
         assert redis  # the embedded Redis must not outlive serve either
@@ -87,3 +91,22 @@ def test_serve_on_a_redis_cluster_plays_an_ai_match(tmp_path: Path) -> None:
     finally:
         engine.stop()
         cluster.stop()
+
+
+def test_every_process_of_serve_logs_one_json_object_per_line(tmp_path: Path) -> None:
+    """serve, its AI service and the AI's workers write the same structured lines, so one
+    log collector reads them all (the workers once wrote plain text whatever serve used)."""
+    log = tmp_path / "serve.log"
+    with log.open("w") as err:
+        process, _ = start_serve("--no-web", "--data-dir", str(tmp_path / "data"), stderr=err)
+    try:
+        deadline = time.monotonic() + 30
+        while "ai worker" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        stop_serve(process)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    loggers = {record["logger"] for record in records}
+    assert {"battleline_engine.server", "battleline.ai"} <= loggers, loggers
+    worker = [r for r in records if r["logger"] == "battleline.ai" and "ai worker" in r["message"]]
+    assert worker and worker[0]["level"] == "info"

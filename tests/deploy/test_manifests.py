@@ -204,3 +204,20 @@ def test_forwarded_addresses_are_believed_from_envoy_and_the_gateway_only() -> N
         container = _by_kind("Deployment", name)["spec"]["template"]["spec"]["containers"][0]
         assert {"secretRef": {"name": "battleline-gateway"}} in container["envFrom"]
     assert "BATTLELINE_GATEWAY_SECRET" in _by_kind("Secret", "battleline-gateway")["stringData"]
+
+
+def test_every_battleline_process_gets_the_same_log_settings() -> None:
+    """Engines, AI workers and web gateways log at the level and in the format the
+    deployment sets once (the production overlay lowers the level for all of them), so one
+    collector parses every pod's lines; the web gateway once got neither."""
+    config = _by_kind("ConfigMap", "battleline-config")["data"]
+    assert config["BATTLELINE_LOG_FORMAT"] == "json"
+    for name in ("battleline-engine", "battleline-ai", "battleline-web"):
+        container = _by_kind("Deployment", name)["spec"]["template"]["spec"]["containers"][0]
+        refs = {e["configMapRef"]["name"] for e in container["envFrom"] if "configMapRef" in e}
+        assert "battleline-config" in refs, name
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    for name in ("engine", "ai", "web"):
+        environment = services[name]["environment"]
+        assert environment["BATTLELINE_LOG_FORMAT"] == "json", name
+        assert "BATTLELINE_LOG_LEVEL" in environment, name

@@ -19,7 +19,7 @@ def test_records_go_to_the_stderr_of_the_moment(monkeypatch: pytest.MonkeyPatch)
     first = io.StringIO()
     monkeypatch.setattr(sys, "stderr", first)
     try:
-        logs.configure("info", "json")
+        logs.configure(logs.LogLevel.INFO, logs.LogFormat.JSON)
         first.close()  # the stream logging was configured with goes away
         second = io.StringIO()
         monkeypatch.setattr(sys, "stderr", second)

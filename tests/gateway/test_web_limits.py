@@ -1,15 +1,19 @@
-"""The web port under a flood, through a real `battleline serve`: connections past the
-cap are closed at once, a request that does not arrive in time is cut, the engine's
-gRPC port keeps answering, and the log does not repeat itself (issue #14)."""
+"""The web port under a flood, through a real `battleline serve` and a real `battleline
+web` on its own (as deploy/ runs it): connections past the cap are closed at once, a
+request that does not arrive in time is cut, the engine's gRPC port keeps answering, and
+the log does not repeat itself (issue #14)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
+import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -17,10 +21,10 @@ import pytest
 from connectrpc.protocol import ProtocolType
 from grpc_health.v1 import health_pb2
 
-from battleline_gateway.server import WebLimits
+from battleline_gateway.limits import WebLimits
 from tests.engine.harness import SEATS, Engine
 from tests.engine.test_serve_command import _serving
-from tests.processes import start_serve, stop_serve, web_url
+from tests.processes import BATTLELINE, start_serve, stop_serve, web_url
 
 from .bridge_client import BridgeClient
 from .conftest import GatewayThread
@@ -39,18 +43,49 @@ def _closed(sock: socket.socket) -> bool:
         return True
 
 
-@pytest.mark.timeout(120)
-def test_a_flooded_web_port_leaves_the_engine_serving(redis_url: str, tmp_path: Path) -> None:
-    log = tmp_path / "serve.log"
-    with log.open("w") as err:
-        process, address = start_serve(
-            "--redis-url", redis_url, "--no-ai", "--web-port", "0",
-            "--web-max-connections", str(CAP), "--web-request-timeout", "2", stderr=err)
-    sockets: list[socket.socket] = []
+@contextlib.contextmanager
+def _web_front(kind: str, redis_url: str, log: Path) -> Iterator[tuple[str, str]]:
+    """A web port capped at CAP connections and a 2 s request deadline, logging to `log`:
+    `serve`'s own, or a `battleline web` before a serve with no web port. Yields the
+    page's URL and the engine's address, and stops what it started."""
+    started: list[subprocess.Popen[str]] = []
     try:
-        url = urlsplit(web_url(process))
+        with log.open("w") as err:
+            if kind == "serve":
+                process, address = start_serve(
+                    "--redis-url", redis_url, "--no-ai", "--web-port", "0",
+                    "--web-max-connections", str(CAP), "--web-request-timeout", "2", stderr=err)
+                started.append(process)
+                url = web_url(process)
+            else:
+                process, address = start_serve("--redis-url", redis_url, "--no-ai", "--no-web")
+                started.append(process)
+                web = subprocess.Popen(
+                    [BATTLELINE, "web", "--engine", address, "--port", "0",
+                     "--max-connections", str(CAP), "--request-timeout", "2"],
+                    stdout=subprocess.PIPE, stderr=err, text=True)
+                started.append(web)
+                assert web.stdout is not None
+                line = web.stdout.readline()  # "battleline web page at URL (engine ADDRESS)"
+                assert line.startswith("battleline web page at "), line
+                url = line.split()[4]
+        yield url, address
+    finally:
+        for process in reversed(started):
+            stop_serve(process)
+        assert all(process.returncode == 0 for process in started)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["serve", "web"])
+def test_a_flooded_web_port_leaves_the_engine_serving(kind: str, redis_url: str,
+                                                      tmp_path: Path) -> None:
+    log = tmp_path / "web.log"
+    with _web_front(kind, redis_url, log) as (page_url, address), contextlib.ExitStack() as held:
+        url = urlsplit(page_url)
         target = (url.hostname or "127.0.0.1", url.port or 80)
-        sockets = [socket.create_connection(target, timeout=5) for _ in range(FLOOD)]
+        sockets = [held.enter_context(socket.create_connection(target, timeout=5))
+                   for _ in range(FLOOD)]
         time.sleep(1.0)
         refused = sum(_closed(s) for s in sockets)
         assert refused >= FLOOD - CAP - 5, refused  # past the cap: closed at once
@@ -75,16 +110,12 @@ def test_a_flooded_web_port_leaves_the_engine_serving(redis_url: str, tmp_path: 
             with socket.create_connection(target, timeout=5) as junk:
                 junk.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n")
                 junk.recv(100)
-    finally:
-        for sock in sockets:
-            sock.close()
-        stop_serve(process)
     lines = log.read_text().splitlines()
     refusals = [line for line in lines if "connection refused" in line]
     assert 1 <= len(refusals) <= 20, len(refusals)  # a flood of one warning is cut short
     invalid = [line for line in lines if "Invalid HTTP request" in line]
     assert 1 <= len(invalid) <= 20, len(invalid)  # uvicorn's own warnings too
-    assert process.returncode == 0
+    assert all(json.loads(line)["level"] for line in lines)  # for a log collector
 
 
 def _post(url: str, content_type: str, body: bytes) -> tuple[int, dict[str, str], bytes]:

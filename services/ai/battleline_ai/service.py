@@ -44,6 +44,7 @@ class ServiceConfig:
     move_cap_s: float = 5.0
     host: str = "127.0.0.1"
     port: int | None = None  # AiService port; None: no RPC server
+    worker_log: tuple[str, ...] = ()  # the workers' log options: they log as the service does
 
 
 def worker_command(config: ServiceConfig) -> list[str]:
@@ -51,7 +52,8 @@ def worker_command(config: ServiceConfig) -> list[str]:
     return [sys.executable, "-m", "battleline_ai.worker", "--engine", config.engine,
             "--concurrency", str(config.concurrency),
             "--search-processes", str(config.search_processes),
-            "--claim-idle", str(config.claim_idle_s), "--move-cap", str(config.move_cap_s)]
+            "--claim-idle", str(config.claim_idle_s), "--move-cap", str(config.move_cap_s),
+            *config.worker_log]
 
 
 def worker_env(config: ServiceConfig) -> dict[str, str]:

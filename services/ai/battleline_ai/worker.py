@@ -53,6 +53,8 @@ from battleline_client.errors import (
     StaleVersion,
 )
 from battleline_client.processes import die_with_parent
+from battleline_engine import logs
+from battleline_engine.logs import LogFormat, LogLevel
 from battleline_engine.storage import Storage
 
 from .budget import move_deadline
@@ -283,10 +285,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--claim-idle", type=float, default=30.0)
     parser.add_argument("--move-cap", type=float, default=5.0)
     parser.add_argument("--name", default="")
-    parser.add_argument("--log-level", default="info")
+    parser.add_argument("--log-level", type=LogLevel, choices=list(LogLevel),
+                        default=LogLevel.INFO)
+    parser.add_argument("--log-format", type=LogFormat, choices=list(LogFormat),
+                        default=LogFormat.JSON)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(args.log_level, args.log_format)
     redis_url, key = os.environ.get("REDIS_URL", ""), os.environ.get(KEY_ENV, "")
     if not redis_url or not key:
         parser.error(f"set REDIS_URL and {KEY_ENV} in the environment")

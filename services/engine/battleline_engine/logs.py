@@ -6,6 +6,7 @@ callers pass ids and counts, never states.
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import sys
@@ -15,6 +16,22 @@ from typing import Final, TextIO
 _STANDARD: Final = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
     "message", "asctime", "taskName",
 }
+
+
+class LogLevel(enum.StrEnum):
+    """The least severe level a process logs."""
+
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class LogFormat(enum.StrEnum):
+    """`json`, one object per line for a log collector, or `text` for a terminal."""
+
+    JSON = "json"
+    TEXT = "text"
 
 
 class JsonFormatter(logging.Formatter):
@@ -79,14 +96,16 @@ class StderrHandler(logging.StreamHandler):
         """StreamHandler sets its stream at start; this handler always asks sys."""
 
 
-def configure(level: str = "info", fmt: str = "json") -> None:
-    """Route all logging to stderr in the chosen format, repeats cut short."""
+def configure(level: LogLevel = LogLevel.INFO, fmt: LogFormat = LogFormat.JSON) -> None:
+    """Route all logging to stderr in the chosen format, repeats cut short. Every
+    process of the service (engines, web gateways, AI services and their workers)
+    logs this way, so one collector reads them all and no flood fills a disk."""
     handler = StderrHandler()
     handler.addFilter(RepeatFilter())
-    if fmt == "json":
+    if fmt is LogFormat.JSON:
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(level.upper())
+    root.setLevel(level.value.upper())

@@ -6,13 +6,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .bridge import EngineBridge, Upstream
+from .limits import WebLimits
 from .site import WebApp
 
 log = logging.getLogger(__name__)
@@ -24,17 +24,6 @@ class _QuietSignals(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
-
-
-@dataclass(frozen=True, slots=True)
-class WebLimits:
-    """What one client may hold of the web port, which shares the process (and its
-    descriptor limit) with the engine under `battleline serve`."""
-
-    max_connections: int = 512  # more are closed at once: the engine keeps its descriptors
-    request_timeout_s: float = 10.0  # for a request's headers and body to arrive in full
-    idle_timeout_s: int = 5  # a kept-alive connection with no next request is closed
-    max_header_bytes: int = 16 * 1024
 
 
 class _GuardedH11(H11Protocol):

@@ -220,7 +220,7 @@ def play(
         "runs, else a local engine with a hosted AI is started for this game.")] = None,
     ai: Annotated[int | None, typer.Option(
         "--ai", help=f"Play the hosted AI at this level, {AI_LEVELS[0]} (weakest) to "
-        f"{AI_LEVELS[-1]} (the default, level {DEFAULT_AI_LEVEL}).",
+        f"{AI_LEVELS[-1]} (strongest); level {DEFAULT_AI_LEVEL} if not given.",
     )] = None,
     friend: Annotated[bool, typer.Option(
         "--friend", help="Create a private match and print its invite code.")] = False,

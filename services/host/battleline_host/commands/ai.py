@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 from typing import Annotated
 
 import typer
 
+from .options import LogFormat, LogFormatOption, LogLevel, LogLevelOption, log_args
 from .signals import stop_on_signals
 
 
@@ -34,7 +34,8 @@ def ai(
     port: Annotated[int | None, typer.Option(
         envvar="BATTLELINE_AI_PORT", help="Serve the AiService RPC on this port (0: any).")] = None,
     host: Annotated[str, typer.Option(help="Address for --port.")] = "127.0.0.1",
-    log_level: Annotated[str, typer.Option(envvar="BATTLELINE_LOG_LEVEL")] = "info",
+    log_level: LogLevelOption = LogLevel.INFO,
+    log_format: LogFormatOption = LogFormat.JSON,
 ) -> None:
     """Play hosted-AI seats of an engine until SIGINT/SIGTERM.
 
@@ -47,16 +48,17 @@ def ai(
     """
     from battleline_ai.service import ServiceConfig, run_service
     from battleline_ai.worker import KEY_ENV
+    from battleline_engine import logs
 
     key = os.environ.get(KEY_ENV, "")
     if len(key) < 16:
         raise typer.BadParameter(f"set {KEY_ENV} (at least 16 characters; the engines need "
                                  "the same one)")
-    logging.basicConfig(level=log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(log_level, log_format)
     config = ServiceConfig(engine=engine, redis_url=redis_url, key=key, workers=workers,
                            concurrency=concurrency, search_processes=search_processes,
-                           claim_idle_s=claim_idle, move_cap_s=move_cap, host=host, port=port)
+                           claim_idle_s=claim_idle, move_cap_s=move_cap, host=host, port=port,
+                           worker_log=tuple(log_args(log_level, log_format)))
 
     async def main() -> None:
         await run_service(config, stop_on_signals())

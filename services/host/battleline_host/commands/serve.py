@@ -11,19 +11,30 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from battleline_client.processes import dying_with_parent, stop_processes
+from battleline_gateway.limits import WebLimits
 
+from .options import (
+    WEB_LIMITS,
+    LogFormat,
+    LogFormatOption,
+    LogLevel,
+    LogLevelOption,
+    WebMaxConnectionsOption,
+    WebRequestTimeoutOption,
+    log_args,
+)
 from .signals import stop_on_signals
 
 if TYPE_CHECKING:
     from battleline_engine.redis_server import EmbeddedRedis
     from battleline_engine.runtime import EngineConfig
-    from battleline_gateway.server import WebLimits
 
 log = logging.getLogger("battleline.serve")
 AI_KEY_ENV = "BATTLELINE_AI_KEY"  # the hosted AI's key (the engine keeps only its hash)
@@ -78,8 +89,8 @@ def serve(
     streams_per_seat: Annotated[int, typer.Option(
         envvar="BATTLELINE_STREAMS_PER_SEAT", help="Open Watch streams per seat."
     )] = 4,
-    log_level: Annotated[str, typer.Option(envvar="BATTLELINE_LOG_LEVEL")] = "info",
-    log_format: Annotated[str, typer.Option(help="json or text.")] = "json",
+    log_level: LogLevelOption = LogLevel.INFO,
+    log_format: LogFormatOption = LogFormat.JSON,
     no_ai: Annotated[bool, typer.Option(
         "--no-ai", envvar="BATTLELINE_NO_AI", help="Do not start hosted-AI workers."
     )] = False,
@@ -90,12 +101,8 @@ def serve(
         help="A proxy network (CIDR) whose x-forwarded-for is believed (e.g. Envoy's); "
              "repeatable. None by default.",
     )] = None,
-    web_max_connections: Annotated[int, typer.Option(
-        help="Open connections the web port accepts; more are closed at once.", min=1,
-    )] = 512,
-    web_request_timeout: Annotated[float, typer.Option(
-        help="Seconds a web request (headers and body) may take to arrive.", min=0.1,
-    )] = 10.0,
+    web_max_connections: WebMaxConnectionsOption = WEB_LIMITS.max_connections,
+    web_request_timeout: WebRequestTimeoutOption = WEB_LIMITS.request_timeout_s,
     web_port: Annotated[int, typer.Option(
         envvar="BATTLELINE_WEB_PORT", help="Web page and Connect/gRPC-Web port, 0: any."
     )] = 8080,
@@ -188,8 +195,6 @@ def serve(
             from ..local import open_limits as without_limits
 
             config = without_limits(config)
-        from battleline_gateway.server import WebLimits
-
         web_limits = WebLimits(max_connections=web_max_connections,
                                request_timeout_s=web_request_timeout)
         # The other engines of --workers: this one's settings, no AI, web page or Redis
@@ -198,7 +203,7 @@ def serve(
             "--host", host, "--retention", str(retention), "--grace", str(grace),
             "--clock", clock, "--clock-s", str(clock_s), "--create-rate", str(create_rate),
             "--action-rate", str(action_rate), "--streams-per-seat", str(streams_per_seat),
-            "--log-level", log_level, "--log-format", log_format, "--ai-idle", str(ai_idle),
+            *log_args(log_level, log_format), "--ai-idle", str(ai_idle),
             "--ai-matches-per-client", str(ai_matches_per_client),
             "--redis-client", redis_client, "--redis-batch-ms", str(redis_batch_ms),
             "--ai-address", ai_address, "--workers", "1", "--no-ai", "--no-web",
@@ -212,7 +217,8 @@ def serve(
                          embedded=embedded, web_limits=web_limits,
                          redis_lean=redis_client == "lean",
                          redis_batch_s=redis_batch_ms / 1000,
-                         shared_port=shared_port or workers > 1, workers=extra))
+                         shared_port=shared_port or workers > 1, workers=extra,
+                         child_log=log_args(log_level, log_format)))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -223,13 +229,13 @@ async def _run(
     metrics_port: int, retention: int, grace: float, config: EngineConfig, ai_workers: int = 0,
     ai_port: int = 0, web_port: int | None = None, embedded: EmbeddedRedis | None = None,
     web_limits: WebLimits | None = None, redis_lean: bool = True, redis_batch_s: float = 0.002,
-    shared_port: bool = False, workers: Workers | None = None,
+    shared_port: bool = False, workers: Workers | None = None, child_log: Sequence[str] = (),
 ) -> None:
     from battleline_engine import metrics
     from battleline_engine.server import ServerConfig, start_server
     from battleline_engine.storage import Storage
     from battleline_engine.wiring import default_services
-    from battleline_gateway.server import WebGateway, WebLimits
+    from battleline_gateway.server import WebGateway
 
     # Handlers first: a SIGTERM as soon as the address is printed is a clean stop.
     stop = stop_on_signals()
@@ -251,7 +257,8 @@ async def _run(
             metrics.serve_metrics(metrics_port, host)
         # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
         print(f"battleline engine listening on {engine.address}", flush=True)
-        ai = (_start_ai(engine.address, redis_url, config.ai_key, ai_workers, ai_port)
+        ai = (_start_ai(engine.address, redis_url, config.ai_key, ai_workers, ai_port,
+                        child_log)
               if ai_workers else None)
         if web_port is not None:
             web = WebGateway(engine.address, host, web_port, engine_secret=config.gateway_secret,
@@ -408,12 +415,12 @@ def _ai_key(data_dir: Path) -> str:
 
 
 def _start_ai(address: str, redis_url: str, key: str, workers: int,
-              rpc_port: int = 0) -> subprocess.Popen[bytes]:
-    """`battleline ai` as a child process on the same engine and Redis. Its secrets (the
-    Redis URL with its password, the AI's key) go by environment: a command line is
-    readable by every local user."""
+              rpc_port: int = 0, log: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+    """`battleline ai` as a child process on the same engine and Redis, logging as serve
+    does (`log`: its log options). Its secrets (the Redis URL with its password, the AI's
+    key) go by environment: a command line is readable by every local user."""
     command = [sys.executable, "-m", "battleline_client.cli", "ai", "--engine", address,
-               "--workers", str(workers)]
+               "--workers", str(workers), *log]
     if rpc_port:
         command += ["--port", str(rpc_port)]  # AiService for the engine's hints
     env = {**os.environ, "REDIS_URL": redis_url, AI_KEY_ENV: key}

@@ -7,6 +7,17 @@ from typing import Annotated
 
 import typer
 
+from battleline_gateway.limits import WebLimits
+
+from .options import (
+    WEB_LIMITS,
+    LogFormat,
+    LogFormatOption,
+    LogLevel,
+    LogLevelOption,
+    WebMaxConnectionsOption,
+    WebRequestTimeoutOption,
+)
 from .serve import gateway_secret, networks
 from .signals import stop_on_signals
 
@@ -25,6 +36,10 @@ def web(
         help="A network (CIDR) of a proxy in front of this gateway whose x-forwarded-for "
              "is believed; repeatable. None by default.",
     )] = None,
+    max_connections: WebMaxConnectionsOption = WEB_LIMITS.max_connections,
+    request_timeout: WebRequestTimeoutOption = WEB_LIMITS.request_timeout_s,
+    log_level: LogLevelOption = LogLevel.INFO,
+    log_format: LogFormatOption = LogFormat.JSON,
 ) -> None:
     """Serve the web page and the engine's services to browsers until SIGINT/SIGTERM.
 
@@ -33,15 +48,19 @@ def web(
     engines' BATTLELINE_GATEWAY_SECRET (environment) so they count each browser on
     its own rather than this gateway as one client.
     """
-    asyncio.run(_run(engine, host, port, gateway_secret(), networks(trusted_proxy or [])))
+    from battleline_engine import logs
+
+    logs.configure(log_level, log_format)  # repeated warnings of a flood are cut short
+    limits = WebLimits(max_connections=max_connections, request_timeout_s=request_timeout)
+    asyncio.run(_run(engine, host, port, gateway_secret(), networks(trusted_proxy or []), limits))
 
 
 async def _run(engine: str, host: str, port: int, secret: str,
-               trusted_proxies: tuple[str, ...]) -> None:
+               trusted_proxies: tuple[str, ...], limits: WebLimits) -> None:
     from battleline_gateway.server import WebGateway
 
     gateway = WebGateway(engine, host, port, engine_secret=secret,
-                         trusted_proxies=trusted_proxies)
+                         trusted_proxies=trusted_proxies, limits=limits)
     await gateway.start()
     print(f"battleline web page at {gateway.url} (engine {engine})", flush=True)
     stop = stop_on_signals()

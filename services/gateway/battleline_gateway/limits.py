@@ -1,0 +1,17 @@
+"""What one client may hold of the web port: a module of its own, so the commands that
+take these limits as options need not load the web server to know their defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class WebLimits:
+    """What one client may hold of the web port, which shares the process (and its
+    descriptor limit) with the engine under `battleline serve`."""
+
+    max_connections: int = 512  # more are closed at once: the engine keeps its descriptors
+    request_timeout_s: float = 10.0  # for a request's headers and body to arrive in full
+    idle_timeout_s: int = 5  # a kept-alive connection with no next request is closed
+    max_header_bytes: int = 16 * 1024

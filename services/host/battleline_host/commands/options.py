@@ -1,0 +1,34 @@
+"""Options that several server commands share, declared once so they read the same
+environment variables and mean the same thing everywhere."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from battleline_engine.logs import LogFormat, LogLevel
+from battleline_gateway.limits import WebLimits
+
+WEB_LIMITS = WebLimits()  # the defaults of the web port's options
+
+LogLevelOption = Annotated[LogLevel, typer.Option(
+    envvar="BATTLELINE_LOG_LEVEL", case_sensitive=False, help="The least severe level logged.",
+)]
+LogFormatOption = Annotated[LogFormat, typer.Option(
+    envvar="BATTLELINE_LOG_FORMAT", case_sensitive=False,
+    help="json (one object per line, for a log collector) or text.",
+)]
+WebMaxConnectionsOption = Annotated[int, typer.Option(
+    envvar="BATTLELINE_WEB_MAX_CONNECTIONS", min=1,
+    help="Open connections the web port accepts; more are closed at once.",
+)]
+WebRequestTimeoutOption = Annotated[float, typer.Option(
+    envvar="BATTLELINE_WEB_REQUEST_TIMEOUT_S", min=0.1,
+    help="Seconds a web request (headers and body) may take to arrive.",
+)]
+
+
+def log_args(level: LogLevel, fmt: LogFormat) -> list[str]:
+    """The log options of a child process started by a command: it logs as its parent."""
+    return ["--log-level", level.value, "--log-format", fmt.value]
