@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from battleline.v1 import game_pb2, game_pb2_grpc
 from battleline_client.aio import AsyncClient
@@ -105,3 +106,13 @@ def test_one_seats_hint_burst_does_not_starve_another_seats_hint(ai_engine: Loca
     assert answered == grpc.StatusCode.OK, answered
     assert waited < 8, waited  # behind one 5-second search at most, not four
     assert codes == ["OK", "RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED"]
+
+
+def test_the_ai_service_reports_its_health(ai_engine: LocalService) -> None:
+    """A deployment's readiness probe asks the AI service's gRPC health (deploy/k8s's AI
+    pods serve hints and reviews to the engines); it answers SERVING, for AiService too."""
+    with grpc.insecure_channel(ai_engine.config.ai_address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "battleline.v1.AiService"):
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING, service

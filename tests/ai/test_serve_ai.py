@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -14,8 +15,16 @@ import grpc
 from battleline.v1 import game_pb2, game_pb2_grpc
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
-from tests.ai.service_harness import play_random
-from tests.processes import children, command_line, is_alive, start_serve, stop_serve
+from battleline_engine.redis_server import free_port
+from tests.ai.service_harness import AI_KEY, play_random
+from tests.processes import (
+    BATTLELINE,
+    children,
+    command_line,
+    is_alive,
+    start_serve,
+    stop_serve,
+)
 
 
 def _serve(tmp_path: Path, *extra: str,
@@ -110,3 +119,43 @@ def test_every_process_of_serve_logs_one_json_object_per_line(tmp_path: Path) ->
     assert {"battleline_engine.server", "battleline.ai"} <= loggers, loggers
     worker = [r for r in records if r["logger"] == "battleline.ai" and "ai worker" in r["message"]]
     assert worker and worker[0]["level"] == "info"
+
+
+def test_engines_without_an_ai_play_against_an_ai_service_run_apart(
+        redis_url: str, tmp_path: Path) -> None:
+    """The deployed split (deploy/: engines `serve --no-ai` with BATTLELINE_AI_ADDRESS, AI
+    pods `battleline ai --port`): the AI run apart takes the seat and moves, and answers the
+    engine's hints; the engine starts no AI of its own."""
+    engine_port = free_port()
+    env = {**os.environ, "REDIS_URL": redis_url, "BATTLELINE_AI_KEY": AI_KEY}
+    ai = subprocess.Popen([BATTLELINE, "ai", "--engine", f"127.0.0.1:{engine_port}",
+                           "--port", "0", "--log-level", "warning"],
+                          stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert ai.stdout is not None
+        line = ai.stdout.readline()  # "battleline ai service listening on HOST:PORT"
+        assert "listening on" in line, line
+        process, address = start_serve(
+            "--port", str(engine_port), "--no-ai", "--no-web", "--log-level", "warning",
+            env={"REDIS_URL": redis_url, "BATTLELINE_AI_KEY": AI_KEY,
+                 "BATTLELINE_AI_ADDRESS": line.split()[-1]})
+        try:
+            assert not [p for p in children(process.pid) if "ai" in command_line(p)]
+            with Client(address) as client:
+                created = client.create(opponent="ai", ai_level=1, clock="per-move",
+                                        clock_seconds=30, seat="second")
+                seat = client.seat(created.seat)
+                deadline = time.monotonic() + 60
+                while not is_my_turn(view := seat.view()):  # the AI run apart moved first
+                    assert time.monotonic() < deadline, "the AI never moved"
+                    time.sleep(0.1)
+                with grpc.insecure_channel(address) as channel:
+                    hint = game_pb2_grpc.GameServiceStub(channel).GetHint(
+                        game_pb2.GetHintRequest(match_id=created.match_id, budget_ms=200),
+                        metadata=(("authorization", f"Bearer {created.seat.token}"),),
+                        timeout=30)
+                assert hint.suggestion.action in view.legal_actions
+        finally:
+            stop_serve(process)
+    finally:
+        stop_serve(ai)

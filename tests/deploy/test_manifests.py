@@ -221,3 +221,28 @@ def test_every_battleline_process_gets_the_same_log_settings() -> None:
         environment = services[name]["environment"]
         assert environment["BATTLELINE_LOG_FORMAT"] == "json", name
         assert "BATTLELINE_LOG_LEVEL" in environment, name
+
+
+def test_the_engines_reach_the_ai_service_for_hints_and_reviews() -> None:
+    """AI seats, players' hints and post-game reviews are the AI pods' work: the engines
+    start no AI of their own (`--no-ai`; each engine pod once ran an AI worker and search
+    beside the engine, under the engine's memory limit), and their BATTLELINE_AI_ADDRESS
+    names the AI's Service and port, which targets the port the AI container listens on
+    (on every interface) and probes. Compose the same."""
+    engine = _by_kind("Deployment", "battleline-engine")["spec"]["template"]["spec"]
+    assert "--no-ai" in engine["containers"][0]["args"]
+    config = _by_kind("ConfigMap", "battleline-config")["data"]
+    host, port = config["BATTLELINE_AI_ADDRESS"].rsplit(":", 1)
+    service = _by_kind("Service", host)
+    assert [p["port"] for p in service["spec"]["ports"]] == [int(port)]
+    container = _by_kind("Deployment", host)["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
+    assert args[args.index("--port") + 1] == port and args[args.index("--host") + 1] == "0.0.0.0"
+    named = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert named[service["spec"]["ports"][0]["targetPort"]] == int(port)
+    assert container["readinessProbe"]["grpc"]["port"] == int(port)
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    assert "--no-ai" in services["engine"]["command"]
+    host, port = services["engine"]["environment"]["BATTLELINE_AI_ADDRESS"].split(":")
+    command = services[host]["command"]
+    assert command[command.index("--port") + 1] == port and port in services[host]["expose"]

@@ -27,6 +27,7 @@ from typing import Any
 
 import grpc
 import grpc.aio
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from battleline.v1 import ai_pb2, ai_pb2_grpc, review_pb2, types_pb2
 from battleline_engine.auth import AiKey, bearer
@@ -185,7 +186,8 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
 
 
 class AiServer:
-    """AiService on host:port (0: any) with its own search pool."""
+    """AiService on host:port (0: any) with its own search pool, and gRPC health (SERVING
+    once it listens) for a deployment's readiness probe."""
 
     def __init__(self, host: str, port: int, key: str, processes: int = 1) -> None:
         self.host, self.port, self.processes = host, port, processes
@@ -201,8 +203,13 @@ class AiServer:
         self.server = grpc.aio.server()
         ai_pb2_grpc.add_AiServiceServicer_to_server(
             AiServicer(self.pool, self.key, self.processes), self.server)
+        checks = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(checks, self.server)
         self.port = self.server.add_insecure_port(f"{self.host}:{self.port}")
         await self.server.start()
+        service = ai_pb2.DESCRIPTOR.services_by_name["AiService"].full_name
+        for name in (health.OVERALL_HEALTH, service):
+            await checks.set(name, health_pb2.HealthCheckResponse.SERVING)
         return f"{self.host}:{self.port}"
 
     async def stop(self, grace: float = 1.0) -> None:

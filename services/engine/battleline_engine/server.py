@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Protocol
 
 import grpc
+from grpc_health.v1 import health as grpc_health
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from .metrics import LIVE_MATCHES, MetricsInterceptor
@@ -78,7 +78,7 @@ class EngineServer:
     """A running server; `stop()` drains it gracefully."""
 
     def __init__(
-        self, server: grpc.aio.Server, port: int, health: HealthServicer,
+        self, server: grpc.aio.Server, port: int, health: grpc_health.aio.HealthServicer,
         names: Sequence[str], storage: Storage, config: ServerConfig,
     ) -> None:
         self.server = server
@@ -200,7 +200,7 @@ async def start_server(
         ("grpc.so_reuseport", int(config.reuse_port)),
     ]
     server = grpc.aio.server(interceptors=[MetricsInterceptor()], options=options)
-    health = HealthServicer()
+    health = grpc_health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     names = [s.service_name for s in services if s.service_name]
     for service in services:
