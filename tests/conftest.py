@@ -81,9 +81,9 @@ def engine(redis_url: str) -> Iterator[Engine]:
 
 
 @pytest.fixture
-def ai_engine(redis_url: str) -> Iterator[LocalService]:
-    """An engine whose hints and post-game reviews go to a real `battleline ai --port`
-    process (no AI workers: nothing takes a seat)."""
+def ai_service(redis_url: str) -> Iterator[str]:
+    """The address of a real `battleline ai --port` process (no AI workers: nothing takes
+    a seat), for an engine's hints and post-game reviews."""
     process = subprocess.Popen(
         [sys.executable, "-m", "battleline_client.cli", "ai", "--workers", "0", "--port", "0",
          "--engine", "127.0.0.1:1"],
@@ -92,10 +92,16 @@ def ai_engine(redis_url: str) -> Iterator[LocalService]:
     assert process.stdout is not None
     line = process.stdout.readline()
     assert "listening on" in line, line
-    config = replace(WITH_AI, ai_address=line.split()[-1])  # what --ai-address configures
     try:
-        with LocalService(redis_url, config=config) as running:
-            yield running
+        yield line.split()[-1]
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(15)
+
+
+@pytest.fixture
+def ai_engine(redis_url: str, ai_service: str) -> Iterator[LocalService]:
+    """An engine whose hints and post-game reviews go to `ai_service`."""
+    config = replace(WITH_AI, ai_address=ai_service)  # what --ai-address configures
+    with LocalService(redis_url, config=config) as running:
+        yield running

@@ -10,6 +10,7 @@ import random
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import grpc
 import pytest
@@ -21,6 +22,7 @@ from battleline_ai.odds import seen_position_value
 from battleline_ai.review import COSTLIEST, MIN_LOSS, GameReview, judge_move, review_game
 from battleline_client.client import Client
 from battleline_client.errors import BattleLineError
+from battleline_engine.ratelimit import Rate
 from battleline_host.local import LocalService
 from battleline_rules import (
     GameRecord,
@@ -32,7 +34,7 @@ from battleline_rules import (
     parse_action,
     record_of,
 )
-from tests.ai.service_harness import AI_KEY, play_random, played_match
+from tests.ai.service_harness import AI_KEY, WITH_AI, play_random, played_match
 
 # (ruleset, seed): a tactics game, a game without tactics, the 52-card deck.
 GAMES = [("standard", 1501), ("standard", 1502), ("basic", 1503), ("deck52", 1504)]
@@ -271,3 +273,22 @@ def test_get_review_shares_one_review_per_match_and_is_refused_past_the_ais_queu
         assert refused and set(refused) == {"review-busy"}, many
         assert len(refused) < len(many)
         assert all(isinstance(ask(i), bytes) for i in ids)  # later, every one is answered
+
+
+def test_new_reviews_are_limited_per_client_and_made_ones_are_free(
+        redis_url: str, ai_service: str) -> None:
+    """Each new review costs the AI service half a second in the queue players' hints wait
+    in, and any finished match may be reviewed: a client gets a burst of new reviews, then
+    RESOURCE_EXHAUSTED (with when to retry) until its bucket refills; reading a review
+    already made is not limited."""
+    config = replace(WITH_AI, ai_address=ai_service, review_rate=Rate(per_s=0.01, burst=2))
+    with LocalService(redis_url, config=config) as engine, \
+            Client(engine.address, timeout=60) as client:
+        ids = [played_match(client, seed=1520 + i) for i in range(3)]
+        first = client.review(ids[0]).SerializeToString()
+        client.review(ids[1])
+        refused = _refusal(lambda: client.review(ids[2]))
+        assert refused.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert refused.reason == "rate-limited" and "new reviews" in str(refused)
+        for _ in range(5):
+            assert client.review(ids[0]).SerializeToString() == first

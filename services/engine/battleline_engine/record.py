@@ -47,4 +47,5 @@ class RecordServicer(record_pb2_grpc.RecordServiceServicer):
     async def GetReview(self, request: record_pb2.GetReviewRequest,
                         context: grpc.aio.ServicerContext[Any, Any],
                         ) -> record_pb2.GetReviewResponse:
-        return await self.reviews.get(match_id_of(request.match_id))
+        return await self.reviews.get(match_id_of(request.match_id),
+                                      self.rt.callers.key(context))

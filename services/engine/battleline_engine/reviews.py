@@ -8,9 +8,12 @@ match's own events (the deal's seed and every action) and keeps the answer in
 Redis with the match: a finished game's review never changes.
 
 Who may: anyone who may read the record, which reveals every card once the
-match is over. Limits: one review per match at a time in this process (a
-second caller waits for the first's answer) and the AI service's own (one per
-match, its queue): RESOURCE_EXHAUSTED when it is full.
+match is over. Limits: a client may have a few reviews made at once and then
+one per `EngineConfig.review_rate` (reading one already made is free), so that
+throwaway matches cannot fill the queue players' hints wait in; one review per
+match at a time in this process (a second caller waits for the first's answer)
+and the AI service's own (one per match, its queue): RESOURCE_EXHAUSTED when it
+is full.
 """
 
 from __future__ import annotations
@@ -51,7 +54,8 @@ class Reviews:
         self.rt = runtime
         self._making: dict[str, asyncio.Future[bytes]] = {}
 
-    async def get(self, match_id: str) -> record_pb2.GetReviewResponse:
+    async def get(self, match_id: str, caller: str) -> record_pb2.GetReviewResponse:
+        """The review of `match_id`, asked by the client `caller` (its address)."""
         match = await self.rt.matches.read(match_id)  # NOT_FOUND for an unknown match
         if not match.finished:
             raise precondition("match-not-over",
@@ -60,6 +64,7 @@ class Reviews:
         if stored is None:
             making = self._making.get(match_id)
             if making is None:
+                self.rt.review_limit.take(caller)
                 making = self._making[match_id] = asyncio.ensure_future(self._make(match))
                 making.add_done_callback(self._done)
             # A caller that gives up does not cancel the review others wait for.

@@ -33,6 +33,9 @@ class EngineConfig:
     streams_per_seat: int = 4  # open Watch streams per seat (and per spectator address)
     sweep_interval_s: float = 0.5
     list_rate: Rate = field(default_factory=lambda: Rate(per_s=5.0, burst=20))  # per address
+    # Reviews to be made per address (one already made is read from Redis, unlimited): each
+    # costs the AI service about half a second of search, in the queue hints wait in.
+    review_rate: Rate = field(default_factory=lambda: Rate(per_s=0.1, burst=5))
     open_matches_per_client: int = 5  # unjoined OPEN matches one client may hold at once
     lobby_ttl_s: int = 15 * 60  # an OPEN match nobody joined expires after this
     # Proxies whose x-forwarded-for is believed (`--trusted-proxy`); see auth.Callers.
@@ -64,6 +67,7 @@ class Runtime:
         self.create_limit = RateLimiter(config.create_rate, "matches created")
         self.action_limit = RateLimiter(config.action_rate, "actions")
         self.list_limit = RateLimiter(config.list_rate, "lobby listings")
+        self.review_limit = RateLimiter(config.review_rate, "new reviews")
         self.hub = Hub(storage)
         self.hints = HintClient(config.ai_address, config.ai_key)
 
