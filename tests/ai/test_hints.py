@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import grpc
 import pytest
@@ -16,15 +17,18 @@ from battleline.v1 import game_pb2, game_pb2_grpc
 from battleline_client.aio import AsyncClient
 from battleline_client.client import Client
 from battleline_client.common import SeatHandle, is_my_turn
+from battleline_engine.ratelimit import Rate
 from battleline_host.local import LocalService
+from tests.ai.service_harness import WITH_AI
 
 
-def _hint(address: str, match_id: str, token: str | None) -> game_pb2.GetHintResponse:
+def _hint(address: str, match_id: str, token: str | None,
+          budget_ms: int = 300) -> game_pb2.GetHintResponse:
     with grpc.insecure_channel(address) as channel:
         metadata = (("authorization", f"Bearer {token}"),) if token else ()
         return game_pb2_grpc.GameServiceStub(channel).GetHint(
-            game_pb2.GetHintRequest(match_id=match_id, budget_ms=300), metadata=metadata,
-            timeout=30)
+            game_pb2.GetHintRequest(match_id=match_id, budget_ms=budget_ms),
+            metadata=metadata, timeout=30)
 
 
 def _code(call: object) -> tuple[grpc.StatusCode, str]:
@@ -116,3 +120,26 @@ def test_the_ai_service_reports_its_health(ai_engine: LocalService) -> None:
         for service in ("", "battleline.v1.AiService"):
             reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
             assert reply.status == health_pb2.HealthCheckResponse.SERVING, service
+
+
+def test_one_clients_many_seats_share_one_budget_of_hint_seconds(
+        redis_url: str, ai_service: str) -> None:
+    """One search per seat at a time does not stop a client holding many seats (LOCAL
+    matches cost nothing) from keeping the AI's queue to itself: a client address spends
+    search seconds from one bucket, whichever seat asks, and past it is refused
+    RESOURCE_EXHAUSTED with when to retry."""
+    config = replace(WITH_AI, ai_address=ai_service, hint_rate=Rate(per_s=0.01, burst=1.5))
+    with LocalService(redis_url, config=config) as engine, Client(engine.address) as client:
+        movers = []
+        for seed in (6, 7):
+            created = client.create(opponent="local", clock="none", seed=seed)
+            assert created.other is not None
+            handles = [created.seat, created.other]
+            views = [client.view(created.match_id, h.token) for h in handles]
+            movers.append(handles[0 if is_my_turn(views[0]) else 1])
+        assert client.seat(movers[0]).hint(budget_ms=1000).suggestion.action
+        other = movers[1]
+        code, details = _code(lambda: _hint(engine.address, other.match_id, other.token, 1000))
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "seconds of hints" in details
+        assert _hint(engine.address, other.match_id, other.token).suggestion.action  # the rest
+

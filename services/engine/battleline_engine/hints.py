@@ -9,7 +9,9 @@ search itself runs on the AI service (`AiService.Suggest`, `battleline ai
 Who may: the holder of the seat's token, for that seat, while it has
 something to do. Where: matches against the hosted AI and LOCAL (hot-seat)
 matches; never between two people (OPEN), where a hint would be an outside
-engine helping one player.
+engine helping one player. How much: one search per seat at a time (the AI
+service's rule), and per client address a budget of search seconds
+(`EngineConfig.hint_rate`), since one client may hold many seats.
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ async def get_hint(runtime: Runtime, request: game_pb2.GetHintRequest,
     if not view.legal_actions:
         raise precondition("not-your-turn", "a hint is for a seat that has something to do")
     budget_ms = min(request.budget_ms or DEFAULT_BUDGET_MS, MAX_BUDGET_MS)
+    runtime.hint_limit.take(runtime.callers.key(context), budget_ms / 1000)
     suggestion = await runtime.hints.suggest(
         ai_pb2.SuggestRequest(view=view, bot=HINT_BOT, budget_ms=budget_ms),
         timeout_s=budget_ms / 1000 + QUEUE_WAIT_S)

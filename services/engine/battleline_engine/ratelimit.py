@@ -30,17 +30,18 @@ class RateLimiter:
         self.max_keys = max_keys
         self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, at)
 
-    def take(self, key: str) -> None:
-        """Spend one token of `key`, or raise the refusal saying when to retry."""
+    def take(self, key: str, cost: float = 1.0) -> None:
+        """Spend `cost` tokens of `key` (one call, or a call's share of a dearer resource:
+        seconds of search), or raise the refusal saying when to retry."""
         now = time.monotonic()
         tokens, at = self._buckets.get(key, (self.rate.burst, now))
         tokens = min(self.rate.burst, tokens + (now - at) * self.rate.per_s)
-        if tokens < 1:
-            wait = (1 - tokens) / self.rate.per_s
+        if tokens < cost:
+            wait = (cost - tokens) / self.rate.per_s
             self._buckets[key] = (tokens, now)
             raise Refusal(Kind.EXHAUSTED, "rate-limited",
                           f"too many {self.what}: retry in {wait:.2f} s", retry_after_s=wait)
-        self._buckets[key] = (tokens - 1, now)
+        self._buckets[key] = (tokens - cost, now)
         if len(self._buckets) > self.max_keys:
             self._prune(now)
 

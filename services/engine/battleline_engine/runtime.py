@@ -36,6 +36,9 @@ class EngineConfig:
     # Reviews to be made per address (one already made is read from Redis, unlimited): each
     # costs the AI service about half a second of search, in the queue hints wait in.
     review_rate: Rate = field(default_factory=lambda: Rate(per_s=0.1, burst=5))
+    # Seconds of hint search per second per address: one client holding many seats (LOCAL
+    # matches are cheap) may not keep the AI service's queue to itself.
+    hint_rate: Rate = field(default_factory=lambda: Rate(per_s=0.5, burst=10))
     open_matches_per_client: int = 5  # unjoined OPEN matches one client may hold at once
     lobby_ttl_s: int = 15 * 60  # an OPEN match nobody joined expires after this
     # Proxies whose x-forwarded-for is believed (`--trusted-proxy`); see auth.Callers.
@@ -68,6 +71,7 @@ class Runtime:
         self.action_limit = RateLimiter(config.action_rate, "actions")
         self.list_limit = RateLimiter(config.list_rate, "lobby listings")
         self.review_limit = RateLimiter(config.review_rate, "new reviews")
+        self.hint_limit = RateLimiter(config.hint_rate, "seconds of hints")
         self.hub = Hub(storage)
         self.hints = HintClient(config.ai_address, config.ai_key)
 
