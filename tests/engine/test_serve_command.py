@@ -19,6 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from battleline_engine.redis_server import free_port
 from tests.processes import (
+    BATTLELINE,
     calls_served,
     children,
     command_line,
@@ -219,3 +220,30 @@ def test_serve_workers_share_one_port(redis_url: str) -> None:
     finally:
         _stop(process)
     assert not any(is_alive(pid) for pid in workers)
+
+
+@pytest.mark.parametrize(("command", "flag"), [
+    ("serve", "--port"), ("serve", "--web-port"), ("serve", "--metrics-port"),
+    ("web", "--port"), ("ai", "--port"),
+])
+def test_a_port_in_use_is_said_in_one_line(command: str, flag: str, redis_url: str) -> None:
+    """A second `battleline serve` on a taken port (or any server command) says which
+    address it cannot listen on and which options choose another, exits 1, and prints no
+    traceback (the engine's port once ended in a page of grpc internals)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        others = {"serve": ["--port", "0", "--no-ai", "--web-port", "0"],
+                  "web": ["--engine", "127.0.0.1:1"],
+                  "ai": ["--engine", "127.0.0.1:1", "--workers", "0"]}[command]
+        result = subprocess.run(
+            [BATTLELINE, command, *others, flag, port], capture_output=True, text=True,
+            timeout=60, env={**os.environ, "REDIS_URL": redis_url,
+                             "BATTLELINE_AI_KEY": "tests-hosted-ai-key-0123456789"})
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    said = [line for line in result.stderr.splitlines() if line.startswith("battleline ")]
+    assert len(said) == 1, result.stderr
+    what = "serve metrics on" if flag == "--metrics-port" else "listen on"
+    assert f"cannot {what} 127.0.0.1:{port}" in said[0], said
+    assert flag in said[0] and "Traceback" not in result.stderr, result.stderr

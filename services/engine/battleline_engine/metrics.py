@@ -19,6 +19,7 @@ from google.protobuf.message import DecodeError
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from .errors import invalid
+from .listening import CannotListen
 from .status import abort
 
 REGISTRY: Final = CollectorRegistry(auto_describe=True)
@@ -48,7 +49,10 @@ SUBSCRIBERS: Final = Gauge(
 
 def serve_metrics(port: int, host: str = "127.0.0.1") -> None:
     """Expose /metrics over HTTP on a background thread."""
-    start_http_server(port, addr=host, registry=REGISTRY)
+    try:
+        start_http_server(port, addr=host, registry=REGISTRY)
+    except OSError as err:
+        raise CannotListen(f"cannot serve metrics on {host}:{port}: {err.strerror}") from err
 
 
 def _code_name(context: grpc.aio.ServicerContext[Any, Any], error: BaseException | None) -> str:

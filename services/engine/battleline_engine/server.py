@@ -21,6 +21,7 @@ from grpc_health.v1 import health as grpc_health
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from .listening import listen
 from .metrics import LIVE_MATCHES, MetricsInterceptor
 from .storage import Storage
 
@@ -206,14 +207,8 @@ async def start_server(
     for service in services:
         service.register(server)
     reflection.enable_server_reflection([*names, HEALTH_SERVICE, reflection.SERVICE_NAME], server)
-    address = f"{config.host}:{config.port}"
     credentials = _credentials(config)
-    if credentials is None:
-        port = server.add_insecure_port(address)
-    else:
-        port = server.add_secure_port(address, credentials)
-    if port == 0:
-        raise OSError(f"cannot listen on {address}")
+    port = listen(server, f"{config.host}:{config.port}", credentials)
     engine = EngineServer(server, port, health, names, storage, config)
     # Until Redis has answered, nothing can be served.
     await engine._set_all(NOT_SERVING)

@@ -11,6 +11,8 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from battleline_engine.listening import CannotListen
+
 from .bridge import EngineBridge, Upstream
 from .limits import WebLimits
 from .site import WebApp
@@ -110,13 +112,19 @@ class WebGateway:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Listen; returns once the port is bound (raises if it cannot be)."""
-        self._task = asyncio.create_task(self._server.serve())
+        """Listen; returns once the port is bound (CannotListen if it cannot be)."""
+        self._task = asyncio.create_task(self._serve())
         while not self._server.started:
-            if self._task.done():  # uvicorn exits (SystemExit) when it cannot bind
+            if self._task.done():
                 config = self._server.config
-                raise OSError(f"web gateway could not listen on {config.host}:{config.port}")
+                raise CannotListen(f"cannot listen on {config.host}:{config.port}")
             await asyncio.sleep(0.02)
+
+    async def _serve(self) -> None:
+        # uvicorn exits (SystemExit) when it cannot bind; from a task that would end the
+        # whole event loop, not only the gateway's start.
+        with contextlib.suppress(SystemExit):
+            await self._server.serve()
 
     @property
     def url(self) -> str:
@@ -130,5 +138,5 @@ class WebGateway:
         self._server.should_exit = True
         await self.upstream.close(grace_s)
         if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError, SystemExit):
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task

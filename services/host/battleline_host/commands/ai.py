@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from .listening import one_line_when_cannot_listen
 from .options import LogFormat, LogFormatOption, LogLevel, LogLevelOption, log_args
 from .signals import stop_on_signals
 
@@ -63,4 +64,5 @@ def ai(
     async def main() -> None:
         await run_service(config, stop_on_signals())
 
-    asyncio.run(main())
+    with one_line_when_cannot_listen("ai", "--port"):
+        asyncio.run(main())

@@ -20,6 +20,7 @@ import typer
 from battleline_client.processes import dying_with_parent, stop_processes
 from battleline_gateway.limits import WebLimits
 
+from .listening import one_line_when_cannot_listen
 from .options import (
     WEB_LIMITS,
     LogFormat,
@@ -212,13 +213,14 @@ def serve(
             *(["--open-limits"] if open_limits else []),
         ]
         extra = Workers(workers - 1, worker_args, redis_url, config)
-        asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention, grace,
-                         config, ai_workers, ai_port, None if no_web else web_port,
-                         embedded=embedded, web_limits=web_limits,
-                         redis_lean=redis_client == "lean",
-                         redis_batch_s=redis_batch_ms / 1000,
-                         shared_port=shared_port or workers > 1, workers=extra,
-                         child_log=log_args(log_level, log_format)))
+        with one_line_when_cannot_listen("serve", "--port, --web-port and --metrics-port"):
+            asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention,
+                             grace, config, ai_workers, ai_port, None if no_web else web_port,
+                             embedded=embedded, web_limits=web_limits,
+                             redis_lean=redis_client == "lean",
+                             redis_batch_s=redis_batch_ms / 1000,
+                             shared_port=shared_port or workers > 1, workers=extra,
+                             child_log=log_args(log_level, log_format)))
     finally:
         if embedded is not None:
             embedded.stop()

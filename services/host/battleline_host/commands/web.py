@@ -9,6 +9,7 @@ import typer
 
 from battleline_gateway.limits import WebLimits
 
+from .listening import one_line_when_cannot_listen
 from .options import (
     WEB_LIMITS,
     LogFormat,
@@ -52,7 +53,9 @@ def web(
 
     logs.configure(log_level, log_format)  # repeated warnings of a flood are cut short
     limits = WebLimits(max_connections=max_connections, request_timeout_s=request_timeout)
-    asyncio.run(_run(engine, host, port, gateway_secret(), networks(trusted_proxy or []), limits))
+    with one_line_when_cannot_listen("web", "--port"):
+        asyncio.run(_run(engine, host, port, gateway_secret(), networks(trusted_proxy or []),
+                         limits))
 
 
 async def _run(engine: str, host: str, port: int, secret: str,
