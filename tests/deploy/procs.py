@@ -190,7 +190,8 @@ class EngineProcess:
         try:
             self.process = subprocess.Popen(
                 [BATTLELINE, "serve", "--port", str(self.port), "--no-web", "--grace", "1",
-                 "--log-level", "warning"],
+                 # info where the log is read: its AI's takeovers are info lines
+                 "--log-level", "info" if self.log_path else "warning"],
                 stdout=subprocess.DEVNULL, stderr=log or subprocess.DEVNULL,
                 env={**os.environ, "REDIS_URL": self.redis_url, **self.extra_env},
             )
