@@ -198,13 +198,14 @@ def serve(
             config = without_limits(config)
         web_limits = WebLimits(max_connections=web_max_connections,
                                request_timeout_s=web_request_timeout)
+        child_log = log_args(log_level, log_format)  # its AI and other engines log as it does
         # The other engines of --workers: this one's settings, no AI, web page or Redis
         # of their own; the port and metrics port are added once this engine has bound.
         worker_args = [
             "--host", host, "--retention", str(retention), "--grace", str(grace),
             "--clock", clock, "--clock-s", str(clock_s), "--create-rate", str(create_rate),
             "--action-rate", str(action_rate), "--streams-per-seat", str(streams_per_seat),
-            *log_args(log_level, log_format), "--ai-idle", str(ai_idle),
+            *child_log, "--ai-idle", str(ai_idle),
             "--ai-matches-per-client", str(ai_matches_per_client),
             "--redis-client", redis_client, "--redis-batch-ms", str(redis_batch_ms),
             "--ai-address", ai_address, "--workers", "1", "--no-ai", "--no-web",
@@ -220,7 +221,7 @@ def serve(
                              redis_lean=redis_client == "lean",
                              redis_batch_s=redis_batch_ms / 1000,
                              shared_port=shared_port or workers > 1, workers=extra,
-                             child_log=log_args(log_level, log_format)))
+                             child_log=child_log))
     finally:
         if embedded is not None:
             embedded.stop()
