@@ -17,6 +17,7 @@ import pytest
 import redis
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from battleline.v1 import lobby_pb2
 from battleline_engine.redis_server import free_port
 from tests.processes import (
     BATTLELINE,
@@ -190,11 +191,14 @@ def _free_port_pair() -> int:
 def test_serve_workers_share_one_port(redis_url: str) -> None:
     """`serve --workers 2`: two engine processes on one port and one Redis; new
     connections are spread over both, and both answer calls (each counts its own in its
-    /metrics, worker i on the metrics port + i). A plain serve cannot take the port."""
+    /metrics, worker i on the metrics port + i), with serve's limits (a listing rate with a
+    burst of one: at most one listing per process passes). A plain serve cannot take the
+    port."""
     metrics_port = _free_port_pair()
     process, address = start_serve(
         "--no-web", "--no-ai", "--workers", "2", "--metrics-port", str(metrics_port),
-        "--create-rate", "1000", env={"REDIS_URL": redis_url}, stderr=subprocess.PIPE)
+        "--create-rate", "1000", "--list-rate", "0.001", env={"REDIS_URL": redis_url},
+        stderr=subprocess.PIPE)
     try:
         workers = children(process.pid)
         assert len([pid for pid in workers if "serve" in command_line(pid)]) == 1
@@ -214,6 +218,19 @@ def test_serve_workers_share_one_port(redis_url: str) -> None:
         served = [calls_served(metrics_port), calls_served(metrics_port + 1)]
         assert sum(served) == calls
         assert min(served) > 0, served
+        listings: list[grpc.StatusCode] = []
+        for _ in range(12):
+            client = Client(grpc.insecure_channel(address,
+                                                  [("grpc.use_local_subchannel_pool", 1)]))
+            try:
+                client.lobby.ListOpenMatches(lobby_pb2.ListOpenMatchesRequest(), timeout=10)
+                listings.append(grpc.StatusCode.OK)
+            except grpc.RpcError as error:
+                listings.append(error.code())
+            finally:
+                client.channel.close()
+        assert listings.count(grpc.StatusCode.OK) <= 2, listings
+        assert set(listings) <= {grpc.StatusCode.OK, grpc.StatusCode.RESOURCE_EXHAUSTED}
         with pytest.raises(AssertionError, match="serve did not start"):
             start_serve("--no-web", "--no-ai", "--port", address.rsplit(":", 1)[1],
                         env={"REDIS_URL": redis_url})

@@ -87,6 +87,20 @@ def serve(
     action_rate: Annotated[float, typer.Option(
         envvar="BATTLELINE_ACTION_RATE", help="Actions per second per seat."
     )] = 20.0,
+    list_rate: Annotated[float, typer.Option(
+        envvar="BATTLELINE_LIST_RATE", min=0.001,
+        help="Lobby listings per second per client (burst: 4 s of them, at least 1).",
+    )] = 5.0,
+    review_rate: Annotated[float, typer.Option(
+        envvar="BATTLELINE_REVIEW_RATE", min=0.001,
+        help="New reviews (GetReview of a match not yet reviewed) per second per client "
+             "(burst: 50 s of them, at least 1).",
+    )] = 0.1,
+    hint_rate: Annotated[float, typer.Option(
+        envvar="BATTLELINE_HINT_RATE", min=0.001,
+        help="Seconds of hint search per second per client, whichever seat asks "
+             "(burst: 20 s of them, at least the 5 s of the dearest hint).",
+    )] = 0.5,
     streams_per_seat: Annotated[int, typer.Option(
         envvar="BATTLELINE_STREAMS_PER_SEAT", help="Open Watch streams per seat."
     )] = 4,
@@ -151,6 +165,7 @@ def serve(
         embedded = EmbeddedRedis(data_dir)
         redis_url = embedded.start()
     try:
+        from battleline_engine.hints import MAX_BUDGET_MS
         from battleline_engine.model import ClockKind
         from battleline_engine.ratelimit import Rate
         from battleline_engine.runtime import EngineConfig
@@ -181,6 +196,10 @@ def serve(
             default_clock_ms=int(clock_s * 1000),
             create_rate=Rate(create_rate, max(10.0, create_rate * 10)),
             action_rate=Rate(action_rate, max(30.0, action_rate * 3)),
+            list_rate=Rate(list_rate, max(1.0, list_rate * 4)),
+            review_rate=Rate(review_rate, max(1.0, review_rate * 50)),
+            # A burst holds at least the dearest hint, or it would be refused forever.
+            hint_rate=Rate(hint_rate, max(MAX_BUDGET_MS / 1000, hint_rate * 20)),
             streams_per_seat=streams_per_seat,
             trusted_proxies=networks(trusted_proxy or []),
             # Shared with separate `battleline web` gateways, else one for the gateway here.
@@ -204,7 +223,9 @@ def serve(
         worker_args = [
             "--host", host, "--retention", str(retention), "--grace", str(grace),
             "--clock", clock, "--clock-s", str(clock_s), "--create-rate", str(create_rate),
-            "--action-rate", str(action_rate), "--streams-per-seat", str(streams_per_seat),
+            "--action-rate", str(action_rate), "--list-rate", str(list_rate),
+            "--review-rate", str(review_rate), "--hint-rate", str(hint_rate),
+            "--streams-per-seat", str(streams_per_seat),
             *child_log, "--ai-idle", str(ai_idle),
             "--ai-matches-per-client", str(ai_matches_per_client),
             "--redis-client", redis_client, "--redis-batch-ms", str(redis_batch_ms),
