@@ -24,7 +24,7 @@ from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
 from battleline_engine.status import DOCUMENTED
 
-from .harness import AI_KEY, OPEN_LIMITS, SEATS, Client, Engine, auth
+from .harness import AI_KEY, OPEN_LIMITS, SEATS, Client, Engine, auth, choose
 
 # Cases the property tests below tried in this run, printed at the end of the module
 # (the figures the README quotes).
@@ -220,8 +220,27 @@ def test_per_game_clock_charges_only_the_mover(shared: Engine) -> None:
     first, second = response.view.clocks
     assert not first.running and 59_000 < first.remaining.ToMilliseconds() <= 59_700
     assert second.running and second.remaining.ToMilliseconds() > 59_500
-    rng = random.Random(0)
-    del rng
+
+
+def test_each_game_of_a_series_starts_with_full_per_game_clocks(shared: Engine) -> None:
+    """A per-game budget is for one game: game 2 of a series starts with every seat's
+    budget full, however long either seat took in game 1."""
+    client = Client.to(shared.address)
+    created = client.create("basic", series_games=2, time_control=types_pb2.TimeControl(
+        kind=types_pb2.TIME_CONTROL_KIND_PER_GAME, limit=duration_pb2.Duration(seconds=60)))
+    tokens = (created.seat_token, created.other_seat_token)
+    rng = random.Random(5)
+    view = client.view(created.match_id, tokens[0])
+    time.sleep(0.5)  # the first seat's game-1 clock loses half a second
+    while view.game_number == 1:
+        seat = SEATS.index(view.current_seat)
+        view = client.view(created.match_id, tokens[seat])
+        view = client.submit(created.match_id, tokens[seat], view.version,
+                             choose(view, rng, True)).view
+    assert view.game_number == 2 and view.phase == types_pb2.MATCH_PHASE_PLAYING
+    for clock in view.clocks:
+        left = clock.remaining.ToMilliseconds()
+        assert left == 60_000 or (clock.running and left > 59_500), view.clocks
 
 
 def test_lobby_rejects_bad_options(shared: Engine) -> None:

@@ -499,6 +499,7 @@ class Matches:
         version = match.version + 1
         stored = [stored_event("action", version, now, e.seat, e) for e in events]
         game, score, winner, status = match.game, match.score, match.winner, Status.PLAYING
+        clock = ClockState.parse(match.fields)
         if end == "resignation":
             stored.append(stored_event("resigned", version, now, loser,
                                              text=f"{seat_name(loser or 0)} resigned"))
@@ -524,9 +525,10 @@ class Matches:
             if not last:
                 game += 1
                 state = deal(meta, game, next_first_player(state))
+                clock = start_clock(meta)  # a per-game budget is for one game, not the series
                 stored.append(stored_event("game_started", version, now,
                                                  text=f"game {game} started"))
-        clock = advance(meta, ClockState.parse(match.fields), state, status == Status.PLAYING, now)
+        clock = advance(meta, clock, state, status == Status.PLAYING, now)
         fields = {**match.fields, **progress_fields(game, score, winner, end), **clock.fields()}
         old = match.record
         record = MatchRecord(
