@@ -11,7 +11,8 @@ something to do. Where: matches against the hosted AI and LOCAL (hot-seat)
 matches; never between two people (OPEN), where a hint would be an outside
 engine helping one player. How much: one search per seat at a time (the AI
 service's rule), and per client address a budget of search seconds
-(`EngineConfig.hint_rate`), since one client may hold many seats.
+(`EngineConfig.hint_rate`), since one client may hold many seats; a hint is charged
+its budget, and never less than what the smallest hint costs.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ from .storage import now_ms
 
 DEFAULT_BUDGET_MS = 1000
 MAX_BUDGET_MS = 5000
+# What the smallest hint costs the AI service whatever budget it asks (a search process's
+# turn, the position decoded, a search of 50 ms at least): the least a hint is charged.
+MIN_CHARGE_MS = 100
 # How long a hint may wait for a search process: the AI service runs one search per
 # seat at a time and refuses at once past a short queue, so this covers a few searches.
 QUEUE_WAIT_S = 3 * MAX_BUDGET_MS / 1000
@@ -102,7 +106,7 @@ async def get_hint(runtime: Runtime, request: game_pb2.GetHintRequest,
     if not view.legal_actions:
         raise precondition("not-your-turn", "a hint is for a seat that has something to do")
     budget_ms = min(request.budget_ms or DEFAULT_BUDGET_MS, MAX_BUDGET_MS)
-    runtime.hint_limit.take(runtime.callers.key(context), budget_ms / 1000)
+    runtime.hint_limit.take(runtime.callers.key(context), max(budget_ms, MIN_CHARGE_MS) / 1000)
     suggestion = await runtime.hints.suggest(
         ai_pb2.SuggestRequest(view=view, bot=HINT_BOT, budget_ms=budget_ms),
         timeout_s=budget_ms / 1000 + QUEUE_WAIT_S)
