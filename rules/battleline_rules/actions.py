@@ -123,7 +123,7 @@ def format_action(action: Action) -> str:
 
 
 def _parse_flag(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:  # no Arabic-Indic 1
         raise ValueError(f"bad flag number {text!r}: flags are numbered from 1")
     return int(text) - 1
 

@@ -37,7 +37,8 @@ def test_action_notation_round_trips(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [("jump R7@3", "unknown action"), ("play R7@0", "numbered from 1"), ("claim", "takes 1"),
-     ("draw hand", "troop"), ("deserter B4", "CARD@FLAG"), ("play Z1@2", "unknown card")],
+     ("draw hand", "troop"), ("deserter B4", "CARD@FLAG"), ("play Z1@2", "unknown card"),
+     ("play R7@\u0661", "numbered from 1"), ("claim \uff14", "numbered from 1")],
 )
 def test_bad_action_text_says_what_is_wrong(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -35,7 +35,7 @@ from battleline_rules import (
 from battleline_rules import Kind as ActionKind
 
 from .clocks import ClockState, advance, start_clock
-from .errors import Kind, Refusal, from_rule_error, invalid, not_found, precondition
+from .errors import Kind, Refusal, from_rule_error, invalid, not_found, precondition, shown
 from .model import (
     Match,
     Meta,
@@ -128,7 +128,7 @@ def parse_actions(texts: list[str]) -> list[Action]:
         try:
             actions.append(_parse_action(text))
         except ValueError as err:
-            raise invalid("malformed", f"action {i} {text!r}: {err}") from None
+            raise invalid("malformed", f"action {i} {shown(text)}: {err}") from None
     for i, action in enumerate(actions[:-1], 1):
         if action.kind is ActionKind.SCOUT_DRAW:
             raise invalid("scout-step", f"action {i}: send each scout-draw in its own request "
