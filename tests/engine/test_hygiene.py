@@ -13,6 +13,7 @@ import pytest
 
 from battleline.v1 import lobby_pb2, types_pb2, watch_pb2, watch_pb2_grpc
 from battleline_engine.metrics import REGISTRY
+from battleline_engine.ratelimit import Rate
 
 from .harness import OPEN_LIMITS, Client, Engine
 from .test_errors import details
@@ -139,3 +140,27 @@ def test_a_cancelled_watch_is_not_counted_as_an_unknown_error(engine: Engine,
     time.sleep(0.5)
     assert _errors("Watch", "UNKNOWN") == unknown
     assert _errors("Watch", "CANCELLED") == cancelled + 3
+
+
+def test_reading_records_is_rate_limited_per_client(redis_url: str) -> None:
+    """A record is built from every event of the match (tens of milliseconds for a long
+    series): one client may read a few at once, then at the record rate, whoever's match
+    it reads and whether or not it holds a seat."""
+    limited = Engine(redis_url, config=dataclasses.replace(
+        OPEN_LIMITS, record_rate=Rate(per_s=0.01, burst=3)))
+    client = Client.to(limited.address)
+    try:
+        created = [client.create("basic") for _ in range(2)]
+        codes = []
+        for i in range(5):
+            match = created[i % 2]
+            try:
+                client.get_record(match.match_id, match.seat_token if i % 2 else None)
+                codes.append(grpc.StatusCode.OK)
+            except grpc.RpcError as err:
+                codes.append(err.code())
+                assert "records read" in err.details()
+        assert codes == [grpc.StatusCode.OK] * 3 + [grpc.StatusCode.RESOURCE_EXHAUSTED] * 2
+    finally:
+        client.channel.close()
+        limited.close()

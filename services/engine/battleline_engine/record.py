@@ -29,6 +29,7 @@ class RecordServicer(record_pb2_grpc.RecordServiceServicer):
                         context: grpc.aio.ServicerContext[Any, Any],
                         ) -> record_pb2.GetRecordResponse:
         match_id = match_id_of(request.match_id)
+        self.rt.record_limit.take(self.rt.callers.key(context))
         seat = await self.rt.seats.optional(context, match_id)
         match = await self.rt.matches.read(match_id)
         page = await self.rt.storage.events.events_after(match_id, 0, MAX_EVENTS)

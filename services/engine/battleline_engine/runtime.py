@@ -33,6 +33,8 @@ class EngineConfig:
     streams_per_seat: int = 4  # open Watch streams per seat (and per spectator address)
     sweep_interval_s: float = 0.5
     list_rate: Rate = field(default_factory=lambda: Rate(per_s=5.0, burst=20))  # per address
+    # GetRecord per address: a long series' record costs tens of milliseconds to build.
+    record_rate: Rate = field(default_factory=lambda: Rate(per_s=5.0, burst=20))
     # Reviews to be made per address (one already made is read from Redis, unlimited): each
     # costs the AI service about half a second of search, in the queue hints wait in.
     review_rate: Rate = field(default_factory=lambda: Rate(per_s=0.1, burst=5))
@@ -70,6 +72,7 @@ class Runtime:
         self.create_limit = RateLimiter(config.create_rate, "matches created")
         self.action_limit = RateLimiter(config.action_rate, "actions")
         self.list_limit = RateLimiter(config.list_rate, "lobby listings")
+        self.record_limit = RateLimiter(config.record_rate, "records read")
         self.review_limit = RateLimiter(config.review_rate, "new reviews")
         self.hint_limit = RateLimiter(config.hint_rate, "seconds of hints")
         self.hub = Hub(storage)
