@@ -1,7 +1,7 @@
 """The web port under a flood, through a real `battleline serve` and a real `battleline
 web` on its own (as deploy/ runs it): connections past the cap are closed at once, a
 request that does not arrive in time is cut, the engine's gRPC port keeps answering, and
-the log does not repeat itself (issue #14)."""
+the log does not repeat itself (issue #14). One address cannot hold the whole port."""
 
 from __future__ import annotations
 
@@ -31,16 +31,25 @@ from .conftest import GatewayThread
 
 CAP = 100
 FLOOD = 300
+# Loopback aliases (Linux answers all of 127/8): the flood comes from several addresses,
+# each under the per-address cap, so that it is the port's own cap that refuses.
+FLOODERS = [f"127.0.0.{n}" for n in range(1, 6)]
 
 
 def _closed(sock: socket.socket) -> bool:
-    """Whether the server has closed `sock` (without waiting)."""
+    """Whether the server has closed `sock` (without waiting: a socket with a timeout
+    waits that long for data even when read with MSG_DONTWAIT, and then counted as
+    closed, so an open socket looked closed once the server's deadline had passed)."""
+    timeout = sock.gettimeout()
+    sock.setblocking(False)
     try:
-        return sock.recv(1, socket.MSG_DONTWAIT) == b""
+        return sock.recv(1) == b""
     except BlockingIOError:
         return False
     except OSError:  # reset
         return True
+    finally:
+        sock.settimeout(timeout)
 
 
 @contextlib.contextmanager
@@ -84,8 +93,9 @@ def test_a_flooded_web_port_leaves_the_engine_serving(kind: str, redis_url: str,
     with _web_front(kind, redis_url, log) as (page_url, address), contextlib.ExitStack() as held:
         url = urlsplit(page_url)
         target = (url.hostname or "127.0.0.1", url.port or 80)
-        sockets = [held.enter_context(socket.create_connection(target, timeout=5))
-                   for _ in range(FLOOD)]
+        sockets = [held.enter_context(socket.create_connection(
+            target, timeout=5, source_address=(FLOODERS[n % len(FLOODERS)], 0)))
+                   for n in range(FLOOD)]
         time.sleep(1.0)
         refused = sum(_closed(s) for s in sockets)
         assert refused >= FLOOD - CAP - 5, refused  # past the cap: closed at once
@@ -116,6 +126,66 @@ def test_a_flooded_web_port_leaves_the_engine_serving(kind: str, redis_url: str,
     invalid = [line for line in lines if "Invalid HTTP request" in line]
     assert 1 <= len(invalid) <= 20, len(invalid)  # uvicorn's own warnings too
     assert all(json.loads(line)["level"] for line in lines)  # for a log collector
+
+
+PER_ADDRESS = 64  # the per-address cap's default
+NO_ENGINE = "127.0.0.1:9"  # the page needs none: nothing listens at the discard port
+
+
+def _hold(stack: contextlib.ExitStack, url: str, source: str, count: int,
+          ) -> list[socket.socket]:
+    """`count` idle connections to the page at `url`, from the address `source`."""
+    parts = urlsplit(url)
+    target = (parts.hostname or "", parts.port or 80)
+    return [stack.enter_context(socket.create_connection(
+        target, timeout=5, source_address=(source, 0))) for _ in range(count)]
+
+
+def _page(url: str, source: str) -> bytes:
+    """The status line of the page fetched from `source` (b"" if refused)."""
+    with contextlib.ExitStack() as stack:
+        page = _hold(stack, url, source, 1)[0]
+        with contextlib.suppress(OSError):
+            page.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            return page.recv(12)
+        return b""
+
+
+def test_one_address_cannot_hold_the_whole_web_port() -> None:
+    """One client held every connection (reopening each the deadline closed) and locked
+    every browser out; now its connections past its address's cap are closed at once,
+    another address still gets the page, and a closed connection frees its place."""
+    gateway = GatewayThread(NO_ENGINE, limits=WebLimits(max_connections=100))
+    try:
+        with contextlib.ExitStack() as held:
+            flood = _hold(held, gateway.url, "127.0.0.1", 120)
+            time.sleep(0.5)
+            assert sum(_closed(s) for s in flood) == 120 - PER_ADDRESS
+            assert _page(gateway.url, "127.0.0.2").startswith(b"HTTP/1.1 200")
+            for sock in [s for s in flood if not _closed(s)][:10]:
+                sock.close()
+            deadline = time.monotonic() + 2
+            while (not _page(gateway.url, "127.0.0.1").startswith(b"HTTP/1.1 200")
+                   and time.monotonic() < deadline):
+                time.sleep(0.05)  # the server sees the closes a moment later
+            assert time.monotonic() < deadline, "closed connections kept their places"
+    finally:
+        gateway.stop()
+
+
+def test_a_trusted_proxy_is_not_capped_per_address() -> None:
+    """Behind a proxy every connection has the proxy's address."""
+    gateway = GatewayThread(NO_ENGINE, trusted_proxies=("127.0.0.3/32",),
+                            limits=WebLimits(max_connections_per_address=4))
+    try:
+        with contextlib.ExitStack() as held:
+            proxy = _hold(held, gateway.url, "127.0.0.3", 10)
+            client = _hold(held, gateway.url, "127.0.0.1", 10)
+            time.sleep(0.5)
+            assert not any(_closed(s) for s in proxy)
+            assert sum(_closed(s) for s in client) == 10 - 4
+    finally:
+        gateway.stop()
 
 
 def _post(url: str, content_type: str, body: bytes) -> tuple[int, dict[str, str], bytes]:

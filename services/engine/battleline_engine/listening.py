@@ -1,10 +1,22 @@
 """Binding a server's port, and the one error every server of the service raises when it
-cannot: the engine's and the AI's gRPC ports, the web page, the metrics endpoint."""
+cannot: the engine's and the AI's gRPC ports, the web page, the metrics endpoint.
+
+Light to import (grpc for types only): `battleline serve` reads MAX_CONNECTIONS for its
+option's default before it loads the engine."""
 
 from __future__ import annotations
 
-import grpc
-import grpc.aio
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import grpc
+    import grpc.aio
+
+# Connections the engine's gRPC port holds at once (`serve --max-connections`); more are
+# closed as soon as they are accepted, so a flood cannot take the descriptors the web
+# port, Redis and the clients already served need (issue #14: 20,000 of them were taken).
+# Where the descriptor limit is too low for it, serve lowers the cap to fit.
+MAX_CONNECTIONS = 4096
 
 
 class CannotListen(OSError):

@@ -21,7 +21,7 @@ from grpc_health.v1 import health as grpc_health
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from .listening import listen
+from .listening import MAX_CONNECTIONS, listen
 from .metrics import LIVE_MATCHES, MetricsInterceptor
 from .storage import Storage
 
@@ -40,6 +40,9 @@ class ServerConfig:
     port: int = 50051  # 0: any free port (see EngineServer.port)
     max_message_bytes: int = 256 * 1024  # requests and responses; a view is a few KiB
     max_concurrent_streams: int = 1000  # per HTTP/2 connection
+    # Connections held at once; gRPC closes more as soon as it accepts them (the caller
+    # gets UNAVAILABLE at once), so a flood cannot exhaust the process's descriptors.
+    max_connections: int = MAX_CONNECTIONS
     tls_cert: Path | None = None
     tls_key: Path | None = None
     drain_s: float = 1.0  # NOT_SERVING is announced this long before refusing new calls
@@ -196,6 +199,9 @@ async def start_server(
         ("grpc.max_receive_message_length", config.max_message_bytes),
         ("grpc.max_send_message_length", config.max_message_bytes),
         ("grpc.max_concurrent_streams", config.max_concurrent_streams),
+        # gRPC core's connection quota (grpcio 1.85: counted from accept, before the
+        # HTTP/2 or TLS handshake; released when a connection closes).
+        ("grpc.max_allowed_incoming_connections", config.max_connections),
         ("grpc.keepalive_time_ms", 60_000),
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
         ("grpc.so_reuseport", int(config.reuse_port)),

@@ -3,13 +3,17 @@
 The endpoints are built from the protos' service descriptors, so a method
 added to the contract is bridged without code here. Calls carry the caller's
 `authorization` header through; engine errors come back with their code,
-message and rich details (google.rpc.ErrorInfo, RetryInfo) intact.
+message and rich details (google.rpc.ErrorInfo, RetryInfo) intact. A header
+gRPC cannot carry is refused here, in the engine's terms (code and ErrorInfo
+reason), and no failure of grpc itself reaches a browser as text.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping
+import logging
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from types import ModuleType
 from typing import Any
 
@@ -21,11 +25,15 @@ from connectrpc.method import IdempotencyLevel, MethodInfo, StreamType
 from connectrpc.request import RequestContext
 from connectrpc.server import ConnectASGIApplication, Endpoint
 from google.protobuf import descriptor, symbol_database
-from google.rpc import status_pb2
+from google.rpc import error_details_pb2, status_pb2
 from protobuf.wkt import Any as DetailAny
+from starlette.types import Receive, Scope, Send
 
 from battleline.v1 import game_pb2, lobby_pb2, record_pb2, watch_pb2
-from battleline_engine.auth import GATEWAY_CLIENT, GATEWAY_SECRET
+from battleline_engine.auth import FORWARDED_FOR, GATEWAY_CLIENT, GATEWAY_SECRET
+from battleline_engine.status import DOMAIN
+
+log = logging.getLogger(__name__)
 
 # The services a browser may call: the engine's public contract (not AiService).
 PUBLIC_SERVICES: tuple[ModuleType, ...] = (lobby_pb2, game_pb2, watch_pb2, record_pb2)
@@ -35,6 +43,12 @@ FORWARDED_HEADERS = ("authorization",)
 _DETAILS_KEY = "grpc-status-details-bin"
 # What a call cut by the gateway's shutdown gets: a Watch resumes from its last event.
 RESTARTING = ConnectError(Code.UNAVAILABLE, "the web gateway is restarting: call again")
+# gRPC carries a text header's value in printable ASCII only, and the engine takes 16 KiB
+# of metadata per call in all; `Bearer <seat token>` is 68 characters.
+MAX_HEADER_CHARS = 1024
+# The name of a request header that is not UTF-8, for the endpoint to refuse (see
+# EngineBridge.__call__); set in the request's own task.
+_UNDECODABLE: ContextVar[str] = ContextVar("undecodable_header", default="")
 
 
 class Upstream:
@@ -67,6 +81,38 @@ class EngineBridge(ConnectASGIApplication[Upstream]):
         super().__init__(service=upstream,
                          endpoints=forwarding_endpoints,  # type: ignore[arg-type]
                          codecs=google_protobuf_codecs(), read_max_bytes=read_max_bytes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass a request with a header that is not UTF-8 on with that value replaced,
+        for its endpoint to refuse: connectrpc decodes every header before any endpoint
+        runs and fails on such bytes with HTTP 500, Python's error text and a traceback,
+        while an endpoint's refusal is written in whichever protocol the caller speaks."""
+        undecodable = _undecodable(scope["headers"]) if scope["type"] == "http" else None
+        if undecodable is None:
+            await super().__call__(scope, receive, send)
+            return
+        mark = _UNDECODABLE.set(undecodable)
+        try:
+            decodable = [(_utf8(name), _utf8(value)) for name, value in scope["headers"]]
+            await super().__call__({**scope, "headers": decodable}, receive, send)
+        finally:
+            _UNDECODABLE.reset(mark)
+
+
+def _undecodable(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """The name of the first header whose name or value is not UTF-8, if any."""
+    for name, value in headers:
+        try:
+            name.decode()
+            value.decode()
+        except UnicodeDecodeError:
+            return name.decode("latin-1")
+    return None
+
+
+def _utf8(raw: bytes) -> bytes:
+    """`raw` read as HTTP's legacy latin-1 and written as UTF-8, which connectrpc reads."""
+    return raw.decode("latin-1").encode()
 
 
 def public_methods() -> Iterator[descriptor.MethodDescriptor]:
@@ -109,8 +155,9 @@ def _forwarding_endpoint(upstream: Upstream,
         stream_call = upstream.channel.unary_stream(path, **serializers)
 
         async def forward_stream(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
+            metadata = _metadata(ctx, upstream)
             try:
-                async for response in stream_call(request, metadata=_metadata(ctx, upstream),
+                async for response in stream_call(request, metadata=metadata,
                                                   timeout=_timeout_s(ctx)):
                     yield response
             except grpc.aio.AioRpcError as error:
@@ -119,29 +166,72 @@ def _forwarding_endpoint(upstream: Upstream,
                 if not upstream.closing:
                     raise  # the browser hung up
                 raise RESTARTING from None  # cut by the gateway's shutdown: reconnect
+            except Exception:  # a bug of ours: its text is not the browser's
+                raise _not_forwarded(upstream, path) from None
 
         return Endpoint.server_stream(info, forward_stream)
 
     unary_call = upstream.channel.unary_unary(path, **serializers)
 
     async def forward_unary(request: Any, ctx: RequestContext[Any, Any]) -> Any:
+        metadata = _metadata(ctx, upstream)
         try:
-            return await unary_call(request, metadata=_metadata(ctx, upstream),
-                                    timeout=_timeout_s(ctx))
+            return await unary_call(request, metadata=metadata, timeout=_timeout_s(ctx))
         except grpc.aio.AioRpcError as error:
             raise connect_error(error) from None
+        except Exception:  # a bug of ours: its text is not the browser's
+            raise _not_forwarded(upstream, path) from None
 
     return Endpoint.unary(info, forward_unary)
 
 
+def _not_forwarded(upstream: Upstream, path: str) -> ConnectError:
+    """Log the failure in flight (with its traceback) and say only that the call failed;
+    during the gateway's shutdown (a closed channel), say to call again."""
+    if upstream.closing:
+        return RESTARTING
+    log.exception("web call not forwarded", extra={"method": path})
+    return ConnectError(Code.INTERNAL, "the web gateway could not forward the call")
+
+
 def _metadata(ctx: RequestContext[Any, Any], upstream: Upstream) -> tuple[tuple[str, str], ...]:
+    """The engine call's metadata, every value checked first: grpc fails a call with a
+    value it cannot carry with its internals as the error text, and its C core writes
+    an error block to stderr, past the log and its repeat limit."""
+    if undecodable := _UNDECODABLE.get():
+        raise _bad_header(undecodable, "must be UTF-8")
     headers = ctx.request_headers
-    passed = tuple((name, headers[name]) for name in FORWARDED_HEADERS if name in headers)
+    passed = tuple((name, _carried(name, headers[name]))
+                   for name in FORWARDED_HEADERS if name in headers)
     client = ctx.client_address  # "host:port", or None (unknown transport)
     if client is None or not upstream.secret:
         return passed
+    host = client.rsplit(":", 1)[0].strip("[]")  # from x-forwarded-for behind a proxy
     return (*passed, (GATEWAY_SECRET, upstream.secret),
-            (GATEWAY_CLIENT, client.rsplit(":", 1)[0].strip("[]")))
+            (GATEWAY_CLIENT, _carried(FORWARDED_FOR, host)))
+
+
+def _carried(header: str, value: str) -> str:
+    """`value` if gRPC can carry it as metadata, else the refusal of `header`."""
+    if len(value) <= MAX_HEADER_CHARS and value.isascii() and value.isprintable():
+        return value
+    raise _bad_header(header, f"must be printable ASCII, at most {MAX_HEADER_CHARS} characters")
+
+
+def _bad_header(header: str, rule: str) -> ConnectError:
+    """The refusal of a header, as the engine refuses a malformed one (never its value)."""
+    if header == "authorization":
+        return _refusal(Code.UNAUTHENTICATED, "bad-token",
+                       "authorization must be 'Bearer <seat token>'")
+    return _refusal(Code.INVALID_ARGUMENT, "bad-header", f"header {header} {rule}")
+
+
+def _refusal(code: Code, reason: str, message: str) -> ConnectError:
+    """A refusal of the gateway's own, with the ErrorInfo an engine refusal carries."""
+    info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN)
+    detail = DetailAny(type_url=f"type.googleapis.com/{info.DESCRIPTOR.full_name}",
+                       value=info.SerializeToString())
+    return ConnectError(code, message, [ErrorDetail(detail)])
 
 
 def _timeout_s(ctx: RequestContext[Any, Any]) -> float | None:
@@ -150,11 +240,17 @@ def _timeout_s(ctx: RequestContext[Any, Any]) -> float | None:
 
 
 def connect_error(error: grpc.aio.AioRpcError) -> ConnectError:
-    """The engine's status as a Connect error: same code, message and details."""
-    details: list[ErrorDetail] = []
+    """The engine's status as a Connect error: same code, message and details.
+
+    A status without details is not an engine refusal but grpc's own (the engine
+    unreachable, a deadline, a transport limit), whose text names internals such as
+    addresses and header sizes: only its code is passed on.
+    """
+    code = Code[error.code().name]
     for key, value in error.trailing_metadata() or ():
         if key == _DETAILS_KEY and isinstance(value, bytes):
             status = status_pb2.Status.FromString(value)
             details = [ErrorDetail(DetailAny(type_url=item.type_url, value=item.value))
                        for item in status.details]
-    return ConnectError(Code[error.code().name], error.details() or "", details)
+            return ConnectError(code, error.details() or "", details)
+    return ConnectError(code, "the call to the engine failed")

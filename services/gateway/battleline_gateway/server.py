@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
+from collections import Counter
 from collections.abc import Iterator, Sequence
 
 import h11
@@ -28,29 +30,84 @@ class _QuietSignals(uvicorn.Server):
         yield
 
 
+class _Peers:
+    """The connections each peer address holds, against the per-address cap.
+
+    Configured proxies are not capped: behind one, every connection has its address.
+    """
+
+    def __init__(self, cap: int, trusted_proxies: Sequence[str]) -> None:
+        self.cap = cap
+        self.trusted = tuple(ipaddress.ip_network(network) for network in trusted_proxies)
+        self.open: Counter[str] = Counter()
+
+    def capped(self, host: str) -> bool:
+        """Whether connections from `host` count against the cap (not a trusted proxy)."""
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return True
+        return not any(address in network for network in self.trusted)
+
+    def take(self, host: str) -> bool:
+        """Count one more connection of `host`, unless it holds the cap already. No await
+        between the check and the count, so simultaneous connections cannot pass together."""
+        if self.open[host] >= self.cap:
+            return False
+        self.open[host] += 1
+        return True
+
+    def release(self, host: str) -> None:
+        """Free the place of a closed connection; an address with none left is forgotten,
+        so addresses come and go without the count growing."""
+        self.open[host] -= 1
+        if not self.open[host]:
+            del self.open[host]
+
+
 class _GuardedH11(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol with a connection cap and a request deadline.
+    """uvicorn's HTTP/1.1 protocol with connection caps and a request deadline.
 
     uvicorn arms no timer until a first response is sent, so a connection that sends
     nothing, or its headers a byte at a time, stayed open for ever. Here every request
     must arrive in full within `request_timeout_s` of the connection (or of the previous
-    response); the long part of a Watch, its response, is not limited.
+    response); the long part of a Watch, its response, is not limited. Connections past
+    the server's cap, or past its peer address's, are closed at once.
     """
 
     limits = WebLimits()  # set per server by _guarded()
+    peers = _Peers(limits.max_connections_per_address, ())  # likewise
     _deadline: asyncio.TimerHandle | None = None
+    _counted: str | None = None  # the peer address this connection counts for
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.limits.max_connections:
-            log.warning("web connection refused: %d open", self.limits.max_connections)
+        if not self._admitted():
             transport.close()
             return
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._counted is not None:
+            self.peers.release(self._counted)
+            self._counted = None
         super().connection_lost(exc)
+
+    def _admitted(self) -> bool:
+        """Whether this new connection fits under both caps (counted if it does)."""
+        if len(self.connections) > self.limits.max_connections:
+            log.warning("web connection refused: %d open", self.limits.max_connections)
+            return False
+        host = self.client[0] if self.client else None
+        if host is None or not self.peers.capped(host):
+            return True
+        if not self.peers.take(host):
+            log.warning("web connection refused: %d open from one address", self.peers.cap,
+                        extra={"address": host})
+            return False
+        self._counted = host
+        return True
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -81,8 +138,10 @@ class _GuardedH11(H11Protocol):
             self.transport.close()
 
 
-def _guarded(limits: WebLimits) -> type[_GuardedH11]:
-    return type("GuardedH11", (_GuardedH11,), {"limits": limits})
+def _guarded(limits: WebLimits, trusted_proxies: Sequence[str]) -> type[_GuardedH11]:
+    """The protocol class of one server: its limits, and its own count of peers."""
+    peers = _Peers(limits.max_connections_per_address, trusted_proxies)
+    return type("GuardedH11", (_GuardedH11,), {"limits": limits, "peers": peers})
 
 
 class WebGateway:
@@ -102,7 +161,7 @@ class WebGateway:
                                 # uvicorn's records go to the host's handlers (and their
                                 # repeat filter), not to a stderr handler of its own
                                 log_config=None,
-                                http=_guarded(limits), ws="none",
+                                http=_guarded(limits, trusted_proxies), ws="none",
                                 timeout_keep_alive=limits.idle_timeout_s,
                                 h11_max_incomplete_event_size=limits.max_header_bytes,
                                 proxy_headers=bool(trusted_proxies),

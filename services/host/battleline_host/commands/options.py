@@ -23,10 +23,21 @@ WebMaxConnectionsOption = Annotated[int, typer.Option(
     envvar="BATTLELINE_WEB_MAX_CONNECTIONS", min=1,
     help="Open connections the web port accepts; more are closed at once.",
 )]
+WebMaxConnectionsPerAddressOption = Annotated[int, typer.Option(
+    envvar="BATTLELINE_WEB_MAX_CONNECTIONS_PER_ADDRESS", min=1,
+    help="Open web connections one address may hold (a --trusted-proxy: any); more are "
+         "closed at once.",
+)]
 WebRequestTimeoutOption = Annotated[float, typer.Option(
     envvar="BATTLELINE_WEB_REQUEST_TIMEOUT_S", min=0.1,
     help="Seconds a web request (headers and body) may take to arrive.",
 )]
+
+
+def web_limits(max_connections: int, per_address: int, request_timeout_s: float) -> WebLimits:
+    """The web port's limits from its options."""
+    return WebLimits(max_connections=max_connections, max_connections_per_address=per_address,
+                     request_timeout_s=request_timeout_s)
 
 
 def log_args(level: LogLevel, fmt: LogFormat) -> list[str]:

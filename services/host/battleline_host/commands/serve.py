@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from battleline_client.processes import dying_with_parent, stop_processes
+from battleline_engine.listening import MAX_CONNECTIONS
 from battleline_gateway.limits import WebLimits
 
 from .listening import one_line_when_cannot_listen
@@ -28,8 +29,10 @@ from .options import (
     LogLevel,
     LogLevelOption,
     WebMaxConnectionsOption,
+    WebMaxConnectionsPerAddressOption,
     WebRequestTimeoutOption,
     log_args,
+    web_limits,
 )
 from .signals import stop_on_signals
 
@@ -87,6 +90,10 @@ def serve(
     action_rate: Annotated[float, typer.Option(
         envvar="BATTLELINE_ACTION_RATE", help="Actions per second per seat."
     )] = 20.0,
+    record_rate: Annotated[float, typer.Option(
+        envvar="BATTLELINE_RECORD_RATE", min=0.001,
+        help="Records read (GetRecord) per second per client (burst: 4 s of them, at least 1).",
+    )] = 5.0,
     list_rate: Annotated[float, typer.Option(
         envvar="BATTLELINE_LIST_RATE", min=0.001,
         help="Lobby listings per second per client (burst: 4 s of them, at least 1).",
@@ -116,7 +123,15 @@ def serve(
         help="A proxy network (CIDR) whose x-forwarded-for is believed (e.g. Envoy's); "
              "repeatable. None by default.",
     )] = None,
+    max_connections: Annotated[int, typer.Option(
+        envvar="BATTLELINE_MAX_CONNECTIONS", min=1,
+        help="Open connections the gRPC port accepts; more are closed at once. Lowered "
+             "where the descriptor limit could not hold them beside the web port's.",
+    )] = MAX_CONNECTIONS,
     web_max_connections: WebMaxConnectionsOption = WEB_LIMITS.max_connections,
+    web_max_connections_per_address: WebMaxConnectionsPerAddressOption = (
+        WEB_LIMITS.max_connections_per_address
+    ),
     web_request_timeout: WebRequestTimeoutOption = WEB_LIMITS.request_timeout_s,
     web_port: Annotated[int, typer.Option(
         envvar="BATTLELINE_WEB_PORT", help="Web page and Connect/gRPC-Web port, 0: any."
@@ -155,7 +170,7 @@ def serve(
     from battleline_engine.redis_server import EmbeddedRedis
 
     logs.configure(log_level, log_format)
-    _raise_descriptor_limit()
+    descriptors = _raise_descriptor_limit()
     embedded: EmbeddedRedis | None = None
     if redis_cluster and not redis_url:
         raise typer.BadParameter("--redis-cluster needs --redis-url (a node of the cluster)")
@@ -197,6 +212,7 @@ def serve(
             create_rate=Rate(create_rate, max(10.0, create_rate * 10)),
             action_rate=Rate(action_rate, max(30.0, action_rate * 3)),
             list_rate=Rate(list_rate, max(1.0, list_rate * 4)),
+            record_rate=Rate(record_rate, max(1.0, record_rate * 4)),
             review_rate=Rate(review_rate, max(1.0, review_rate * 50)),
             # A burst holds at least the dearest hint, or it would be refused forever.
             hint_rate=Rate(hint_rate, max(MAX_BUDGET_MS / 1000, hint_rate * 20)),
@@ -215,8 +231,10 @@ def serve(
             from ..local import open_limits as without_limits
 
             config = without_limits(config)
-        web_limits = WebLimits(max_connections=web_max_connections,
-                               request_timeout_s=web_request_timeout)
+        grpc_cap = _connection_cap(max_connections, 0 if no_web else web_max_connections,
+                                   descriptors)
+        limits_of_web = web_limits(web_max_connections, web_max_connections_per_address,
+                                   web_request_timeout)
         child_log = log_args(log_level, log_format)  # its AI and other engines log as it does
         # The other engines of --workers: this one's settings, no AI, web page or Redis
         # of their own; the port and metrics port are added once this engine has bound.
@@ -224,8 +242,9 @@ def serve(
             "--host", host, "--retention", str(retention), "--grace", str(grace),
             "--clock", clock, "--clock-s", str(clock_s), "--create-rate", str(create_rate),
             "--action-rate", str(action_rate), "--list-rate", str(list_rate),
-            "--review-rate", str(review_rate), "--hint-rate", str(hint_rate),
-            "--streams-per-seat", str(streams_per_seat),
+            "--record-rate", str(record_rate), "--review-rate", str(review_rate),
+            "--hint-rate", str(hint_rate),
+            "--streams-per-seat", str(streams_per_seat), "--max-connections", str(max_connections),
             *child_log, "--ai-idle", str(ai_idle),
             "--ai-matches-per-client", str(ai_matches_per_client),
             "--redis-client", redis_client, "--redis-batch-ms", str(redis_batch_ms),
@@ -238,7 +257,7 @@ def serve(
         with one_line_when_cannot_listen("serve", "--port, --web-port and --metrics-port"):
             asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention,
                              grace, config, ai_workers, ai_port, None if no_web else web_port,
-                             embedded=embedded, web_limits=web_limits,
+                             embedded=embedded, web_limits=limits_of_web, max_connections=grpc_cap,
                              redis_lean=redis_client == "lean",
                              redis_batch_s=redis_batch_ms / 1000,
                              shared_port=shared_port or workers > 1, workers=extra,
@@ -252,7 +271,8 @@ async def _run(
     redis_url: str, port: int, host: str, tls_cert: Path | None, tls_key: Path | None,
     metrics_port: int, retention: int, grace: float, config: EngineConfig, ai_workers: int = 0,
     ai_port: int = 0, web_port: int | None = None, embedded: EmbeddedRedis | None = None,
-    web_limits: WebLimits | None = None, redis_lean: bool = True, redis_batch_s: float = 0.002,
+    web_limits: WebLimits | None = None, max_connections: int = MAX_CONNECTIONS,
+    redis_lean: bool = True, redis_batch_s: float = 0.002,
     shared_port: bool = False, workers: Workers | None = None, child_log: Sequence[str] = (),
 ) -> None:
     from battleline_engine import metrics
@@ -267,7 +287,7 @@ async def _run(
                                retention_s=retention)
     server_config = ServerConfig(
         host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, grace_s=grace,
-        reuse_port=shared_port,
+        reuse_port=shared_port, max_connections=max_connections,
     )
     engine = await start_server(server_config, storage, default_services(storage, config))
     ai: subprocess.Popen[bytes] | None = None
@@ -346,10 +366,11 @@ class Workers:
         stop_processes(*self.processes)
 
 
-def _raise_descriptor_limit() -> None:
+def _raise_descriptor_limit() -> int:
     """The soft limit of open descriptors up to the hard one (often 1,024 against far
     more): the web port's connection cap and the engine's own connections then fit
-    together, and a flooded web port leaves the gRPC port room."""
+    together, and a flooded web port leaves the gRPC port room. Returns the soft limit
+    in force (RLIM_INFINITY: none)."""
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -357,6 +378,26 @@ def _raise_descriptor_limit() -> None:
     if soft != resource.RLIM_INFINITY and soft < target:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+# Descriptors serve needs besides its ports' connections: Redis (a pool of 64), its
+# children's pipes, log files, the listening sockets, connections being refused.
+DESCRIPTOR_RESERVE = 256
+
+
+def _connection_cap(wanted: int, web_connections: int, limit: int) -> int:
+    """The gRPC port's cap: `wanted`, lowered (and said so) where the descriptor limit
+    could not hold that many beside the web port's connections and the reserve, since a
+    full gRPC port must leave the web page and Redis their descriptors."""
+    import resource
+
+    room = limit - web_connections - DESCRIPTOR_RESERVE
+    if limit == resource.RLIM_INFINITY or room >= wanted:
+        return wanted
+    cap = max(1, room)
+    log.warning("gRPC connections capped at %d to fit the descriptor limit (%d)", cap, limit)
+    return cap
 
 
 # Past the grace period, what a stop may take: the web gateway's own bound (3 s), the AI

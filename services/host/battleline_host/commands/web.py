@@ -17,7 +17,9 @@ from .options import (
     LogLevel,
     LogLevelOption,
     WebMaxConnectionsOption,
+    WebMaxConnectionsPerAddressOption,
     WebRequestTimeoutOption,
+    web_limits,
 )
 from .serve import gateway_secret, networks
 from .signals import stop_on_signals
@@ -38,6 +40,9 @@ def web(
              "is believed; repeatable. None by default.",
     )] = None,
     max_connections: WebMaxConnectionsOption = WEB_LIMITS.max_connections,
+    max_connections_per_address: WebMaxConnectionsPerAddressOption = (
+        WEB_LIMITS.max_connections_per_address
+    ),
     request_timeout: WebRequestTimeoutOption = WEB_LIMITS.request_timeout_s,
     log_level: LogLevelOption = LogLevel.INFO,
     log_format: LogFormatOption = LogFormat.JSON,
@@ -52,7 +57,7 @@ def web(
     from battleline_engine import logs
 
     logs.configure(log_level, log_format)  # repeated warnings of a flood are cut short
-    limits = WebLimits(max_connections=max_connections, request_timeout_s=request_timeout)
+    limits = web_limits(max_connections, max_connections_per_address, request_timeout)
     with one_line_when_cannot_listen("web", "--port"):
         asyncio.run(_run(engine, host, port, gateway_secret(), networks(trusted_proxy or []),
                          limits))
