@@ -52,11 +52,12 @@ def four_streams(redis_url: str) -> Engine:
     running.close()
 
 
-async def _open_watches(address: str, match_id: str, n: int) -> tuple[int, int]:
-    """Open `n` spectator streams at once; (accepted, refused)."""
+async def _open_watches(address: str, match_ids: list[str], n: int) -> tuple[int, int]:
+    """Open `n` spectator streams at once, over the matches in turn; (accepted, refused)."""
     async with grpc.aio.insecure_channel(address) as channel:
         stub = watch_pb2_grpc.WatchServiceStub(channel)
-        calls = [stub.Watch(watch_pb2.WatchRequest(match_id=match_id)) for _ in range(n)]
+        calls = [stub.Watch(watch_pb2.WatchRequest(match_id=match_ids[i % len(match_ids)]))
+                 for i in range(n)]
 
         async def first(call: grpc.aio.UnaryStreamCall) -> bool:  # type: ignore[type-arg]
             try:
@@ -79,13 +80,36 @@ def test_concurrent_watch_opens_respect_the_stream_limit(four_streams: Engine) -
     async def rounds() -> list[tuple[int, int]]:
         out = []
         for _ in range(5):
-            out.append(await _open_watches(four_streams.address, created.match_id, 60))
+            out.append(await _open_watches(four_streams.address, [created.match_id], 60))
             await asyncio.sleep(0.3)  # the cancelled streams close
         return out
 
     # On the engine's own loop: gRPC's asyncio stack serves one event loop per process.
     assert four_streams.call(rounds()) == [(4, 56)] * 5
     client.channel.close()
+
+
+def test_one_client_holds_a_bounded_number_of_streams_over_all_matches(
+        redis_url: str) -> None:
+    """Four streams per match would let one client watch every live match four times:
+    its streams over all matches are capped too, checked with the same care."""
+    engine = Engine(redis_url, config=dataclasses.replace(
+        OPEN_LIMITS, streams_per_seat=4, streams_per_client=10))
+    client = Client.to(engine.address)
+    try:
+        matches = [client.create().match_id for _ in range(5)]
+
+        async def rounds() -> list[tuple[int, int]]:
+            out = []
+            for _ in range(3):
+                out.append(await _open_watches(engine.address, matches, 20))  # 4 a match
+                await asyncio.sleep(0.3)  # the cancelled streams close
+            return out
+
+        assert engine.call(rounds()) == [(10, 10)] * 3
+    finally:
+        client.channel.close()
+        engine.close()
 
 
 def test_a_non_ascii_page_token_is_invalid_argument(client: Client) -> None:
@@ -133,7 +157,7 @@ def test_a_cancelled_watch_is_not_counted_as_an_unknown_error(engine: Engine,
     created = client.create()
     unknown = _errors("Watch", "UNKNOWN")
     cancelled = _errors("Watch", "CANCELLED")
-    assert engine.call(_open_watches(engine.address, created.match_id, 3)) == (3, 0)
+    assert engine.call(_open_watches(engine.address, [created.match_id], 3)) == (3, 0)
     deadline = time.monotonic() + 10
     while _errors("Watch", "CANCELLED") < cancelled + 3 and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -31,6 +31,7 @@ class EngineConfig:
     create_rate: Rate = field(default_factory=lambda: Rate(per_s=2.0, burst=20))
     action_rate: Rate = field(default_factory=lambda: Rate(per_s=20.0, burst=60))
     streams_per_seat: int = 4  # open Watch streams per seat (and per spectator address)
+    streams_per_client: int = 256  # open Watch streams per client address, all matches
     sweep_interval_s: float = 0.5
     list_rate: Rate = field(default_factory=lambda: Rate(per_s=5.0, burst=20))  # per address
     # GetRecord per address: a long series' record costs tens of milliseconds to build.

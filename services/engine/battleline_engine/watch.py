@@ -34,23 +34,27 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         match_id = match_id_of(request.match_id)
         seat = await self.rt.seats.optional(context, match_id)
         viewer = SPECTATOR if seat is None else seat
-        holder = seat if seat is not None else self.rt.callers.key(context)
-        key = f"{match_id}/{holder}"
+        client = self.rt.callers.key(context)
+        holder = seat if seat is not None else client
+        # A seat's (or a spectator's) streams on this match, and the client's on all.
+        keys = (f"{match_id}/{holder}", f"client/{client}")
+        caps = (self.rt.config.streams_per_seat, self.rt.config.streams_per_client)
         # Checked and counted with no await in between, so concurrent opens cannot all
         # pass the check before any of them is counted.
-        if self.open[key] >= self.rt.config.streams_per_seat:
-            raise Refusal(Kind.EXHAUSTED, "too-many-streams",
-                          f"at most {self.rt.config.streams_per_seat} open streams per seat",
-                          retry_after_s=1.0)
-        self.open[key] += 1
+        for key, cap, whose in zip(keys, caps, ("per seat", "per client"), strict=True):
+            if self.open[key] >= cap:
+                raise Refusal(Kind.EXHAUSTED, "too-many-streams",
+                              f"at most {cap} open streams {whose}", retry_after_s=1.0)
+        self.open.update(keys)
         try:
             async with contextlib.aclosing(self._stream(request, match_id, viewer)) as items:
                 async for item in items:
                     yield item
         finally:
-            self.open[key] -= 1
-            if not self.open[key]:
-                del self.open[key]
+            self.open.subtract(keys)
+            for key in keys:
+                if not self.open[key]:
+                    del self.open[key]
 
     async def _stream(self, request: watch_pb2.WatchRequest, match_id: str,
                       viewer: int) -> AsyncGenerator[watch_pb2.WatchResponse]:

@@ -111,6 +111,10 @@ def serve(
     streams_per_seat: Annotated[int, typer.Option(
         envvar="BATTLELINE_STREAMS_PER_SEAT", help="Open Watch streams per seat."
     )] = 4,
+    streams_per_client: Annotated[int, typer.Option(
+        envvar="BATTLELINE_STREAMS_PER_CLIENT", min=1,
+        help="Open Watch streams per client address, over all matches.",
+    )] = 256,
     log_level: LogLevelOption = LogLevel.INFO,
     log_format: LogFormatOption = LogFormat.JSON,
     no_ai: Annotated[bool, typer.Option(
@@ -216,7 +220,7 @@ def serve(
             review_rate=Rate(review_rate, max(1.0, review_rate * 50)),
             # A burst holds at least the dearest hint, or it would be refused forever.
             hint_rate=Rate(hint_rate, max(MAX_BUDGET_MS / 1000, hint_rate * 20)),
-            streams_per_seat=streams_per_seat,
+            streams_per_seat=streams_per_seat, streams_per_client=streams_per_client,
             trusted_proxies=networks(trusted_proxy or []),
             # Shared with separate `battleline web` gateways, else one for the gateway here.
             gateway_secret=gateway_secret() or secrets.token_urlsafe(32),
@@ -244,7 +248,9 @@ def serve(
             "--action-rate", str(action_rate), "--list-rate", str(list_rate),
             "--record-rate", str(record_rate), "--review-rate", str(review_rate),
             "--hint-rate", str(hint_rate),
-            "--streams-per-seat", str(streams_per_seat), "--max-connections", str(max_connections),
+            "--streams-per-seat", str(streams_per_seat),
+            "--streams-per-client", str(streams_per_client),
+            "--max-connections", str(max_connections),
             *child_log, "--ai-idle", str(ai_idle),
             "--ai-matches-per-client", str(ai_matches_per_client),
             "--redis-client", redis_client, "--redis-batch-ms", str(redis_batch_ms),
