@@ -10,8 +10,10 @@ import time
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from battleline.v1 import lobby_pb2, types_pb2, watch_pb2, watch_pb2_grpc
+from battleline_engine.health import WATCHES_PER_ADDRESS
 from battleline_engine.metrics import REGISTRY
 from battleline_engine.ratelimit import Rate
 
@@ -188,3 +190,33 @@ def test_reading_records_is_rate_limited_per_client(redis_url: str) -> None:
     finally:
         client.channel.close()
         limited.close()
+
+
+def test_health_watches_are_capped_per_address(engine: Engine) -> None:
+    """gRPC's health Watch stays open as long as its client likes: one address holds at
+    most WATCHES_PER_ADDRESS of them, while Check (what probes call) stays free."""
+
+    async def opens(n: int) -> tuple[int, int]:
+        async with grpc.aio.insecure_channel(engine.address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            calls = [stub.Watch(health_pb2.HealthCheckRequest()) for _ in range(n)]
+
+            async def first(call: grpc.aio.UnaryStreamCall) -> bool:  # type: ignore[type-arg]
+                try:
+                    await call.read()
+                    return True
+                except grpc.aio.AioRpcError as err:
+                    assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err
+                    return False
+
+            results = await asyncio.gather(*(first(c) for c in calls))
+            checked = await stub.Check(health_pb2.HealthCheckRequest(), timeout=5)
+            assert checked.status == health_pb2.HealthCheckResponse.SERVING
+            for call in calls:
+                call.cancel()
+            return sum(results), n - sum(results)
+
+    n = WATCHES_PER_ADDRESS + 4
+    assert engine.call(opens(n)) == (WATCHES_PER_ADDRESS, 4)
+    time.sleep(0.3)  # the cancelled streams close, and their places are free again
+    assert engine.call(opens(n)) == (WATCHES_PER_ADDRESS, 4)

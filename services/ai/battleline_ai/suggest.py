@@ -32,6 +32,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from battleline.v1 import ai_pb2, ai_pb2_grpc, review_pb2, types_pb2
 from battleline_engine.auth import AiKey, bearer
 from battleline_engine.errors import Kind, Refusal, invalid
+from battleline_engine.health import CappedHealthServicer
 from battleline_engine.listening import listen
 from battleline_engine.status import abort
 
@@ -204,7 +205,7 @@ class AiServer:
         self.server = grpc.aio.server()
         ai_pb2_grpc.add_AiServiceServicer_to_server(
             AiServicer(self.pool, self.key, self.processes), self.server)
-        checks = health.aio.HealthServicer()
+        checks = CappedHealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(checks, self.server)
         self.port = listen(self.server, f"{self.host}:{self.port}")
         await self.server.start()

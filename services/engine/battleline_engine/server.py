@@ -21,6 +21,7 @@ from grpc_health.v1 import health as grpc_health
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from .health import CappedHealthServicer
 from .listening import MAX_CONNECTIONS, listen
 from .metrics import LIVE_MATCHES, MetricsInterceptor
 from .storage import Storage
@@ -207,7 +208,7 @@ async def start_server(
         ("grpc.so_reuseport", int(config.reuse_port)),
     ]
     server = grpc.aio.server(interceptors=[MetricsInterceptor()], options=options)
-    health = grpc_health.aio.HealthServicer()
+    health = CappedHealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     names = [s.service_name for s in services if s.service_name]
     for service in services:
