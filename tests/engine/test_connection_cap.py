@@ -21,7 +21,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from battleline_host.commands.serve import DESCRIPTOR_RESERVE, _connection_cap
+from battleline_host.commands.serve import DESCRIPTOR_RESERVE, connection_cap
 from tests.processes import start_serve, stop_serve, web_url
 
 CAP = 50
@@ -134,8 +134,8 @@ def test_every_engine_of_serve_workers_is_capped(redis_url: str, tmp_path: Path)
 def test_the_cap_fits_the_descriptor_limit(caplog: pytest.LogCaptureFixture) -> None:
     """Where the descriptor limit could not hold the cap beside the web port's
     connections, the cap is lowered (and said so): the flood must not reach the limit."""
-    assert _connection_cap(4096, 512, 20_000) == 4096
-    assert _connection_cap(4096, 512, resource.RLIM_INFINITY) == 4096
+    assert connection_cap(4096, 512, 20_000) == 4096
+    assert connection_cap(4096, 512, resource.RLIM_INFINITY) == 4096
     with caplog.at_level(logging.WARNING):
-        assert _connection_cap(4096, 512, 1024) == 1024 - 512 - DESCRIPTOR_RESERVE
+        assert connection_cap(4096, 512, 1024) == 1024 - 512 - DESCRIPTOR_RESERVE
     assert "capped at 256" in caplog.text

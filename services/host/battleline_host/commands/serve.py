@@ -235,7 +235,7 @@ def serve(
             from ..local import open_limits as without_limits
 
             config = without_limits(config)
-        grpc_cap = _connection_cap(max_connections, 0 if no_web else web_max_connections,
+        grpc_cap = connection_cap(max_connections, 0 if no_web else web_max_connections,
                                    descriptors)
         limits_of_web = web_limits(web_max_connections, web_max_connections_per_address,
                                    web_request_timeout)
@@ -392,7 +392,7 @@ def _raise_descriptor_limit() -> int:
 DESCRIPTOR_RESERVE = 256
 
 
-def _connection_cap(wanted: int, web_connections: int, limit: int) -> int:
+def connection_cap(wanted: int, web_connections: int, limit: int) -> int:
     """The gRPC port's cap: `wanted`, lowered (and said so) where the descriptor limit
     could not hold that many beside the web port's connections and the reserve, since a
     full gRPC port must leave the web page and Redis their descriptors."""
