@@ -12,7 +12,7 @@ from .cards import UNKNOWN_TACTIC, UNKNOWN_TROOP, Tactic, card_name, parse_card
 from .claims import ClaimVerdict, Grounds, Voice, decide_claim
 from .errors import ErrorCode, RuleError
 from .formations import Formation, best_formation, brute_force_best, describe
-from .notation import dump_position, load_position
+from .notation import MAX_REPEAT, dump_position, load_position
 from .outcome import Outcome, Termination
 from .record import GameRecord, next_first_player, record_of, series_points
 from .rulesets import RULESETS, ClaimTiming, Options, Ruleset
@@ -20,6 +20,7 @@ from .state import SPECTATOR, Event, GameState, Phase, new_game, redact_event
 
 __all__ = [
     "DISCARD",
+    "MAX_REPEAT",
     "RULESETS",
     "SPECTATOR",
     "TACTIC_DECK",

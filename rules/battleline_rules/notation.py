@@ -80,12 +80,19 @@ def flag_text(flag: Flag) -> str:
     return flag.text
 
 
+# `CARD*N` stands for N cards; no game has more than 70 (standard's troops and tactics),
+# and a few bytes asking for millions must not make them.
+MAX_REPEAT = 70
+
+
 def _parse_cards(text: str) -> list[int]:
     cards: list[int] = []
     for word in text.split():
         if word == "-":
             continue
         name, _, count = word.partition("*")
+        if count and not (count.isascii() and count.isdigit() and int(count) <= MAX_REPEAT):
+            raise ValueError(f"bad count in {word[:24]!r}: a card repeats 1 to {MAX_REPEAT} times")
         cards.extend([parse_card(name)] * (int(count) if count else 1))
     return cards
 

@@ -73,6 +73,24 @@ def test_watch_follows_a_match_to_its_result(service: LocalService) -> None:
     assert "last moves:" in session.output  # the final board tells the last moves in words
 
 
+def test_a_name_is_shown_as_text_not_as_markup(service: LocalService) -> None:
+    """A player's name is the other side's text: `[/x]` crashed the watcher's (and the
+    opponent's) terminal with rich's MarkupError, `[link=...]` hid a link in it."""
+    name = "[/x][link=https://evil.example]Bob"
+    with Client(service.address) as client:
+        created = client.create(opponent="local", clock="none", name=name)
+        assert created.other is not None
+        pool, pending = terminal.start([BATTLELINE, "watch", created.match_id, "--target",
+                                        service.address], answer=False)
+        with pool:
+            time.sleep(1.0)
+            client.seat(created.other).resign()  # the named seat wins: its name is told
+            session = pending.get(60)
+    assert session.exitstatus == 0, session.output
+    assert session.result.startswith(f"match over: {name} wins by resignation")
+    assert "\x1b]8;" not in session.output  # no hyperlink escape reached the terminal
+
+
 def _stand_in_friend(address: str, invite_code: str) -> None:
     """A friend joining by invite code with the library and playing random moves."""
     rng = random.Random(3)

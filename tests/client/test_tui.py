@@ -232,3 +232,19 @@ def test_the_end_names_the_winner_shows_discards_and_reveals_every_hand() -> Non
     state.resign(0)
     final = _ai_view(state.view(0))
     assert "AI level 1's hand: Y3 P9" in _text(tui.revealed_hands(final))
+
+
+def test_only_the_viewers_seat_is_you_and_names_cannot_drive_the_terminal() -> None:
+    """A name is the other side's text: one saying "You" must not make the loser read
+    "you win", and one holding escape sequences must not reach the terminal with them."""
+    state = position(hands=("", ""))
+    view = _ai_view(state.view(0))
+    view.players[1].display_name = "You"
+    view.winner, view.end_reason = types_pb2.SEAT_SECOND, types_pb2.END_REASON_RESIGNATION
+    assert tui.result(view) == "match over: You (the second seat) wins by resignation"
+    assert tui.seat_label(view, types_pb2.SEAT_FIRST) == "you"
+    view.players[1].display_name = "\x1b]0;pwned\x07Bob\x1b[2J"
+    label = tui.seat_label(view, types_pb2.SEAT_SECOND)
+    assert label == "]0;pwnedBob[2J" and not any(ch < " " for ch in label)
+    line = _text(tui.event_line(_event("play R7@3\x1b]52;c;ZXZpbA==\x07"), view))
+    assert "\x1b" not in line and "\x07" not in line

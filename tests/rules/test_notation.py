@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from battleline_rules import (
+    MAX_REPEAT,
     SPECTATOR,
     card_name,
     dump_position,
@@ -72,3 +73,14 @@ def test_inconsistent_positions_are_refused() -> None:
         load_position(_replace(text, "phase=play", "phase=mud_discard"))
     with pytest.raises(ValueError, match="lacks the line"):
         load_position("\n".join(line for line in text.splitlines() if "flag 3" not in line))
+
+
+def test_a_repeat_count_cannot_ask_for_millions_of_cards() -> None:
+    """`CARD*N` stands for N cards: a few bytes could ask for gigabytes of them (a
+    crafted file for `battleline analyze`, a hostile server's position for the TUI)."""
+    view = dump_position(new_game("standard", seed=2).view(0))
+    deck = next(line for line in view.splitlines() if line.startswith("deck troop:"))
+    for count in ("71", "50000000", "\u0662"):  # past any deck; not an ASCII number
+        with pytest.raises(ValueError, match="a card repeats 1 to 70 times"):
+            load_position(_replace(view, deck, f"deck troop: ?troop*{count}"))
+    assert MAX_REPEAT == 70

@@ -73,14 +73,22 @@ def cards(texts: Sequence[str], ruleset: str = "standard", sep: str = " ") -> Te
     return out
 
 
+def plain(text: str) -> str:
+    """Text from the other side (a name, an event, a refusal) without control characters:
+    escape sequences in it must not drive this terminal (its title, its clipboard)."""
+    return "".join(ch for ch in text if ch.isprintable())
+
+
 def seat_label(view: types_pb2.MatchView, seat: int) -> str:
-    """"you", or the seat's display name and position."""
+    """"you" for the viewer's own seat only; another seat's display name, with its seat
+    where the name itself says "you" (or it would pass for the viewer), or its seat."""
     if seat == view.viewer:
         return "you"
+    where = f"{SEAT_NAMES.get(seat, '?')} seat"
     for player in view.players:
-        if player.seat == seat and player.display_name:
-            return player.display_name
-    return f"{SEAT_NAMES.get(seat, '?')} seat"
+        if player.seat == seat and (name := plain(player.display_name)):
+            return f"{name} (the {where})" if name.strip().casefold() in ("you", "your") else name
+    return where
 
 
 def _bottom_seat(view: types_pb2.MatchView) -> int:
@@ -323,7 +331,7 @@ def recent_moves(events: Sequence[types_pb2.MatchEvent], view: types_pb2.MatchVi
         who = seat_label(view, event.seat)
         out.append("\n  ")
         out.append(f"{who}: ", style="green" if who == "you" else "bold cyan")
-        out.append(in_words(event.text))
+        out.append(in_words(plain(event.text)))
     return out
 
 
@@ -419,7 +427,7 @@ def event_line(event: types_pb2.MatchEvent, view: types_pb2.MatchView | None = N
     if event.seat != types_pb2.SEAT_UNSPECIFIED:
         who = seat_label(view, event.seat) if view is not None else SEAT_NAMES[event.seat]
     style = "green" if who == "you" else "bold cyan" if who else "bold"
-    text = event.text
+    text = plain(event.text)
     if view is not None and event.kind == types_pb2.EVENT_KIND_GAME_OVER:
         for seat, name in SEAT_NAMES.items():
             text = text.replace(f"the {name} seat", seat_label(view, seat))

@@ -35,6 +35,7 @@ from battleline_engine.errors import Kind, Refusal, invalid
 from battleline_engine.health import CappedHealthServicer
 from battleline_engine.listening import listen
 from battleline_engine.status import abort
+from battleline_rules import MAX_REPEAT
 
 from .decide import decide, level_spec
 from .review import EVALUATOR, MAX_ACTIONS, GameReview, review_record
@@ -45,7 +46,6 @@ MAX_ITERATIONS = 100_000
 QUEUE_PER_PROCESS = 3
 # A whole position is under 1,000 characters; no deck holds more than 60 cards of a kind.
 MAX_POSITION_CHARS = 4096
-MAX_REPEAT = 70
 _REPEAT = re.compile(r"\*(\d+)")
 
 

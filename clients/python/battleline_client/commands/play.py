@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from battleline.v1 import types_pb2
 
@@ -79,8 +80,8 @@ class Terminal:
             self.console.print(tui.choices(view))
         while True:
             text = self.console.input(
-                f"[bold]{who}[/], your move (1-{len(view.legal_actions)} from 'list', a card "
-                "then a flag, notation; ? for help): ").strip()
+                f"[bold]{escape(who)}[/], your move (1-{len(view.legal_actions)} from 'list', "
+                "a card then a flag, notation; ? for help): ").strip()
             if text.lower() == "resign":
                 if self.console.input("resign the match? \\[y/N] ").strip().lower() in ("y", "yes"):
                     return None
@@ -108,7 +109,7 @@ class Terminal:
             if choice:
                 return choice
             if text:
-                self.console.print(f"[red]no action {text!r}[/] ({HINT})")
+                self.console.print(f"[red]no action {escape(repr(text))}[/] ({HINT})")
 
     def turn(self, seat: Seat, view: types_pb2.MatchView, who: str) -> types_pb2.MatchView:
         """Ask until the engine accepts a move; returns the seat's view after it."""
@@ -120,8 +121,8 @@ class Terminal:
             try:
                 response = seat.act(*choice)
             except BattleLineError as err:
-                self.console.print(f"[red]refused ({err.reason or err.code.name}): "
-                                   f"{err.message}[/] ({HINT})")
+                self.console.print(f"[red]refused ({escape(err.reason or err.code.name)}): "
+                                   f"{escape(tui.plain(err.message))}[/] ({HINT})")
                 view = seat.view()
                 if not is_my_turn(view):
                     return view
@@ -135,7 +136,7 @@ class Terminal:
         hands = tui.revealed_hands(view)
         if hands is not None:
             self.console.print(hands)
-        self.console.print(f"[bold]{tui.result(view)}[/]")
+        self.console.print(f"[bold]{escape(tui.result(view))}[/]")
 
 
 def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool,
@@ -198,7 +199,8 @@ def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchVie
             term.screen(view)
             view = term.turn(seat, view, "you")
             continue
-        term.console.print(f"[dim]waiting for {tui.seat_label(view, view.current_seat)}...[/]")
+        waited = tui.seat_label(view, view.current_seat)
+        term.console.print(f"[dim]waiting for {escape(waited)}...[/]")
         for message in stream:
             if message.HasField("event"):
                 # Told with the view that follows it when the message carries one.
@@ -271,7 +273,7 @@ def play(
                 final = play_remote(term, client.seat(created.seat), wait)
             term.final(final)
     except BattleLineError as err:
-        console.print(f"[red]{err}[/]")
+        console.print(f"[red]{escape(tui.plain(str(err)))}[/]")
         if err.reason == "no-hosted-ai":
             console.print(f"the engine at {target} runs no hosted AI: play without --target "
                           "(a local engine with one is started), or start the engine with "
@@ -304,7 +306,7 @@ def _engine(console: Console, local: bool) -> tuple[str, ServeChild | None]:
         with console.status(f"no engine on {DEFAULT_TARGET}: starting {what}..."):
             target = service.start()
     except RuntimeError as err:
-        console.print(f"[red]{err}[/]")
+        console.print(f"[red]{escape(tui.plain(str(err)))}[/]")
         raise typer.Exit(1) from None
     console.print(f"{what} on {target}, for this game only")
     return target, service

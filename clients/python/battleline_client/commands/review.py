@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console, Group, RenderableType
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -22,6 +23,7 @@ from battleline.v1 import review_pb2, types_pb2
 from ..client import Client
 from ..common import DEFAULT_TARGET
 from ..errors import BattleLineError
+from ..tui import plain
 
 SEATS = {types_pb2.SEAT_FIRST: "first", types_pb2.SEAT_SECOND: "second"}
 SEAT_STYLES = {types_pb2.SEAT_FIRST: "cyan", types_pb2.SEAT_SECOND: "magenta"}
@@ -68,7 +70,8 @@ def moves_table(review: review_pb2.GameReview) -> Table:
         preferred = "" if m.preferred_action in ("", m.action) else m.preferred_action
         table.add_row(
             str(m.number), Text(SEATS.get(m.seat, "?"), style=SEAT_STYLES.get(m.seat, "")),
-            m.action, percent(m.estimate_before), percent(m.estimate_after), preferred,
+            Text(plain(m.action)), percent(m.estimate_before), percent(m.estimate_after),
+            Text(plain(preferred)),
             f"{100 * m.loss:.1f}" if m.loss else "",
             style="bold red" if m.number in costly else None)
     return table
@@ -105,6 +108,6 @@ def review(
         with Client(target, timeout=REVIEW_TIMEOUT_S) as client:
             reply = client.review(match_id)
     except BattleLineError as err:
-        console.print(f"[red]{err}[/]")
+        console.print(f"[red]{escape(plain(str(err)))}[/]")
         raise typer.Exit(1) from None
     console.print(render(reply.review))

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from battleline.v1 import types_pb2
 
@@ -42,10 +43,10 @@ def watch(
                 if boards and view is not None and message.HasField("view"):
                     console.print(tui.screen(view, recent=recent))
     except BattleLineError as err:
-        console.print(f"[red]{err}[/]")
+        console.print(f"[red]{escape(tui.plain(str(err)))}[/]")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     if view is not None and view.phase == types_pb2.MATCH_PHASE_FINISHED:
         console.print(tui.screen(view, recent=recent))
-        console.print(f"[bold]{tui.result(view)}[/]")
+        console.print(f"[bold]{escape(tui.result(view))}[/]")
