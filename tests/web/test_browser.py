@@ -26,7 +26,7 @@ CARD_NAME = re.compile(
     r"Companion Cavalry|Shield Bearers|Fog|Mud|Scout|Redeploy|Deserter|Traitor)(, selected)?$")
 RESULTS = {  # headline -> the line under it
     "You win!": re.compile(r"Winner: You, by \w[\w ()]+\.$"),
-    "AI level 1 wins": re.compile(r"Winner: AI level 1, by \w[\w ()]+\.$"),
+    "You lost: AI level 1 wins": re.compile(r"Winner: AI level 1, by \w[\w ()]+\.$"),
     "No winner: a draw": re.compile(r"Winner: nobody, by a draw\.$"),
 }
 CARD_OR_NONE = re.compile(r"hand at the end\s*(none|\S)")

@@ -7,6 +7,7 @@ import { cardButton, cardFace } from "./cardview";
 import { h } from "./dom";
 import { type Flag, Seat, type MatchView } from "./gen/battleline/v1/types_pb";
 import { renderLegend } from "./legend";
+import { isPlayer, seatNames, YOU } from "./names";
 import type { Options, Selection } from "./selection";
 
 export interface BoardActions {
@@ -26,17 +27,12 @@ export interface Sides {
   names: Map<Seat, string>;
 }
 
-/** The viewer's seat at the bottom; a spectator sees the first seat there. */
+/** The viewer's seat at the bottom; a spectator sees the first seat there. The names are
+ * by seat (names.ts): the viewer's own seat is "You", whatever the players call themselves. */
 export function sides(view: MatchView): Sides {
   const me = view.viewer === Seat.UNSPECIFIED ? Seat.FIRST : view.viewer;
   const them = me === Seat.FIRST ? Seat.SECOND : Seat.FIRST;
-  const names = new Map<Seat, string>();
-  for (const p of view.players) {
-    const seatName = p.seat === Seat.FIRST ? "First seat" : "Second seat";
-    const name = !p.occupied ? "Open seat" : p.displayName !== "" ? p.displayName : seatName;
-    names.set(p.seat, p.seat === view.viewer ? "You" : name);
-  }
-  return { me, them, names };
+  return { me, them, names: seatNames(view) };
 }
 
 function cardsOf(flag: Flag, seat: Seat): string[] {
@@ -117,10 +113,10 @@ export function renderBoard(
   };
 
   const theirName = names.get(them) ?? "Opponent";
-  const myName = names.get(me) ?? "You";
+  const myName = names.get(me) ?? (isPlayer(view) ? YOU : "First seat");
   return h("section", { class: "board", "aria-label": "Battlefield", "data-testid": "board" },
     h("div", { class: "sides-head", "aria-hidden": "true" },
       h("span", {}, theirName), h("span", {}, "Flag"), h("span", {}, myName)),
     h("ol", { class: "flags" }, ...view.flags.map(column)),
-    renderLegend(ruleset, theirName, myName));
+    renderLegend(ruleset, theirName, isPlayer(view) ? "you" : myName));
 }

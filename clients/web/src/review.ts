@@ -7,6 +7,7 @@ import { h } from "./dom";
 import type { GetRecordResponse } from "./gen/battleline/v1/record_pb";
 import { EndReason, type MatchView, Seat } from "./gen/battleline/v1/types_pb";
 import { renderLog } from "./log";
+import { isPlayer } from "./names";
 
 const REASONS: Partial<Record<EndReason, string>> = {
   [EndReason.BREAKTHROUGH]: "breakthrough (three adjacent flags)",
@@ -18,11 +19,16 @@ const REASONS: Partial<Record<EndReason, string>> = {
   [EndReason.STALEMATE]: "stalemate (provable flags awarded)",
 };
 
+/** The result, decided by seat: the winner seat against the view's own (`viewer`), never
+ * by comparing names (an opponent may call itself "You"; names.ts labels it apart). */
 export function renderResult(view: MatchView, names: Map<Seat, string>, newGame: () => void): HTMLElement {
   const reason = REASONS[view.endReason] ?? "the end of the match";
   const winner = view.winner === Seat.UNSPECIFIED ? null : names.get(view.winner) ?? "?";
-  const headline = winner === null ? "No winner: a draw" : winner === "You" ? "You win!" : `${winner} wins`;
-  return h("section", { class: "result", "data-testid": "result", "aria-live": "polite" },
+  const outcome = winner === null ? "draw" : !isPlayer(view) ? "other" : view.winner === view.viewer ? "win" : "loss";
+  const headline = {
+    draw: "No winner: a draw", win: "You win!", loss: `You lost: ${winner} wins`, other: `${winner} wins`,
+  }[outcome];
+  return h("section", { class: "result", "data-testid": "result", "data-outcome": outcome, "aria-live": "polite" },
     h("h2", {}, headline),
     h("p", {}, `Winner: ${winner ?? "nobody"}, by ${reason}.`),
     h("button", { type: "button", class: "primary", "data-testid": "new-game", onclick: newGame }, "New game"));

@@ -1,0 +1,43 @@
+// What each seat is called on the page. "You" is decided by seat, never by a name: the
+// viewer's own seat is labelled "You" here, and a player's chosen name that reads as "you"
+// (any case, accents, spacing, look-alike letters) gets its role after it, so an opponent
+// named "You" is shown as "You (opponent)" and cannot be taken for the viewer.
+
+import { type MatchView, Seat } from "./gen/battleline/v1/types_pb";
+
+/** The label of the viewer's own seat. */
+export const YOU = "You";
+
+// Letters from other scripts drawn like y, o and u (before lower-casing: Υ is Y, υ is u).
+const LOOKALIKES: Record<string, string> = {
+  "У": "y", "у": "y", "Υ": "y", "Ү": "y", "ү": "y", "γ": "y",
+  "О": "o", "о": "o", "Ο": "o", "ο": "o", "Օ": "o", "օ": "o", "ᴏ": "o", "0": "o",
+  "υ": "u", "ս": "u", "Ս": "u", "ᴜ": "u",
+};
+
+/** Whether a chosen name could be read as the page's own "You". */
+export function readsAsYou(name: string): boolean {
+  const letters = name.normalize("NFKD").replace(/[^\p{L}\p{N}]/gu, "");
+  return [...letters].map((c) => LOOKALIKES[c] ?? c).join("").toLowerCase() === "you";
+}
+
+/** Each seat's label for this view: "You" for the viewer's seat, else the player's name. */
+export function seatNames(view: MatchView): Map<Seat, string> {
+  const names = new Map<Seat, string>();
+  for (const p of view.players) {
+    const seatName = p.seat === Seat.FIRST ? "First seat" : "Second seat";
+    if (p.seat === view.viewer) {
+      names.set(p.seat, YOU);
+      continue;
+    }
+    const name = !p.occupied ? "Open seat" : p.displayName !== "" ? p.displayName : seatName;
+    const role = view.viewer === Seat.UNSPECIFIED ? seatName.toLowerCase() : "opponent";
+    names.set(p.seat, readsAsYou(name) ? `${name} (${role})` : name);
+  }
+  return names;
+}
+
+/** Whether the viewer holds a seat of this match (false for a spectator). */
+export function isPlayer(view: MatchView): boolean {
+  return view.viewer !== Seat.UNSPECIFIED;
+}
