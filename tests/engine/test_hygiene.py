@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import Awaitable, Callable
 
 import grpc
 import pytest
@@ -54,25 +55,36 @@ def four_streams(redis_url: str) -> Engine:
     running.close()
 
 
+async def _accepted(calls: list[grpc.aio.UnaryStreamCall],  # type: ignore[type-arg]
+                    meanwhile: Callable[[], Awaitable[None]] | None = None,
+                    ) -> tuple[int, int]:
+    """Of streams opened at once, how many sent a first message and how many were refused
+    RESOURCE_EXHAUSTED (nothing else may happen); `meanwhile` runs while the accepted
+    ones are open, then every one is cancelled."""
+
+    async def first(call: grpc.aio.UnaryStreamCall) -> bool:  # type: ignore[type-arg]
+        try:
+            await call.read()
+            return True
+        except grpc.aio.AioRpcError as err:
+            assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err
+            return False
+
+    results = await asyncio.gather(*(first(c) for c in calls))
+    if meanwhile is not None:
+        await meanwhile()
+    for call in calls:
+        call.cancel()
+    return sum(results), len(calls) - sum(results)
+
+
 async def _open_watches(address: str, match_ids: list[str], n: int) -> tuple[int, int]:
     """Open `n` spectator streams at once, over the matches in turn; (accepted, refused)."""
     async with grpc.aio.insecure_channel(address) as channel:
         stub = watch_pb2_grpc.WatchServiceStub(channel)
-        calls = [stub.Watch(watch_pb2.WatchRequest(match_id=match_ids[i % len(match_ids)]))
-                 for i in range(n)]
-
-        async def first(call: grpc.aio.UnaryStreamCall) -> bool:  # type: ignore[type-arg]
-            try:
-                await call.read()
-                return True
-            except grpc.aio.AioRpcError as err:
-                assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err
-                return False
-
-        results = await asyncio.gather(*(first(c) for c in calls))
-        for call in calls:
-            call.cancel()
-        return sum(results), n - sum(results)
+        return await _accepted([
+            stub.Watch(watch_pb2.WatchRequest(match_id=match_ids[i % len(match_ids)]))
+            for i in range(n)])
 
 
 def test_concurrent_watch_opens_respect_the_stream_limit(four_streams: Engine) -> None:
@@ -201,20 +213,11 @@ def test_health_watches_are_capped_per_address(engine: Engine) -> None:
             stub = health_pb2_grpc.HealthStub(channel)
             calls = [stub.Watch(health_pb2.HealthCheckRequest()) for _ in range(n)]
 
-            async def first(call: grpc.aio.UnaryStreamCall) -> bool:  # type: ignore[type-arg]
-                try:
-                    await call.read()
-                    return True
-                except grpc.aio.AioRpcError as err:
-                    assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err
-                    return False
+            async def check() -> None:
+                checked = await stub.Check(health_pb2.HealthCheckRequest(), timeout=5)
+                assert checked.status == health_pb2.HealthCheckResponse.SERVING
 
-            results = await asyncio.gather(*(first(c) for c in calls))
-            checked = await stub.Check(health_pb2.HealthCheckRequest(), timeout=5)
-            assert checked.status == health_pb2.HealthCheckResponse.SERVING
-            for call in calls:
-                call.cancel()
-            return sum(results), n - sum(results)
+            return await _accepted(calls, check)
 
     n = WATCHES_PER_ADDRESS + 4
     assert engine.call(opens(n)) == (WATCHES_PER_ADDRESS, 4)
