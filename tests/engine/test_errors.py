@@ -257,6 +257,13 @@ def test_lobby_rejects_bad_options(shared: Engine) -> None:
         client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
             options=types_pb2.MatchOptions(ruleset="basic")))
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    for nanos in (2**31 - 1, -1):  # not a valid Duration, whatever it would round to
+        with pytest.raises(grpc.RpcError) as err:
+            client.create("basic", time_control=types_pb2.TimeControl(
+                kind=types_pb2.TIME_CONTROL_KIND_PER_MOVE,
+                limit=duration_pb2.Duration(seconds=60, nanos=nanos)))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "nanos" in err.value.details()
     assert OPEN_LIMITS.action_rate.per_s > 100
 
 

@@ -74,6 +74,8 @@ def meta_of(request: lobby_pb2.CreateMatchRequest, runtime: Runtime) -> Meta:
     elif tc.kind in (pb.TIME_CONTROL_KIND_PER_MOVE, pb.TIME_CONTROL_KIND_PER_GAME):
         clock = (ClockKind.PER_MOVE if tc.kind == pb.TIME_CONTROL_KIND_PER_MOVE
                  else ClockKind.PER_GAME)
+        if not 0 <= tc.limit.nanos < 1_000_000_000:  # not a Duration: refused, not rounded
+            raise invalid("bad-clock", "time_control.limit: nanos 0 to 999,999,999")
         clock_ms = tc.limit.ToMilliseconds()
         if not MIN_CLOCK_MS <= clock_ms <= MAX_CLOCK_MS:
             raise invalid("bad-clock", "time_control.limit: 1 s to 24 h")
