@@ -62,12 +62,13 @@ class Callers:
         secret = _text(headers.get(GATEWAY_SECRET, ""))
         if self.gateway_secret and hmac.compare_digest(secret.encode(), self.gateway_secret):
             return _address(_text(headers.get(GATEWAY_CLIENT, ""))) or host
-        if self._trusted(host):
+        if self.is_trusted_proxy(host):
             forwarded = _text(headers.get(FORWARDED_FOR, ""))
             return _address(forwarded.rsplit(",", 1)[-1]) or host
         return host
 
-    def _trusted(self, host: str) -> bool:
+    def is_trusted_proxy(self, host: str) -> bool:
+        """Whether `host` is in a configured proxy network (not an IP address: no)."""
         address = _address(host)
         return bool(address) and any(ipaddress.ip_address(address) in net
                                      for net in self.trusted)

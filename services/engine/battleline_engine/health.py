@@ -7,7 +7,6 @@ bounds nothing: one client could hold 1,000 streams on each of its connections. 
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import grpc
@@ -15,6 +14,7 @@ import grpc.aio
 from grpc_health.v1 import health, health_pb2
 
 from .auth import Callers
+from .ratelimit import OpenCounts
 
 WATCHES_PER_ADDRESS = 8
 
@@ -27,18 +27,16 @@ class CappedHealthServicer(health.aio.HealthServicer):
         super().__init__()
         self.per_address = per_address
         self._callers = Callers()  # the connection's peer address: no proxy believed
-        self._open: Counter[str] = Counter()
+        self._open = OpenCounts()
 
     async def Watch(self, request: health_pb2.HealthCheckRequest,
                     context: grpc.aio.ServicerContext[Any, Any]) -> None:
         address = self._callers.key(context)
-        if self._open[address] >= self.per_address:
+        if self._open.full(address, self.per_address):
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                 f"at most {self.per_address} health watches per address")
-        self._open[address] += 1
+        self._open.take(address)
         try:
             await super().Watch(request, context)
         finally:
-            self._open[address] -= 1
-            if not self._open[address]:
-                del self._open[address]
+            self._open.release(address)

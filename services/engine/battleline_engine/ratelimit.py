@@ -1,4 +1,5 @@
-"""Token buckets per key (peer address or seat), in process memory.
+"""Token buckets per key (peer address or seat), and counts of what each key holds open,
+in process memory.
 
 Per replica: N replicas allow N times the rate, which is acceptable for
 abuse protection (the point is to stop floods, not to meter precisely) and
@@ -8,6 +9,7 @@ costs no Redis round trip on the hot path.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 from .errors import Kind, Refusal
@@ -48,3 +50,28 @@ class RateLimiter:
     def _prune(self, now: float) -> None:
         full_after = self.rate.burst / self.rate.per_s
         self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < full_after}
+
+
+class OpenCounts:
+    """What each key holds open now (streams, connections), for a cap on it. Callers check
+    `full` and `take` with no await in between, so concurrent opens cannot all pass the
+    check before any is counted; a key holding nothing is forgotten, so keys come and go
+    without the table growing."""
+
+    def __init__(self) -> None:
+        self._open: Counter[str] = Counter()
+
+    def __bool__(self) -> bool:
+        return bool(self._open)
+
+    def full(self, key: str, cap: int) -> bool:
+        return self._open[key] >= cap
+
+    def take(self, *keys: str) -> None:
+        self._open.update(keys)
+
+    def release(self, *keys: str) -> None:
+        self._open.subtract(keys)
+        for key in keys:
+            if self._open[key] <= 0:
+                del self._open[key]

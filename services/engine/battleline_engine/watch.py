@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -16,6 +15,7 @@ from . import views
 from .errors import Kind, Refusal
 from .hub import Subscription
 from .metrics import SUBSCRIBERS
+from .ratelimit import OpenCounts
 from .runtime import Runtime, match_id_of, streaming
 from .storage import StoredEvent, now_ms
 
@@ -25,7 +25,7 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
 
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
-        self.open: Counter[str] = Counter()
+        self.open = OpenCounts()
 
     @streaming
     async def Watch(self, request: watch_pb2.WatchRequest,
@@ -39,22 +39,17 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         # A seat's (or a spectator's) streams on this match, and the client's on all.
         keys = (f"{match_id}/{holder}", f"client/{client}")
         caps = (self.rt.config.streams_per_seat, self.rt.config.streams_per_client)
-        # Checked and counted with no await in between, so concurrent opens cannot all
-        # pass the check before any of them is counted.
         for key, cap, whose in zip(keys, caps, ("per seat", "per client"), strict=True):
-            if self.open[key] >= cap:
+            if self.open.full(key, cap):
                 raise Refusal(Kind.EXHAUSTED, "too-many-streams",
                               f"at most {cap} open streams {whose}", retry_after_s=1.0)
-        self.open.update(keys)
+        self.open.take(*keys)
         try:
             async with contextlib.aclosing(self._stream(request, match_id, viewer)) as items:
                 async for item in items:
                     yield item
         finally:
-            self.open.subtract(keys)
-            for key in keys:
-                if not self.open[key]:
-                    del self.open[key]
+            self.open.release(*keys)
 
     async def _stream(self, request: watch_pb2.WatchRequest, match_id: str,
                       viewer: int) -> AsyncGenerator[watch_pb2.WatchResponse]:

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
-from collections import Counter
 from collections.abc import Iterator, Sequence
 
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from battleline_engine.auth import Callers
 from battleline_engine.listening import CannotListen
+from battleline_engine.ratelimit import OpenCounts
 
 from .bridge import EngineBridge, Upstream
 from .limits import WebLimits
@@ -38,31 +38,23 @@ class _Peers:
 
     def __init__(self, cap: int, trusted_proxies: Sequence[str]) -> None:
         self.cap = cap
-        self.trusted = tuple(ipaddress.ip_network(network) for network in trusted_proxies)
-        self.open: Counter[str] = Counter()
+        self.proxies = Callers(trusted_proxies)
+        self.open = OpenCounts()
 
     def capped(self, host: str) -> bool:
         """Whether connections from `host` count against the cap (not a trusted proxy)."""
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            return True
-        return not any(address in network for network in self.trusted)
+        return not self.proxies.is_trusted_proxy(host)
 
     def take(self, host: str) -> bool:
-        """Count one more connection of `host`, unless it holds the cap already. No await
-        between the check and the count, so simultaneous connections cannot pass together."""
-        if self.open[host] >= self.cap:
+        """Count one more connection of `host`, unless it holds the cap already."""
+        if self.open.full(host, self.cap):
             return False
-        self.open[host] += 1
+        self.open.take(host)
         return True
 
     def release(self, host: str) -> None:
-        """Free the place of a closed connection; an address with none left is forgotten,
-        so addresses come and go without the count growing."""
-        self.open[host] -= 1
-        if not self.open[host]:
-            del self.open[host]
+        """Free the place of a closed connection."""
+        self.open.release(host)
 
 
 class _GuardedH11(H11Protocol):
