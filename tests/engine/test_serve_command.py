@@ -264,3 +264,24 @@ def test_a_port_in_use_is_said_in_one_line(command: str, flag: str, redis_url: s
     what = "serve metrics on" if flag == "--metrics-port" else "listen on"
     assert f"cannot {what} 127.0.0.1:{port}" in said[0], said
     assert flag in said[0] and "Traceback" not in result.stderr, result.stderr
+
+
+def test_the_other_engines_get_every_shared_option() -> None:
+    """`serve --workers N` passes its settings to its other engines by rebuilding its own
+    command line: parsed again, every option outside NOT_SHARED has the value given."""
+    from typer.main import get_command
+
+    from battleline_client.cli import app
+    from battleline_host.commands.serve import NOT_SHARED, shared_options
+
+    serve = get_command(app).commands["serve"]  # type: ignore[attr-defined]
+    given = ["--host", "0.0.0.0", "--list-rate", "0.25", "--log-level", "warning",
+             "--trusted-proxy", "10.0.0.0/8", "--trusted-proxy", "::1/128", "--open-limits",
+             "--tls-cert", "c.pem", "--tls-key", "k.pem", "--workers", "3", "--port", "7"]
+    original = serve.make_context("serve", list(given))
+    rebuilt = serve.make_context("serve", shared_options(original))
+    shared = {name for name in original.params if name not in NOT_SHARED}
+    assert {"list_rate", "trusted_proxy", "open_limits", "tls_cert", "log_level"} <= shared
+    assert {name: rebuilt.params[name] for name in shared} == {
+        name: original.params[name] for name in shared}
+    assert rebuilt.params["workers"] == 1 and rebuilt.params["port"] != 7  # not passed on

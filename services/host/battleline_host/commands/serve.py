@@ -12,10 +12,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from typer.core import TyperOption
 
 from battleline_client.processes import dying_with_parent, stop_processes
 from battleline_engine.listening import MAX_CONNECTIONS
@@ -48,6 +50,7 @@ GATEWAY_SECRET_ENV = "BATTLELINE_GATEWAY_SECRET"
 
 
 def serve(
+    ctx: typer.Context,
     port: Annotated[int, typer.Option(envvar="BATTLELINE_PORT", help="gRPC port, 0: any.")] = 50051,
     host: Annotated[str, typer.Option(envvar="BATTLELINE_HOST", help="Address to bind.")] = (
         "127.0.0.1"
@@ -239,26 +242,11 @@ def serve(
                                    descriptors)
         limits_of_web = web_limits(web_max_connections, web_max_connections_per_address,
                                    web_request_timeout)
-        child_log = log_args(log_level, log_format)  # its AI and other engines log as it does
+        child_log = log_args(log_level, log_format)  # its AI logs as it does
         # The other engines of --workers: this one's settings, no AI, web page or Redis
         # of their own; the port and metrics port are added once this engine has bound.
-        worker_args = [
-            "--host", host, "--retention", str(retention), "--grace", str(grace),
-            "--clock", clock, "--clock-s", str(clock_s), "--create-rate", str(create_rate),
-            "--action-rate", str(action_rate), "--list-rate", str(list_rate),
-            "--record-rate", str(record_rate), "--review-rate", str(review_rate),
-            "--hint-rate", str(hint_rate),
-            "--streams-per-seat", str(streams_per_seat),
-            "--streams-per-client", str(streams_per_client),
-            "--max-connections", str(max_connections),
-            *child_log, "--ai-idle", str(ai_idle),
-            "--ai-matches-per-client", str(ai_matches_per_client),
-            "--redis-client", redis_client, "--redis-batch-ms", str(redis_batch_ms),
-            "--ai-address", ai_address, "--workers", "1", "--no-ai", "--no-web",
-            "--shared-port", *(f"--trusted-proxy={network}" for network in trusted_proxy or []),
-            *(["--tls-cert", str(tls_cert), "--tls-key", str(tls_key)] if tls_cert else []),
-            *(["--open-limits"] if open_limits else []),
-        ]
+        worker_args = [*shared_options(ctx), "--ai-address", ai_address, "--workers", "1",
+                       "--no-ai", "--no-web", "--shared-port"]
         extra = Workers(workers - 1, worker_args, redis_url, config)
         with one_line_when_cannot_listen("serve", "--port, --web-port and --metrics-port"):
             asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention,
@@ -332,6 +320,33 @@ async def _run(
             workers.wait()
         with contextlib.suppress(Exception):
             await storage.close()
+
+
+# serve's options that stay with the first engine of --workers: the others bind the port
+# it gives them, and share its Redis (by environment), AI and web page.
+NOT_SHARED = frozenset({
+    "port", "metrics_port", "data_dir", "redis_url", "redis_cluster", "no_ai", "ai_workers",
+    "ai_address", "no_web", "web_port", "web_max_connections",
+    "web_max_connections_per_address", "web_request_timeout", "workers", "shared_port",
+})
+
+
+def shared_options(ctx: typer.Context) -> list[str]:
+    """serve's options other than NOT_SHARED, as a command line for its other engines:
+    every setting as given or defaulted, so a new option reaches them without a line
+    here (a limit that reached one engine only was an easy mistake)."""
+    args: list[str] = []
+    for param in ctx.command.params:
+        if not isinstance(param, TyperOption) or param.name in NOT_SHARED:
+            continue
+        value = ctx.params[param.name]
+        if param.is_flag:
+            args += [param.opts[0]] if value else []
+        elif param.multiple:
+            args += [f"{param.opts[0]}={item}" for item in value or ()]
+        elif value is not None:
+            args += [param.opts[0], str(value.value if isinstance(value, Enum) else value)]
+    return args
 
 
 class Workers:
