@@ -258,7 +258,8 @@ def _rss_mb(pid: int) -> float:
 def test_suggest_answers_key_holders_only_and_refuses_oversize_first(
         ai_service: tuple[str, int]) -> None:
     """Finding 8: Suggest without the AI's key is UNAUTHENTICATED; a short position that
-    asks for 50 million cards is INVALID_ARGUMENT at once, before anything is built."""
+    asks for 50 million cards is INVALID_ARGUMENT at once, before anything is built; a
+    request over 256 KiB is RESOURCE_EXHAUSTED before it is decoded."""
     address, pid = ai_service
     position = (Path(__file__).parents[2] / "examples" / "positions"
                 / "standard-fog-mud-leader-view.txt").read_text()
@@ -277,6 +278,12 @@ def test_suggest_answers_key_holders_only_and_refuses_oversize_first(
                          metadata=KEYED)
         assert oversize.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert time.monotonic() - start < 2
+        # A megabyte that gzip sends in a few KB is refused by size, key or not (the
+        # default limit, 4 MB, decoded it first).
+        with pytest.raises(grpc.RpcError) as bomb:
+            stub.Suggest(ai_pb2.SuggestRequest(position="x" * 1_000_000), timeout=30,
+                         compression=grpc.Compression.Gzip)
+        assert bomb.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         for process in (pid, *descendants(pid)):
             assert _rss_mb(process) < 300, f"process {process} grew to {_rss_mb(process)} MB"
         assert stub.Suggest(ai_pb2.SuggestRequest(position=position, bot="heuristic"),

@@ -285,3 +285,16 @@ def test_the_other_engines_get_every_shared_option() -> None:
     assert {name: rebuilt.params[name] for name in shared} == {
         name: original.params[name] for name in shared}
     assert rebuilt.params["workers"] == 1 and rebuilt.params["port"] != 7  # not passed on
+
+
+@pytest.mark.parametrize("command", ["serve", "ai"])
+def test_the_manifests_placeholder_secrets_are_refused(command: str) -> None:
+    """deploy/'s manifests ship `change-me...` keys: a service started with one would let
+    anyone who read them act for the hosted AI, so it refuses to start."""
+    env = {**os.environ, "BATTLELINE_AI_KEY": "change-me-to-a-long-random-key",
+           "REDIS_URL": "redis://127.0.0.1:1/0"}
+    args = {"serve": ["--no-web", "--port", "0"], "ai": ["--engine", "127.0.0.1:1"]}[command]
+    result = subprocess.run([BATTLELINE, command, *args], env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode != 0
+    assert "placeholder" in result.stderr and "change-me-to-a-long" not in result.stderr

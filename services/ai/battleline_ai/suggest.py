@@ -187,6 +187,17 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         )
 
 
+# The largest request is a review's record (MAX_ACTIONS actions under 64 characters each,
+# about 134 KB): anything bigger is refused before it is decoded, however well it
+# compresses (gRPC's default allows 4 MB). The engines are its only callers, so a few
+# hundred connections are plenty.
+SERVER_OPTIONS = [
+    ("grpc.max_receive_message_length", 256 * 1024),
+    ("grpc.max_concurrent_streams", 100),
+    ("grpc.max_allowed_incoming_connections", 512),
+]
+
+
 class AiServer:
     """AiService on host:port (0: any) with its own search pool, and gRPC health (SERVING
     once it listens) for a deployment's readiness probe."""
@@ -202,7 +213,7 @@ class AiServer:
         # spawn: the gRPC server's threads must not be copied into search processes.
         self.pool = ProcessPoolExecutor(self.processes,
                                         mp_context=multiprocessing.get_context("spawn"))
-        self.server = grpc.aio.server()
+        self.server = grpc.aio.server(options=SERVER_OPTIONS)
         ai_pb2_grpc.add_AiServiceServicer_to_server(
             AiServicer(self.pool, self.key, self.processes), self.server)
         checks = CappedHealthServicer()

@@ -9,7 +9,14 @@ from typing import Annotated
 import typer
 
 from .listening import one_line_when_cannot_listen
-from .options import LogFormat, LogFormatOption, LogLevel, LogLevelOption, log_args
+from .options import (
+    LogFormat,
+    LogFormatOption,
+    LogLevel,
+    LogLevelOption,
+    checked_secret,
+    log_args,
+)
 from .signals import stop_on_signals
 
 
@@ -51,8 +58,8 @@ def ai(
     from battleline_ai.worker import KEY_ENV
     from battleline_engine import logs
 
-    key = os.environ.get(KEY_ENV, "")
-    if len(key) < 16:
+    key = checked_secret(KEY_ENV, os.environ.get(KEY_ENV, ""))
+    if not key:
         raise typer.BadParameter(f"set {KEY_ENV} (at least 16 characters; the engines need "
                                  "the same one)")
     logs.configure(log_level, log_format)

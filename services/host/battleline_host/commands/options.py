@@ -43,3 +43,20 @@ def web_limits(max_connections: int, per_address: int, request_timeout_s: float)
 def log_args(level: LogLevel, fmt: LogFormat) -> list[str]:
     """The log options of a child process started by a command: it logs as its parent."""
     return ["--log-level", level.value, "--log-format", fmt.value]
+
+
+# What deploy/'s manifests hold until an operator sets real secrets.
+PLACEHOLDER = "change-me"
+
+
+def checked_secret(name: str, value: str) -> str:
+    """A secret from the environment variable `name` ("" when unset), refused when it is
+    short or still the manifests' placeholder: a published key would let anyone act for
+    the hosted AI or pick the address a gateway's caller is counted under."""
+    if value and len(value) < 16:
+        raise typer.BadParameter(f"{name}: at least 16 characters")
+    if PLACEHOLDER in value.lower():
+        raise typer.BadParameter(f"{name} is still the placeholder of deploy/: set a random "
+                                 "one (e.g. `python -c 'import secrets; "
+                                 "print(secrets.token_urlsafe(32))'`)")
+    return value

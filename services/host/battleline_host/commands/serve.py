@@ -33,6 +33,7 @@ from .options import (
     WebMaxConnectionsOption,
     WebMaxConnectionsPerAddressOption,
     WebRequestTimeoutOption,
+    checked_secret,
     log_args,
     web_limits,
 )
@@ -127,8 +128,9 @@ def serve(
         envvar="BATTLELINE_AI_WORKERS", min=1, help="Hosted-AI worker processes."
     )] = 1,
     trusted_proxy: Annotated[list[str] | None, typer.Option(
+        envvar="BATTLELINE_TRUSTED_PROXY",
         help="A proxy network (CIDR) whose x-forwarded-for is believed (e.g. Envoy's); "
-             "repeatable. None by default.",
+             "repeatable (BATTLELINE_TRUSTED_PROXY: separated by spaces). None by default.",
     )] = None,
     max_connections: Annotated[int, typer.Option(
         envvar="BATTLELINE_MAX_CONNECTIONS", min=1,
@@ -465,19 +467,13 @@ def networks(values: list[str]) -> tuple[str, ...]:
 
 
 def gateway_secret() -> str:
-    """BATTLELINE_GATEWAY_SECRET ("" when unset), at least 16 characters."""
-    secret = os.environ.get(GATEWAY_SECRET_ENV, "").strip()
-    if secret and len(secret) < 16:
-        raise typer.BadParameter(f"{GATEWAY_SECRET_ENV}: at least 16 characters")
-    return secret
+    """BATTLELINE_GATEWAY_SECRET ("" when unset), checked by `checked_secret`."""
+    return checked_secret(GATEWAY_SECRET_ENV, os.environ.get(GATEWAY_SECRET_ENV, "").strip())
 
 
 def _given_ai_key() -> str:
     """BATTLELINE_AI_KEY, checked as `battleline ai` checks it ("" when unset)."""
-    given = os.environ.get(AI_KEY_ENV, "")
-    if given and len(given) < 16:
-        raise typer.BadParameter(f"{AI_KEY_ENV}: at least 16 characters")
-    return given
+    return checked_secret(AI_KEY_ENV, os.environ.get(AI_KEY_ENV, ""))
 
 
 def _ai_key(data_dir: Path) -> str:

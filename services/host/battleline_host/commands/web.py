@@ -36,8 +36,10 @@ def web(
         "127.0.0.1"
     ),
     trusted_proxy: Annotated[list[str] | None, typer.Option(
+        envvar="BATTLELINE_TRUSTED_PROXY",
         help="A network (CIDR) of a proxy in front of this gateway whose x-forwarded-for "
-             "is believed; repeatable. None by default.",
+             "is believed; repeatable (BATTLELINE_TRUSTED_PROXY: separated by spaces). "
+             "None by default.",
     )] = None,
     max_connections: WebMaxConnectionsOption = WEB_LIMITS.max_connections,
     max_connections_per_address: WebMaxConnectionsPerAddressOption = (
