@@ -127,3 +127,19 @@ def test_listing_is_rate_limited(redis_url: str) -> None:
     assert codes == [grpc.StatusCode.OK] * 5 + [grpc.StatusCode.RESOURCE_EXHAUSTED] * 2
     client.channel.close()
     limited.close()
+
+
+def test_a_limiter_stays_bounded_when_many_addresses_are_recent() -> None:
+    """Thousands of new addresses within a bucket's refill time: the table stays under its
+    bound (it used to grow with each and be scanned whole on every call past it), and a
+    key just used keeps its spent bucket."""
+    from battleline_engine.errors import Refusal
+    from battleline_engine.ratelimit import RateLimiter
+
+    limiter = RateLimiter(Rate(0.1, 1.0), "reviews", max_keys=100)
+    for i in range(5_000):
+        limiter.take(f"2001:db8::{i:x}")
+        assert len(limiter._buckets) <= 101
+    limiter.take("regular")
+    with pytest.raises(Refusal):
+        limiter.take("regular")

@@ -48,8 +48,16 @@ class RateLimiter:
             self._prune(now)
 
     def _prune(self, now: float) -> None:
+        """Forget buckets that have refilled; if most are still recent (many addresses at
+        once), forget the least recently used down to half the table, so the next prune
+        is `max_keys` / 2 calls away instead of on every call. A forgotten key only gets
+        a full bucket back, which its owner could have had from another address."""
         full_after = self.rate.burst / self.rate.per_s
-        self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < full_after}
+        kept = {k: v for k, v in self._buckets.items() if now - v[1] < full_after}
+        if len(kept) > self.max_keys // 2:
+            newest = sorted(kept.items(), key=lambda item: item[1][1])[-(self.max_keys // 2):]
+            kept = dict(newest)
+        self._buckets = kept
 
 
 class OpenCounts:
