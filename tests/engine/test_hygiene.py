@@ -5,6 +5,7 @@ INVALID_ARGUMENT without echoing itself back, and a client's cancel is no error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from collections.abc import Awaitable, Callable
@@ -12,9 +13,10 @@ from collections.abc import Awaitable, Callable
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from battleline.v1 import lobby_pb2, types_pb2, watch_pb2, watch_pb2_grpc
-from battleline_engine.health import WATCHES_PER_ADDRESS
+from battleline_engine.health import STREAMS_PER_ADDRESS
 from battleline_engine.metrics import REGISTRY
 from battleline_engine.ratelimit import Rate
 
@@ -206,7 +208,7 @@ def test_reading_records_is_rate_limited_per_client(redis_url: str) -> None:
 
 def test_health_watches_are_capped_per_address(engine: Engine) -> None:
     """gRPC's health Watch stays open as long as its client likes: one address holds at
-    most WATCHES_PER_ADDRESS of them, while Check (what probes call) stays free."""
+    most STREAMS_PER_ADDRESS of them, while Check (what probes call) stays free."""
 
     async def opens(n: int) -> tuple[int, int]:
         async with grpc.aio.insecure_channel(engine.address) as channel:
@@ -219,7 +221,28 @@ def test_health_watches_are_capped_per_address(engine: Engine) -> None:
 
             return await _accepted(calls, check)
 
-    n = WATCHES_PER_ADDRESS + 4
-    assert engine.call(opens(n)) == (WATCHES_PER_ADDRESS, 4)
+    n = STREAMS_PER_ADDRESS + 4
+    assert engine.call(opens(n)) == (STREAMS_PER_ADDRESS, 4)
     time.sleep(0.3)  # the cancelled streams close, and their places are free again
-    assert engine.call(opens(n)) == (WATCHES_PER_ADDRESS, 4)
+    assert engine.call(opens(n)) == (STREAMS_PER_ADDRESS, 4)
+
+
+def test_reflection_streams_are_capped_per_address(engine: Engine) -> None:
+    """A reflection stream stays open as long as its client likes (an audit held 2,842
+    idle ones): one address holds at most STREAMS_PER_ADDRESS, each still answered."""
+
+    async def ask(call: grpc.aio.StreamStreamCall) -> None:  # type: ignore[type-arg]
+        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
+            await call.write(reflection_pb2.ServerReflectionRequest(list_services=""))
+
+    async def opens(n: int) -> tuple[int, int]:
+        async with grpc.aio.insecure_channel(engine.address) as channel:
+            stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+            calls = [stub.ServerReflectionInfo() for _ in range(n)]
+            await asyncio.gather(*(ask(call) for call in calls))  # then each stays open
+            return await _accepted(calls)  # type: ignore[arg-type]
+
+    n = STREAMS_PER_ADDRESS + 3
+    assert engine.call(opens(n)) == (STREAMS_PER_ADDRESS, 3)
+    time.sleep(0.3)
+    assert engine.call(opens(n)) == (STREAMS_PER_ADDRESS, 3)

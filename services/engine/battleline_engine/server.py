@@ -19,9 +19,9 @@ from typing import Protocol
 import grpc
 from grpc_health.v1 import health as grpc_health
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
-from .health import CappedHealthServicer
+from .health import CappedHealthServicer, CappedReflectionServicer
 from .listening import MAX_CONNECTIONS, listen
 from .metrics import LIVE_MATCHES, MetricsInterceptor
 from .storage import Storage
@@ -213,7 +213,8 @@ async def start_server(
     names = [s.service_name for s in services if s.service_name]
     for service in services:
         service.register(server)
-    reflection.enable_server_reflection([*names, HEALTH_SERVICE, reflection.SERVICE_NAME], server)
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+        CappedReflectionServicer([*names, HEALTH_SERVICE, reflection.SERVICE_NAME]), server)
     credentials = _credentials(config)
     port = listen(server, f"{config.host}:{config.port}", credentials)
     engine = EngineServer(server, port, health, names, storage, config)
