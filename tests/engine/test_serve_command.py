@@ -94,6 +94,21 @@ def test_serve_with_external_redis(redis_url: str, tmp_path: Path) -> None:
     assert not (tmp_path / "appendonly.aof").exists()
 
 
+@pytest.mark.timeout(60)
+def test_serve_binds_an_ipv6_host(redis_url: str, tmp_path: Path) -> None:
+    """`--host ::` (every address, IPv6 and IPv4): it used to build `:::PORT`, which gRPC
+    cannot bind."""
+    process, address = _start("--redis-url", redis_url, "--data-dir", str(tmp_path),
+                              "--host", "::", "--no-web")
+    try:
+        assert address.startswith("[::]:")
+        assert _serving(address) == health_pb2.HealthCheckResponse.SERVING
+        port = address.rsplit(":", 1)[1]
+        assert _serving(f"127.0.0.1:{port}") == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        _stop(process)
+
+
 @pytest.mark.timeout(90)
 def test_a_killed_embedded_redis_is_restarted_from_its_data(tmp_path: Path) -> None:
     """SIGKILL of the embedded redis-server: serve reaps it (no zombie), starts it again

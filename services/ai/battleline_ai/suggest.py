@@ -33,7 +33,7 @@ from battleline.v1 import ai_pb2, ai_pb2_grpc, review_pb2, types_pb2
 from battleline_engine.auth import AiKey, bearer
 from battleline_engine.errors import Kind, Refusal, invalid
 from battleline_engine.health import CappedHealthServicer
-from battleline_engine.listening import listen
+from battleline_engine.listening import host_port, listen
 from battleline_engine.status import abort
 from battleline_rules import MAX_REPEAT
 
@@ -218,12 +218,12 @@ class AiServer:
             AiServicer(self.pool, self.key, self.processes), self.server)
         checks = CappedHealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(checks, self.server)
-        self.port = listen(self.server, f"{self.host}:{self.port}")
+        self.port = listen(self.server, host_port(self.host, self.port))
         await self.server.start()
         service = ai_pb2.DESCRIPTOR.services_by_name["AiService"].full_name
         for name in (health.OVERALL_HEALTH, service):
             await checks.set(name, health_pb2.HealthCheckResponse.SERVING)
-        return f"{self.host}:{self.port}"
+        return host_port(self.host, self.port)
 
     async def stop(self, grace: float = 1.0) -> None:
         if self.server is not None:

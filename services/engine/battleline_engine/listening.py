@@ -24,6 +24,14 @@ class CannotListen(OSError):
     of this machine's. Commands say so in one line rather than with a traceback."""
 
 
+def host_port(host: str, port: int) -> str:
+    """`host:port` as gRPC reads it: an IPv6 literal in brackets (`[::]:50051`; `:::50051`
+    cannot be bound)."""
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{host}:{port}"
+
+
 def listen(server: grpc.aio.Server, address: str,
            credentials: grpc.ServerCredentials | None = None) -> int:
     """Bind `server` to `address` (with TLS given `credentials`); returns the port."""

@@ -22,7 +22,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from .health import CappedHealthServicer, CappedReflectionServicer
-from .listening import MAX_CONNECTIONS, listen
+from .listening import MAX_CONNECTIONS, host_port, listen
 from .metrics import LIVE_MATCHES, MetricsInterceptor
 from .storage import Storage
 
@@ -100,7 +100,7 @@ class EngineServer:
     @property
     def address(self) -> str:
         """host:port to dial."""
-        return f"{self.config.host}:{self.port}"
+        return host_port(self.config.host, self.port)
 
     async def _set_all(self, status: int) -> None:  # a HealthCheckResponse.ServingStatus
         for name in ["", *self.service_names]:
@@ -216,7 +216,7 @@ async def start_server(
     reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
         CappedReflectionServicer([*names, HEALTH_SERVICE, reflection.SERVICE_NAME]), server)
     credentials = _credentials(config)
-    port = listen(server, f"{config.host}:{config.port}", credentials)
+    port = listen(server, host_port(config.host, config.port), credentials)
     engine = EngineServer(server, port, health, names, storage, config)
     # Until Redis has answered, nothing can be served.
     await engine._set_all(NOT_SERVING)
