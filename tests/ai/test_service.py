@@ -259,7 +259,8 @@ def test_suggest_answers_key_holders_only_and_refuses_oversize_first(
         ai_service: tuple[str, int]) -> None:
     """Finding 8: Suggest without the AI's key is UNAUTHENTICATED; a short position that
     asks for 50 million cards is INVALID_ARGUMENT at once, before anything is built; a
-    request over 256 KiB is RESOURCE_EXHAUSTED before it is decoded."""
+    request over 256 KiB is RESOURCE_EXHAUSTED before it is decoded, and bytes that are not
+    a request INVALID_ARGUMENT (they were UNKNOWN, with a logged traceback)."""
     address, pid = ai_service
     position = (Path(__file__).parents[2] / "examples" / "positions"
                 / "standard-fog-mud-leader-view.txt").read_text()
@@ -284,6 +285,10 @@ def test_suggest_answers_key_holders_only_and_refuses_oversize_first(
             stub.Suggest(ai_pb2.SuggestRequest(position="x" * 1_000_000), timeout=30,
                          compression=grpc.Compression.Gzip)
         assert bomb.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        garbage = channel.unary_unary("/battleline.v1.AiService/Suggest")
+        with pytest.raises(grpc.RpcError) as undecodable:
+            garbage(b"\xff\xff\xff", timeout=30)
+        assert undecodable.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         for process in (pid, *descendants(pid)):
             assert _rss_mb(process) < 300, f"process {process} grew to {_rss_mb(process)} MB"
         assert stub.Suggest(ai_pb2.SuggestRequest(position=position, bot="heuristic"),

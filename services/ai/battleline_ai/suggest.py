@@ -34,6 +34,7 @@ from battleline_engine.auth import AiKey, bearer
 from battleline_engine.errors import Kind, Refusal, invalid
 from battleline_engine.health import CappedHealthServicer
 from battleline_engine.listening import host_port, listen
+from battleline_engine.metrics import MetricsInterceptor
 from battleline_engine.status import abort
 from battleline_rules import MAX_REPEAT
 
@@ -213,7 +214,10 @@ class AiServer:
         # spawn: the gRPC server's threads must not be copied into search processes.
         self.pool = ProcessPoolExecutor(self.processes,
                                         mp_context=multiprocessing.get_context("spawn"))
-        self.server = grpc.aio.server(options=SERVER_OPTIONS)
+        # The engine's interceptor decodes requests itself: bytes that are not the message get
+        # INVALID_ARGUMENT bad-request, not gRPC's UNKNOWN and a logged traceback.
+        self.server = grpc.aio.server(interceptors=[MetricsInterceptor()],
+                                      options=SERVER_OPTIONS)
         ai_pb2_grpc.add_AiServiceServicer_to_server(
             AiServicer(self.pool, self.key, self.processes), self.server)
         checks = CappedHealthServicer()
