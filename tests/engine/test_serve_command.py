@@ -313,3 +313,17 @@ def test_the_manifests_placeholder_secrets_are_refused(command: str) -> None:
                             text=True, timeout=60)
     assert result.returncode != 0
     assert "placeholder" in result.stderr and "change-me-to-a-long" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "ai"])
+def test_a_redis_password_on_the_command_line_is_refused(command: str) -> None:
+    """`--redis-url redis://:PASSWORD@...` would show the password to every local user
+    (`ps`): it is refused, without repeating it."""
+    url = "redis://:a-password-in-ps@127.0.0.1:1/0"
+    env = {**os.environ, "BATTLELINE_AI_KEY": "k" * 32}
+    env.pop("REDIS_URL", None)
+    extra = {"serve": ["--no-web", "--port", "0"], "ai": ["--engine", "127.0.0.1:1"]}[command]
+    typed = subprocess.run([BATTLELINE, command, "--redis-url", url, *extra], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert typed.returncode != 0 and "by REDIS_URL" in typed.stderr
+    assert "a-password-in-ps" not in typed.stderr

@@ -21,7 +21,9 @@ def watch(
     match_id: Annotated[str, typer.Argument(help="The match to follow.")],
     target: Annotated[str, typer.Option(help="Engine host:port.")] = DEFAULT_TARGET,
     token: Annotated[str | None, typer.Option(
-        envvar="BATTLELINE_TOKEN", help="A seat token, to watch as that seat.")] = None,
+        envvar="BATTLELINE_TOKEN",
+        help="A seat token, to watch as that seat; better by BATTLELINE_TOKEN (a command "
+             "line is readable by every local user).")] = None,
     boards: Annotated[bool, typer.Option(
         help="Redraw the board after every move, not only at the start and the end.")] = False,
 ) -> None:

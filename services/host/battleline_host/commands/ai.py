@@ -16,11 +16,13 @@ from .options import (
     LogLevelOption,
     checked_secret,
     log_args,
+    no_password_on_command_line,
 )
 from .signals import stop_on_signals
 
 
 def ai(
+    ctx: typer.Context,
     engine: Annotated[str, typer.Option(envvar="BATTLELINE_ENGINE", help="Engine HOST:PORT.")] = (
         "127.0.0.1:50051"
     ),
@@ -58,6 +60,7 @@ def ai(
     from battleline_ai.worker import KEY_ENV
     from battleline_engine import logs
 
+    no_password_on_command_line(ctx, "--redis-url", redis_url)
     key = checked_secret(KEY_ENV, os.environ.get(KEY_ENV, ""))
     if not key:
         raise typer.BadParameter(f"set {KEY_ENV} (at least 16 characters; the engines need "

@@ -60,3 +60,14 @@ def checked_secret(name: str, value: str) -> str:
                                  "one (e.g. `python -c 'import secrets; "
                                  "print(secrets.token_urlsafe(32))'`)")
     return value
+
+
+def no_password_on_command_line(ctx: typer.Context, option: str, url: str | None) -> None:
+    """Refuse a `--redis-url` typed with a password: a command line is readable by every
+    local user, so a password goes by REDIS_URL (which the option also reads)."""
+    from urllib.parse import urlsplit
+
+    source = ctx.get_parameter_source(option.lstrip("-").replace("-", "_"))
+    if url and source is not None and source.name == "COMMANDLINE" and urlsplit(url).password:
+        raise typer.BadParameter(f"{option}: give a URL with a password by REDIS_URL, not on "
+                                 "the command line (every local user can read it)")
