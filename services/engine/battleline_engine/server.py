@@ -39,7 +39,11 @@ class ServerConfig:
 
     host: str = "127.0.0.1"
     port: int = 50051  # 0: any free port (see EngineServer.port)
-    max_message_bytes: int = 256 * 1024  # requests and responses; a view is a few KiB
+    max_message_bytes: int = 256 * 1024  # responses (a view is a few KiB, a record more)
+    # Requests are small (at most 16 actions, short names); a half-sent one is buffered
+    # up to this, so it bounds what stalled requests can hold (an audit held 15 MB per
+    # connection with 256 KiB).
+    max_request_bytes: int = 64 * 1024
     max_concurrent_streams: int = 1000  # per HTTP/2 connection
     # Connections held at once; gRPC closes more as soon as it accepts them (the caller
     # gets UNAVAILABLE at once), so a flood cannot exhaust the process's descriptors.
@@ -197,7 +201,7 @@ async def start_server(
 ) -> EngineServer:
     """Build, bind and start the server; health turns SERVING once Redis answers."""
     options = [
-        ("grpc.max_receive_message_length", config.max_message_bytes),
+        ("grpc.max_receive_message_length", config.max_request_bytes),
         ("grpc.max_send_message_length", config.max_message_bytes),
         ("grpc.max_concurrent_streams", config.max_concurrent_streams),
         # gRPC core's connection quota (grpcio 1.85: counted from accept, before the
