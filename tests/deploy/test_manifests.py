@@ -246,3 +246,18 @@ def test_the_engines_reach_the_ai_service_for_hints_and_reviews() -> None:
     host, port = services["engine"]["environment"]["BATTLELINE_AI_ADDRESS"].split(":")
     command = services[host]["command"]
     assert command[command.index("--port") + 1] == port and port in services[host]["expose"]
+
+
+def test_only_the_engines_and_the_ai_reach_redis() -> None:
+    """Redis holds every hidden card: a NetworkPolicy admits the engines and the AI
+    workers on its port, and no one else (the web front included)."""
+    policy = _by_kind("NetworkPolicy", "redis-from-engines-and-ai-only")["spec"]
+    assert policy["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "redis"}
+    (rule,) = policy["ingress"]
+    (source,) = rule["from"]
+    (allowed,) = source["podSelector"]["matchExpressions"]
+    assert set(allowed["values"]) == {"battleline-engine", "battleline-ai"}
+    assert [p["port"] for p in rule["ports"]] == [6379]
+    labels = {_by_kind("Deployment", name)["spec"]["template"]["metadata"]["labels"][
+        "app.kubernetes.io/name"] for name in ("battleline-engine", "battleline-ai")}
+    assert labels == {"battleline-engine", "battleline-ai"}
