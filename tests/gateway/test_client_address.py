@@ -19,7 +19,7 @@ from connectrpc.errors import ConnectError
 from connectrpc.protocol import ProtocolType
 
 from battleline.v1 import lobby_pb2, types_pb2
-from battleline_engine.auth import GATEWAY_CLIENT, GATEWAY_SECRET
+from battleline_engine.auth import GATEWAY_CLIENT, GATEWAY_SECRET, address_key
 from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
 from tests.engine.harness import OPEN_LIMITS, Client, Engine
@@ -97,6 +97,30 @@ def test_a_configured_proxy_gets_a_budget_per_forwarded_address(redis_url: str) 
     assert _creates(client, [("x-forwarded-for", "not an address")], 3) == [OK, OK, EXHAUSTED]
     client.channel.close()
     proxied.close()
+
+
+def test_an_ipv6_client_counts_as_its_whole_64(redis_url: str) -> None:
+    """A subscriber holds a whole /64: a new address in it is no new budget."""
+    proxied = Engine(redis_url, config=dataclasses.replace(
+        TWO_CREATES, trusted_proxies=("127.0.0.0/8",)))
+    client = Client.to(proxied.address)
+    codes = [code for n in range(1, 4)
+             for code in _creates(client, [("x-forwarded-for", f"2001:db8:1:2::{n:x}")], 1)]
+    assert codes == [OK, OK, EXHAUSTED]
+    assert _creates(client, [("x-forwarded-for", "2001:db8:1:3::1")], 1) == [OK]
+    client.channel.close()
+    proxied.close()
+
+
+@pytest.mark.parametrize(("host", "key"), [
+    ("203.0.113.7", "203.0.113.7"),
+    ("::ffff:203.0.113.7", "203.0.113.7"),
+    ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"),
+    ("::1", "::/64"),
+    ("unix:/tmp/socket", "unix:/tmp/socket"),
+])
+def test_the_limiter_key_of_an_address(host: str, key: str) -> None:
+    assert address_key(host) == key
 
 
 def _web_creates(url: str, forwarded_for: str, times: int) -> list[Code | None]:

@@ -47,7 +47,8 @@ class Callers:
       `use_remote_address`): the last `x-forwarded-for` entry, the peer it saw.
 
     Nobody else chooses the address they are counted under, and a forwarded value
-    that is not an IP address is ignored (it would become a limiter key).
+    that is not an IP address is ignored (it would become a limiter key). The key is
+    `address_key` of that address: an IPv6 client counts as its whole /64.
     """
 
     def __init__(self, trusted_proxies: Iterable[str] = (), gateway_secret: str = "") -> None:
@@ -55,6 +56,11 @@ class Callers:
         self.gateway_secret = gateway_secret.encode()
 
     def key(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
+        """The limiter key of the caller: `address_key` of its address."""
+        return address_key(self.address(context))
+
+    def address(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
+        """The caller's own address (see the class), as an IP address where it is one."""
         peer = unquote(context.peer() or "")  # "ipv4:1.2.3.4:5", "ipv6:[::1]:5", "unix:..."
         kind, _, rest = peer.partition(":")
         host = rest.rsplit(":", 1)[0].strip("[]") if kind in ("ipv4", "ipv6") else peer
@@ -72,6 +78,24 @@ class Callers:
         address = _address(host)
         return bool(address) and any(ipaddress.ip_address(address) in net
                                      for net in self.trusted)
+
+
+def address_key(host: str) -> str:
+    """The key a per-address limit counts `host` under: an IPv4 address itself (also one
+    written as IPv4-mapped IPv6), an IPv6 address's /64 network, anything else as given.
+
+    One subscriber is routinely given a whole /64 and may use any of its 2^64 addresses,
+    so keying by the full IPv6 address gave each client as many budgets as it liked.
+    """
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
 
 
 def _text(value: str | bytes) -> str:

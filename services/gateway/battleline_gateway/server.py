@@ -11,7 +11,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from battleline_engine.auth import Callers
+from battleline_engine.auth import Callers, address_key
 from battleline_engine.listening import CannotListen
 from battleline_engine.ratelimit import OpenCounts
 
@@ -70,7 +70,7 @@ class _GuardedH11(H11Protocol):
     limits = WebLimits()  # set per server by _guarded()
     peers = _Peers(limits.max_connections_per_address, ())  # likewise
     _deadline: asyncio.TimerHandle | None = None
-    _counted: str | None = None  # the peer address this connection counts for
+    _counted: str | None = None  # the address key this connection counts for
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -94,11 +94,12 @@ class _GuardedH11(H11Protocol):
         host = self.client[0] if self.client else None
         if host is None or not self.peers.capped(host):
             return True
-        if not self.peers.take(host):
+        key = address_key(host)  # an IPv6 client's whole /64
+        if not self.peers.take(key):
             log.warning("web connection refused: %d open from one address", self.peers.cap,
                         extra={"address": host})
             return False
-        self._counted = host
+        self._counted = key
         return True
 
     def data_received(self, data: bytes) -> None:
