@@ -12,6 +12,7 @@ from urllib.parse import unquote
 import grpc
 
 from .errors import Kind, Refusal
+from .ratelimit import RateLimiter
 from .storage import Storage, hash_token
 
 
@@ -134,21 +135,32 @@ class AiKey:
 
 class Seats:
     """Token -> (match id, seat), with a cache: a token's seat never changes. The AI's
-    key acts for the seat the hosted AI took in each match (cached too: it never moves)."""
+    key acts for the seat the hosted AI took in each match (cached too: it never moves).
 
-    def __init__(self, storage: Storage, ai_key: AiKey | None = None,
-                 size: int = 50_000) -> None:
+    A token not in the cache costs a Redis lookup and, if it names no seat, is a guess:
+    `guesses` charges each lookup to the caller's address before it starts and gives
+    the charge back when the token names a seat, so a flood of wrong tokens (or of
+    tries at the AI's key) is refused without a lookup, and concurrent guesses cannot
+    all pass a check before any is counted."""
+
+    def __init__(self, storage: Storage, callers: Callers, guesses: RateLimiter,
+                 ai_key: AiKey | None = None, size: int = 50_000) -> None:
         self.storage = storage
+        self.callers = callers
+        self.guesses = guesses
         self.ai_key = ai_key or AiKey("")
         self.size = size
         self._cache: OrderedDict[str, tuple[str, int]] = OrderedDict()
         self._ai_seats: OrderedDict[str, int] = OrderedDict()  # match id -> the AI's seat
 
-    async def of(self, token: str) -> tuple[str, int] | None:
+    async def of(self, token: str, caller: str) -> tuple[str, int] | None:
+        """The seat `token` names, looked up at `caller`'s charge if not cached."""
         found = self._cache.get(token)
         if found is None:
+            self.guesses.take(caller)
             found = await self.storage.matches.seat_of(token)
             if found is not None:
+                self.guesses.refund(caller)
                 self._cache[token] = found
                 if len(self._cache) > self.size:
                     self._cache.popitem(last=False)
@@ -170,7 +182,7 @@ class Seats:
             return None
         if self.ai_key.matches(token):
             return await self._ai_seat(match_id)
-        found = await self.of(token)
+        found = await self.of(token, self.callers.key(context))
         if found is None:
             raise Refusal(Kind.UNAUTHENTICATED, "unknown-token",
                           "unknown seat token (or its match has expired)")

@@ -47,6 +47,13 @@ class RateLimiter:
         if len(self._buckets) > self.max_keys:
             self._prune(now)
 
+    def refund(self, key: str, cost: float = 1.0) -> None:
+        """Give back `cost` tokens taken for something that turned out not to count (a
+        lookup that found what it looked for)."""
+        found = self._buckets.get(key)
+        if found is not None:
+            self._buckets[key] = (min(self.rate.burst, found[0] + cost), found[1])
+
     def _prune(self, now: float) -> None:
         """Forget buckets that have refilled; if most are still recent (many addresses at
         once), forget the least recently used down to half the table, so the next prune

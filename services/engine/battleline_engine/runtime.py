@@ -42,6 +42,9 @@ class EngineConfig:
     # Seconds of hint search per second per address: one client holding many seats (LOCAL
     # matches are cheap) may not keep the AI service's queue to itself.
     hint_rate: Rate = field(default_factory=lambda: Rate(per_s=0.5, burst=10))
+    # Seat tokens per address that name no seat (a wrong token, or a guessed AI key): a
+    # token is charged while its lookup runs and given back if it names a seat.
+    token_guess_rate: Rate = field(default_factory=lambda: Rate(per_s=1.0, burst=30))
     open_matches_per_client: int = 5  # unjoined OPEN matches one client may hold at once
     lobby_ttl_s: int = 15 * 60  # an OPEN match nobody joined expires after this
     # Proxies whose x-forwarded-for is believed (`--trusted-proxy`); see auth.Callers.
@@ -68,8 +71,9 @@ class Runtime:
         self.config = config
         self.matches = Matches(storage, lobby_ttl_s=config.lobby_ttl_s)
         self.ai_key = AiKey(config.ai_key)
-        self.seats = Seats(storage, self.ai_key)
         self.callers = Callers(config.trusted_proxies, config.gateway_secret)
+        self.seats = Seats(storage, self.callers,
+                           RateLimiter(config.token_guess_rate, "unknown seat tokens"), self.ai_key)
         self.create_limit = RateLimiter(config.create_rate, "matches created")
         self.action_limit = RateLimiter(config.action_rate, "actions")
         self.list_limit = RateLimiter(config.list_rate, "lobby listings")

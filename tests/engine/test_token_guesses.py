@@ -1,0 +1,63 @@
+"""Wrong seat tokens are rate-limited per address (audit finding: they were not, which is
+harmless for 256-bit tokens and not for a weak AI key): each costs a Redis lookup, and a
+flood of them is refused before the lookup while the right tokens keep working."""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from collections.abc import Iterator
+
+import grpc
+import pytest
+
+from battleline.v1 import game_pb2
+from battleline_engine.ratelimit import Rate
+
+from .harness import OPEN_LIMITS, Client, Engine, auth
+from .test_errors import details
+
+GUESSES = 3
+UNAUTHENTICATED, EXHAUSTED = grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+@pytest.fixture
+def engine(redis_url: str) -> Iterator[Engine]:
+    """An engine allowing each address three wrong tokens, believing x-forwarded-for from
+    loopback (so one test can speak from two addresses)."""
+    running = Engine(redis_url, config=dataclasses.replace(
+        OPEN_LIMITS, token_guess_rate=Rate(per_s=0.001, burst=GUESSES),
+        trusted_proxies=("127.0.0.0/8",)))
+    yield running
+    running.close()
+
+
+def _view(client: Client, match_id: str, token: str, address: str) -> grpc.StatusCode:
+    try:
+        client.game.GetView(game_pb2.GetViewRequest(match_id=match_id),
+                            metadata=[*auth(token), ("x-forwarded-for", address)], timeout=10)
+        return grpc.StatusCode.OK
+    except grpc.RpcError as error:
+        return error.code()  # type: ignore[attr-defined, no-any-return]
+
+
+def test_wrong_tokens_are_refused_before_a_lookup_once_an_address_spent_its_guesses(
+        engine: Engine) -> None:
+    client = Client.to(engine.address)
+    created = client.create()
+    guesser, other = "203.0.113.5", "203.0.113.6"
+    right = [_view(client, created.match_id, token, guesser)
+             for token in (created.seat_token, created.other_seat_token)]
+    assert right == [grpc.StatusCode.OK] * 2  # found tokens are given back
+    codes = [_view(client, created.match_id, secrets.token_urlsafe(32), guesser)
+             for _ in range(GUESSES + 2)]
+    assert codes == [UNAUTHENTICATED] * GUESSES + [EXHAUSTED] * 2
+    with pytest.raises(grpc.RpcError) as refused:
+        client.game.GetView(game_pb2.GetViewRequest(match_id=created.match_id),
+                            metadata=[*auth("wrong"), ("x-forwarded-for", guesser)], timeout=10)
+    assert details(refused.value)["ErrorInfo"].reason == "rate-limited"  # type: ignore[attr-defined]
+    # A token already known still works from the guessing address, and other addresses
+    # keep their own budget.
+    assert _view(client, created.match_id, created.seat_token, guesser) == grpc.StatusCode.OK
+    assert _view(client, created.match_id, "wrong", other) == UNAUTHENTICATED
+    client.channel.close()
