@@ -327,3 +327,14 @@ def test_a_redis_password_on_the_command_line_is_refused(command: str) -> None:
                            capture_output=True, text=True, timeout=60)
     assert typed.returncode != 0 and "by REDIS_URL" in typed.stderr
     assert "a-password-in-ps" not in typed.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "ai"])
+def test_a_placeholder_redis_password_is_refused(command: str) -> None:
+    """A REDIS_URL still holding deploy/'s `change-me` password is a published password."""
+    env = {**os.environ, "BATTLELINE_AI_KEY": "k" * 32,
+           "REDIS_URL": "redis://:change-me@127.0.0.1:1/0"}
+    extra = {"serve": ["--no-web", "--port", "0"], "ai": ["--engine", "127.0.0.1:1"]}[command]
+    result = subprocess.run([BATTLELINE, command, *extra], env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode != 0 and "placeholder" in result.stderr

@@ -14,9 +14,9 @@ from .options import (
     LogFormatOption,
     LogLevel,
     LogLevelOption,
+    checked_redis_url,
     checked_secret,
     log_args,
-    no_password_on_command_line,
 )
 from .signals import stop_on_signals
 
@@ -60,7 +60,7 @@ def ai(
     from battleline_ai.worker import KEY_ENV
     from battleline_engine import logs
 
-    no_password_on_command_line(ctx, "--redis-url", redis_url)
+    checked_redis_url(ctx, "--redis-url", redis_url)
     key = checked_secret(KEY_ENV, os.environ.get(KEY_ENV, ""))
     if not key:
         raise typer.BadParameter(f"set {KEY_ENV} (at least 16 characters; the engines need "

@@ -62,12 +62,19 @@ def checked_secret(name: str, value: str) -> str:
     return value
 
 
-def no_password_on_command_line(ctx: typer.Context, option: str, url: str | None) -> None:
-    """Refuse a `--redis-url` typed with a password: a command line is readable by every
-    local user, so a password goes by REDIS_URL (which the option also reads)."""
+def checked_redis_url(ctx: typer.Context, option: str, url: str | None) -> None:
+    """Refuse a `--redis-url` typed with a password (a command line is readable by every
+    local user, so a password goes by REDIS_URL, which the option also reads), and one
+    whose password is still the placeholder of deploy/ (published, so no password)."""
     from urllib.parse import urlsplit
 
+    password = urlsplit(url).password if url else None
+    if not password:
+        return
     source = ctx.get_parameter_source(option.lstrip("-").replace("-", "_"))
-    if url and source is not None and source.name == "COMMANDLINE" and urlsplit(url).password:
+    if source is not None and source.name == "COMMANDLINE":
         raise typer.BadParameter(f"{option}: give a URL with a password by REDIS_URL, not on "
                                  "the command line (every local user can read it)")
+    if PLACEHOLDER in password.lower():
+        raise typer.BadParameter(f"{option}: Redis's password is still the placeholder of "
+                                 "deploy/: set Redis's requirepass and REDIS_URL to a random one")

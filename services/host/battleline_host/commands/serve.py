@@ -33,9 +33,9 @@ from .options import (
     WebMaxConnectionsOption,
     WebMaxConnectionsPerAddressOption,
     WebRequestTimeoutOption,
+    checked_redis_url,
     checked_secret,
     log_args,
-    no_password_on_command_line,
     web_limits,
 )
 from .signals import stop_on_signals
@@ -180,7 +180,7 @@ def serve(
     from battleline_engine.redis_server import EmbeddedRedis
 
     logs.configure(log_level, log_format)
-    no_password_on_command_line(ctx, "--redis-url", redis_url)
+    checked_redis_url(ctx, "--redis-url", redis_url)
     descriptors = _raise_descriptor_limit()
     embedded: EmbeddedRedis | None = None
     if redis_cluster and not redis_url:
