@@ -21,10 +21,13 @@ import pytest
 import redis
 
 from battleline.v1 import ai_pb2, ai_pb2_grpc, types_pb2
+from battleline_ai.suggest import AiServer
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
+from battleline_engine.ratelimit import Rate
 from battleline_host.local import LocalService
 from tests.ai.service_harness import AI_KEY, WITH_AI, play_random, start_worker, stop
+from tests.engine.harness import LoopThread
 from tests.processes import descendants
 
 STREAM, GROUP = "bl:ai:requests", "ai-workers"
@@ -320,3 +323,31 @@ def test_battleline_ai_restarts_a_killed_worker_which_takes_the_match_over(
         assert "restarting" in text and "reclaimed request" in text, text
     finally:
         stop(service)
+
+
+def test_wrong_ai_keys_are_refused_once_an_address_spent_its_guesses() -> None:
+    """Tries at the AI's key are rate-limited per address, and an address that spent its
+    guesses is refused before its key is compared: a right guess then tells it nothing."""
+    loop = LoopThread()
+    server = AiServer("127.0.0.1", 0, AI_KEY, key_guesses=Rate(per_s=0.001, burst=3))
+    try:
+        address = loop.call(server.start())
+        with grpc.insecure_channel(address) as channel:
+            stub = ai_pb2_grpc.AiServiceStub(channel)
+            request = ai_pb2.ReviewRequest(ruleset="standard", actions=["not-an-action"])
+
+            def code(key: str) -> grpc.StatusCode:
+                try:
+                    stub.Review(request, metadata=[("authorization", f"Bearer {key}")],
+                                timeout=30)
+                    return grpc.StatusCode.OK
+                except grpc.RpcError as error:
+                    return error.code()  # type: ignore[attr-defined, no-any-return]
+
+            assert code(AI_KEY) == grpc.StatusCode.INVALID_ARGUMENT  # past the key: refunded
+            assert [code(f"guess-{n}-of-the-ai-key") for n in range(5)] == (
+                [grpc.StatusCode.UNAUTHENTICATED] * 3 + [grpc.StatusCode.RESOURCE_EXHAUSTED] * 2)
+            assert code(AI_KEY) == grpc.StatusCode.RESOURCE_EXHAUSTED
+    finally:
+        loop.call(server.stop())
+        loop.end()

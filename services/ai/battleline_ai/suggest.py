@@ -30,11 +30,12 @@ import grpc.aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from battleline.v1 import ai_pb2, ai_pb2_grpc, review_pb2, types_pb2
-from battleline_engine.auth import AiKey, bearer
+from battleline_engine.auth import AiKey, Callers, bearer
 from battleline_engine.errors import Kind, Refusal, invalid
 from battleline_engine.health import CappedHealthServicer
 from battleline_engine.listening import host_port, listen
 from battleline_engine.metrics import MetricsInterceptor
+from battleline_engine.ratelimit import Rate, RateLimiter
 from battleline_engine.status import abort
 from battleline_rules import MAX_REPEAT
 
@@ -85,13 +86,21 @@ def review_message(review: GameReview, game: int) -> review_pb2.GameReview:
         costliest=[i + 1 for i in review.costliest], game=game, evaluator=EVALUATOR)
 
 
+# Wrong keys per caller address: a key of 16 characters or more is out of reach of a few
+# a second, and the engine, which holds the key, never spends any.
+KEY_GUESSES = Rate(per_s=1.0, burst=30)
+
+
 class AiServicer(ai_pb2_grpc.AiServiceServicer):
     """Suggest: one search per call, in the process pool; Review: one game's review,
     in the same pool and under the same limits (one per match at a time)."""
 
-    def __init__(self, pool: ProcessPoolExecutor, key: AiKey, processes: int = 1) -> None:
+    def __init__(self, pool: ProcessPoolExecutor, key: AiKey, processes: int = 1,
+                 key_guesses: Rate = KEY_GUESSES) -> None:
         self.pool = pool
         self.key = key
+        self.callers = Callers()
+        self.guesses = RateLimiter(key_guesses, "wrong AI keys")
         self.max_searches = QUEUE_PER_PROCESS * processes
         self.searching: set[str] = set()  # seats with a search running or waiting
         self.searches = 0
@@ -128,8 +137,15 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         return ai_pb2.ReviewResponse(review=review_message(review, request.game or 1))
 
     def _authenticate(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        """The caller holds the AI's key. Every try is charged to its address first and
+        given back when right, so an address that spent its guesses is refused before
+        its key is compared (a right guess then is no answer)."""
+        address = self.callers.key(context)
+        self.guesses.take(address)
         token = bearer(context)
-        if token is None or not self.key.matches(token):
+        if token is not None and self.key.matches(token):
+            self.guesses.refund(address)
+        else:
             raise Refusal(Kind.UNAUTHENTICATED, "no-ai-key",
                           "AiService answers holders of the AI's key; players ask the "
                           "engine (GameService.GetHint, RecordService.GetReview)")
@@ -203,9 +219,11 @@ class AiServer:
     """AiService on host:port (0: any) with its own search pool, and gRPC health (SERVING
     once it listens) for a deployment's readiness probe."""
 
-    def __init__(self, host: str, port: int, key: str, processes: int = 1) -> None:
+    def __init__(self, host: str, port: int, key: str, processes: int = 1,
+                 key_guesses: Rate = KEY_GUESSES) -> None:
         self.host, self.port, self.processes = host, port, processes
         self.key = AiKey(key)
+        self.key_guesses = key_guesses
         self.server: grpc.aio.Server | None = None
         self.pool: ProcessPoolExecutor | None = None
 
@@ -219,7 +237,7 @@ class AiServer:
         self.server = grpc.aio.server(interceptors=[MetricsInterceptor()],
                                       options=SERVER_OPTIONS)
         ai_pb2_grpc.add_AiServiceServicer_to_server(
-            AiServicer(self.pool, self.key, self.processes), self.server)
+            AiServicer(self.pool, self.key, self.processes, self.key_guesses), self.server)
         checks = CappedHealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(checks, self.server)
         self.port = listen(self.server, host_port(self.host, self.port))
