@@ -338,3 +338,30 @@ def test_a_placeholder_redis_password_is_refused(command: str) -> None:
     result = subprocess.run([BATTLELINE, command, *extra], env=env, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode != 0 and "placeholder" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "ai"])
+def test_an_unreachable_redis_is_logged_in_one_line_not_a_traceback_each_time(
+        command: str) -> None:
+    """A Redis that is down (restarting, misconfigured) is expected: the engine's sweeper
+    and an AI worker say so in a line, where each printed a traceback of 40 lines (the
+    engine's every half second)."""
+    env = {**os.environ, "BATTLELINE_AI_KEY": "k" * 32, "REDIS_URL": "redis://127.0.0.1:1/0"}
+    extra = {"serve": ["--no-web", "--no-ai", "--port", "0"],
+             "ai": ["--engine", "127.0.0.1:1"]}[command]
+    process = subprocess.Popen([BATTLELINE, command, *extra, "--log-format", "text"], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    process.terminate()
+    _, err = process.communicate(timeout=30)
+    assert "unreachable" in err or "cannot reach Redis" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:99999/0", "http://127.0.0.1:6379/0"])
+def test_a_malformed_redis_url_is_refused_in_one_line(url: str) -> None:
+    env = {**os.environ, "REDIS_URL": url}
+    result = subprocess.run([BATTLELINE, "serve", "--no-web", "--port", "0"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--redis-url" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -296,8 +296,13 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"set REDIS_URL and {KEY_ENV} in the environment")
     config = WorkerConfig(args.engine, redis_url, key, args.concurrency, args.search_processes,
                           args.claim_idle, args.move_cap, args.name)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_main(config))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_main(config))
+    except (RedisConnectionError, RedisTimeoutError) as err:
+        # One line, not a traceback per restart: `battleline ai` restarts the worker.
+        log.error("ai worker %s cannot reach Redis: %s", args.name or os.getpid(), err)
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

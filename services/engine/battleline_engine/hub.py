@@ -26,7 +26,7 @@ from battleline_client.backoff import backoff
 
 from .errors import invalid
 from .model import Match
-from .storage import Storage, StoredEvent, raise_lost_cancellation
+from .storage import STORE_UNAVAILABLE, Storage, StoredEvent, raise_lost_cancellation
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +116,12 @@ class Hub:
                     return
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("event listener failed; retrying")
+            except Exception as err:
+                if isinstance(err, STORE_UNAVAILABLE):  # expected while Redis restarts
+                    log.warning("event listener: the match store is unreachable: %s; retrying",
+                                err)
+                else:
+                    log.exception("event listener failed; retrying")
                 await asyncio.sleep(next(delays))
 
     async def _read(self) -> None:
@@ -143,8 +147,11 @@ class Hub:
                 got = await self.storage.events.read_new_events(batch, EVENTS_PER_STREAM)
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("event reader failed; retrying")
+            except Exception as err:
+                if isinstance(err, STORE_UNAVAILABLE):  # expected while Redis restarts
+                    log.warning("event reader: the match store is unreachable: %s; retrying", err)
+                else:
+                    log.exception("event reader failed; retrying")
                 self._mark({m for m in batch if m in self._cursors})
                 await asyncio.sleep(next(delays))
                 continue

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import grpc
-import redis.exceptions
 
 from .auth import AiKey, Callers, Seats
 from .errors import Kind, Refusal, invalid
@@ -17,7 +16,7 @@ from .matches import Matches
 from .model import ClockKind
 from .ratelimit import Rate, RateLimiter
 from .status import abort
-from .storage import Storage, check_id
+from .storage import STORE_UNAVAILABLE, Storage, check_id
 
 log = logging.getLogger(__name__)
 
@@ -92,19 +91,10 @@ def match_id_of(value: str) -> str:
         raise invalid("bad-match-id", str(err)) from None
 
 
-# Transient: the store (or, on Redis Cluster, the node of the match's slot) cannot answer
-# now. ClusterDownError covers a restarting master; TryAgain a slot being migrated.
-_STORE_UNAVAILABLE = (
-    redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-    redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError,
-    redis.exceptions.SlotNotCoveredError,
-)
-
-
 def _refusal_of(err: Exception) -> Refusal | None:
     if isinstance(err, Refusal):
         return err
-    if isinstance(err, _STORE_UNAVAILABLE):
+    if isinstance(err, STORE_UNAVAILABLE):
         return Refusal(Kind.UNAVAILABLE, "storage-unavailable",
                        "the match store is unreachable: retry")
     return None

@@ -13,7 +13,7 @@ import logging
 
 from .matches import Matches
 from .model import Status
-from .storage import Storage, now_ms, raise_lost_cancellation
+from .storage import STORE_UNAVAILABLE, Storage, now_ms, raise_lost_cancellation
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,8 @@ class Sweeper:
                 await self.sweep_once()
             except asyncio.CancelledError:
                 raise
+            except STORE_UNAVAILABLE as err:  # expected while Redis restarts: no traceback
+                log.warning("clock sweep: the match store is unreachable: %s", err)
             except Exception:
                 log.exception("clock sweep failed")
             raise_lost_cancellation()

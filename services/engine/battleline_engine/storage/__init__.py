@@ -22,6 +22,7 @@ from ..fastredis import BATCH_INTERVAL_S
 from .ai import AiRequests
 from .clocks import ClockIndex
 from .connection import (
+    STORE_UNAVAILABLE,
     Connection,
     check_id,
     hash_token,
@@ -38,9 +39,9 @@ from .matches import CommitResult, CommitStatus, MatchRecord, MatchStore
 from .reviews import ReviewCache
 
 __all__ = [
-    "AI_PLACE_TTL_S", "CommitResult", "CommitStatus", "EventPage", "MatchRecord", "Storage",
-    "StoredEvent", "check_id", "hash_token", "is_cluster_url", "new_match_id",
-    "new_seat_token", "now_ms", "raise_lost_cancellation", "valid_id",
+    "AI_PLACE_TTL_S", "STORE_UNAVAILABLE", "CommitResult", "CommitStatus", "EventPage",
+    "MatchRecord", "Storage", "StoredEvent", "check_id", "hash_token", "is_cluster_url",
+    "new_match_id", "new_seat_token", "now_ms", "raise_lost_cancellation", "valid_id",
 ]
 
 

@@ -27,6 +27,15 @@ PREFIX: Final = "bl"  # every key of the engine starts "bl:"
 _ID_RE: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
+# Transient: the store (or, on Redis Cluster, the node of the match's slot) cannot answer
+# now. ClusterDownError covers a restarting master; TryAgain a slot being migrated.
+STORE_UNAVAILABLE: Final = (
+    redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+    redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError,
+    redis.exceptions.SlotNotCoveredError,
+)
+
+
 class Connection:
     """One Redis (or Redis Cluster) client, plus the lean connection for the commands of
     every action when there is one (`fast`; without it those go through `redis` too).

@@ -62,19 +62,32 @@ def checked_secret(name: str, value: str) -> str:
     return value
 
 
+REDIS_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster", "unix")
+
+
 def checked_redis_url(ctx: typer.Context, option: str, url: str | None) -> None:
-    """Refuse a `--redis-url` typed with a password (a command line is readable by every
-    local user, so a password goes by REDIS_URL, which the option also reads), and one
-    whose password is still the placeholder of deploy/ (published, so no password)."""
+    """Refuse a Redis URL that cannot be right, in one line that does not repeat it (it may
+    hold a password): not one of `REDIS_SCHEMES`, or a port out of range; typed
+    with a password on the command line (readable by every local user: a password goes by
+    REDIS_URL, which the option also reads); or with deploy/'s placeholder password."""
     from urllib.parse import urlsplit
 
-    password = urlsplit(url).password if url else None
-    if not password:
+    if not url:
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in REDIS_SCHEMES:
+        raise typer.BadParameter(f"{option}: a redis://, rediss://, redis+cluster:// or "
+                                 f"unix:// URL, not {parts.scheme or 'a bare address'}")
+    try:
+        parts.port  # noqa: B018 - parsing the port is the check
+    except ValueError as err:
+        raise typer.BadParameter(f"{option}: {err}") from None
+    if not parts.password:
         return
     source = ctx.get_parameter_source(option.lstrip("-").replace("-", "_"))
     if source is not None and source.name == "COMMANDLINE":
         raise typer.BadParameter(f"{option}: give a URL with a password by REDIS_URL, not on "
                                  "the command line (every local user can read it)")
-    if PLACEHOLDER in password.lower():
+    if PLACEHOLDER in parts.password.lower():
         raise typer.BadParameter(f"{option}: Redis's password is still the placeholder of "
                                  "deploy/: set Redis's requirepass and REDIS_URL to a random one")
