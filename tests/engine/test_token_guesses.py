@@ -21,15 +21,19 @@ GUESSES = 3
 UNAUTHENTICATED, EXHAUSTED = grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
+LIMITED = dataclasses.replace(OPEN_LIMITS, token_guess_rate=Rate(per_s=0.001, burst=GUESSES),
+                              trusted_proxies=("127.0.0.0/8",))
+
+
 @pytest.fixture
-def engine(redis_url: str) -> Iterator[Engine]:
-    """An engine allowing each address three wrong tokens, believing x-forwarded-for from
-    loopback (so one test can speak from two addresses)."""
-    running = Engine(redis_url, config=dataclasses.replace(
-        OPEN_LIMITS, token_guess_rate=Rate(per_s=0.001, burst=GUESSES),
-        trusted_proxies=("127.0.0.0/8",)))
-    yield running
-    running.close()
+def engines(redis_url: str) -> Iterator[tuple[Engine, Engine]]:
+    """Two engines on one Redis (a token one hands out is not cached by the other), each
+    allowing an address three wrong tokens and believing x-forwarded-for from loopback
+    (so one test can speak from two addresses)."""
+    first, second = Engine(redis_url, config=LIMITED), Engine(redis_url, config=LIMITED)
+    yield first, second
+    first.close()
+    second.close()
 
 
 def _view(client: Client, match_id: str, token: str, address: str) -> grpc.StatusCode:
@@ -42,13 +46,15 @@ def _view(client: Client, match_id: str, token: str, address: str) -> grpc.Statu
 
 
 def test_wrong_tokens_are_refused_before_a_lookup_once_an_address_spent_its_guesses(
-        engine: Engine) -> None:
-    client = Client.to(engine.address)
-    created = client.create()
+        engines: tuple[Engine, Engine]) -> None:
+    maker = Client.to(engines[0].address)
+    made = [maker.create() for _ in range(2)]
+    created = made[0]
+    client = Client.to(engines[1].address)  # which looks the tokens up in Redis
     guesser, other = "203.0.113.5", "203.0.113.6"
-    right = [_view(client, created.match_id, token, guesser)
-             for token in (created.seat_token, created.other_seat_token)]
-    assert right == [grpc.StatusCode.OK] * 2  # found tokens are given back
+    right = [_view(client, match.match_id, token, guesser)
+             for match in made for token in (match.seat_token, match.other_seat_token)]
+    assert right == [grpc.StatusCode.OK] * 4  # more than GUESSES: found ones are given back
     codes = [_view(client, created.match_id, secrets.token_urlsafe(32), guesser)
              for _ in range(GUESSES + 2)]
     assert codes == [UNAUTHENTICATED] * GUESSES + [EXHAUSTED] * 2
@@ -61,3 +67,4 @@ def test_wrong_tokens_are_refused_before_a_lookup_once_an_address_spent_its_gues
     assert _view(client, created.match_id, created.seat_token, guesser) == grpc.StatusCode.OK
     assert _view(client, created.match_id, "wrong", other) == UNAUTHENTICATED
     client.channel.close()
+    maker.channel.close()

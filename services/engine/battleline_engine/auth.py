@@ -161,10 +161,15 @@ class Seats:
             found = await self.storage.matches.seat_of(token)
             if found is not None:
                 self.guesses.refund(caller)
-                self._cache[token] = found
-                if len(self._cache) > self.size:
-                    self._cache.popitem(last=False)
+                self.remember(token, *found)
         return found
+
+    def remember(self, token: str, match_id: str, seat: int) -> None:
+        """Cache a token this process handed out or found, so its first use costs no
+        lookup (nor a place in `guesses`)."""
+        self._cache[token] = (match_id, seat)
+        if len(self._cache) > self.size:
+            self._cache.popitem(last=False)
 
     async def require(self, context: grpc.aio.ServicerContext[Any, Any], match_id: str) -> int:
         """The caller's seat in `match_id`: UNAUTHENTICATED or PERMISSION_DENIED otherwise."""

@@ -118,6 +118,9 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         created = await self.rt.matches.create(meta, seat, self.rt.callers.key(context),
                                                self.rt.config.ai_matches_per_client,
                                                self.rt.config.open_matches_per_client)
+        self.rt.seats.remember(created.token, created.match.match_id, seat)
+        if created.other_token:
+            self.rt.seats.remember(created.other_token, created.match.match_id, 1 - seat)
         return lobby_pb2.CreateMatchResponse(
             match_id=created.match.match_id, invite_code=created.invite,
             seat=views.seat_enum(seat), seat_token=created.token,
@@ -146,6 +149,8 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         match, seat, token = await self.rt.matches.join(
             match_id, name, request.seat_options.auto_claim,
             self.rt.ai_key.hash if ai else "", by_invite=target == "invite_code")
+        if token:
+            self.rt.seats.remember(token, match_id, seat)
         return lobby_pb2.JoinMatchResponse(match_id=match_id, seat=views.seat_enum(seat),
                                            seat_token=token, match=views.summary(match))
 

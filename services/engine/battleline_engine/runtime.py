@@ -41,9 +41,11 @@ class EngineConfig:
     # Seconds of hint search per second per address: one client holding many seats (LOCAL
     # matches are cheap) may not keep the AI service's queue to itself.
     hint_rate: Rate = field(default_factory=lambda: Rate(per_s=0.5, burst=10))
-    # Seat tokens per address that name no seat (a wrong token, or a guessed AI key): a
-    # token is charged while its lookup runs and given back if it names a seat.
-    token_guess_rate: Rate = field(default_factory=lambda: Rate(per_s=1.0, burst=30))
+    # Seat-token lookups per address that find no seat (a wrong token, a guessed AI key):
+    # each lookup is charged while it runs and given back if it finds one, so the burst
+    # also bounds the first uses of real tokens in flight at once from one address (a load
+    # test's after an engine restart; tokens an engine hands out are cached, no lookup).
+    token_guess_rate: Rate = field(default_factory=lambda: Rate(per_s=10.0, burst=1000))
     open_matches_per_client: int = 5  # unjoined OPEN matches one client may hold at once
     lobby_ttl_s: int = 15 * 60  # an OPEN match nobody joined expires after this
     # Proxies whose x-forwarded-for is believed (`--trusted-proxy`); see auth.Callers.
