@@ -40,6 +40,26 @@ def _by_kind(kind: str, name: str) -> dict[str, Any]:
     return next(d for d in _resources() if d["kind"] == kind and d["metadata"]["name"] == name)
 
 
+def _compose() -> dict[str, Any]:
+    return yaml.safe_load((DEPLOY / "compose.yaml").read_text())  # type: ignore[no-any-return]
+
+
+def _envoy() -> dict[str, Any]:
+    return yaml.safe_load((DEPLOY / "envoy.yaml").read_text())  # type: ignore[no-any-return]
+
+
+def _listener(name: str) -> dict[str, Any]:
+    """The Envoy listener called `name`."""
+    return next(x for x in _envoy()["static_resources"]["listeners"] if x["name"] == name)
+
+
+def _connection_manager(listener: dict[str, Any]) -> dict[str, Any]:
+    """The typed_config of a listener's HTTP connection manager (its one filter chain)."""
+    (chain,) = listener["filter_chains"]
+    return next(f["typed_config"] for f in chain["filters"]
+                if f["name"] == "envoy.filters.network.http_connection_manager")
+
+
 def _compose_schema() -> dict[str, Any]:
     vendor = resources.files("check_jsonschema") / "builtin_schemas" / "vendor"
     return json.loads((vendor / "compose-spec.json").read_text())  # type: ignore[no-any-return]
@@ -110,11 +130,17 @@ def test_engine_probes_use_grpc_health_on_the_grpc_port() -> None:
 
 
 def test_redis_is_append_only_with_fsync_always_everywhere() -> None:
-    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
-    command = compose["services"]["redis"]["command"]
-    assert command[command.index("--appendfsync") + 1] == "always"
-    conf = _by_kind("ConfigMap", "redis-config")["data"]["redis.conf"]
-    assert "appendonly yes" in conf and "appendfsync always" in conf
+    """compose mounts deploy/redis.conf where its start script reads it (the script adds
+    the password and starts redis-server on the copy); Kubernetes has the same lines."""
+    redis = _compose()["services"]["redis"]
+    assert "./redis.conf:/etc/redis/redis.conf:ro" in redis["volumes"]
+    script = redis["command"][-1]
+    assert "cat /etc/redis/redis.conf" in script
+    assert "exec docker-entrypoint.sh redis-server /run/redis/redis.conf" in script
+    for conf in ((DEPLOY / "redis.conf").read_text(),
+                 _by_kind("ConfigMap", "redis-config")["data"]["redis.conf"]):
+        lines = conf.splitlines()
+        assert "appendonly yes" in lines and "appendfsync always" in lines
 
 
 def test_compose_has_two_engines_ai_workers_and_envoy() -> None:
@@ -155,9 +181,10 @@ def test_the_web_front_runs_apart_from_the_engines_everywhere() -> None:
     assert str(port) == args[args.index("--port") + 1]
     assert web["readinessProbe"]["httpGet"]["port"] == "http"
     assert _by_kind("Service", "battleline-web")["spec"]["ports"][0]["targetPort"] == "http"
-    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    services = _compose()["services"]
     assert "--no-web" in services["engine"]["command"]
-    assert services["web"]["command"][:3] == ["web", "--engine", "envoy:50051"]
+    internal = _listener("grpc_internal")["address"]["socket_address"]["port_value"]
+    assert services["web"]["command"][:3] == ["web", "--engine", f"envoy:{internal}"]
 
 
 def test_the_ai_key_is_one_secret_and_no_secret_is_an_argument() -> None:
@@ -190,9 +217,8 @@ def test_forwarded_addresses_are_believed_from_envoy_and_the_gateway_only() -> N
     """Envoy appends the address it saw (use_remote_address) and is the engines' only
     --trusted-proxy; the web gateway and the engines share the gateway secret, by
     environment (issue #14)."""
-    envoy = yaml.safe_load((DEPLOY / "envoy.yaml").read_text())
-    manager = envoy["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]
-    assert manager["typed_config"]["use_remote_address"] is True
+    for listener in _envoy()["static_resources"]["listeners"]:
+        assert _connection_manager(listener)["use_remote_address"] is True, listener["name"]
     services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
     command = services["engine"]["command"]
     envoy_ip = services["envoy"]["networks"]["default"]["ipv4_address"]

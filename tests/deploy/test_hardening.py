@@ -1,0 +1,359 @@
+"""The third audit's findings on the deployment files (docs/SECURITY.md, "Open findings
+(third audit)", items 2 and 3), checked on the files as written: Envoy's edge limits and
+timeouts, Redis's password in compose and Kubernetes, and who may reach what.
+
+No Envoy, Docker engine or cluster runs here: these read the YAML (PyYAML, like
+test_manifests.py) and check the settings and the facts they rely on (the engine's
+header names, its per-client stream cap, its slowest unary call, the streaming methods
+of the protos), so a change on either side that breaks the other fails here.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import yaml
+
+from battleline_engine.hints import MAX_BUDGET_MS, QUEUE_WAIT_S
+from battleline_engine.reviews import REVIEW_TIMEOUT_S
+from battleline_engine.runtime import EngineConfig
+
+from .test_manifests import (
+    DEPLOY,
+    K8S_FILES,
+    _by_kind,
+    _compose,
+    _connection_manager,
+    _envoy,
+    _listener,
+    _resources,
+)
+
+ROOT = DEPLOY.parent
+README = DEPLOY / "README.md"
+TYPES = {  # Envoy extension name -> the @type its typed_config must carry (v3 API)
+    "envoy.filters.network.connection_limit":
+        "type.googleapis.com/envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit",
+    "envoy.filters.network.http_connection_manager":
+        "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3."
+        "HttpConnectionManager",
+    "envoy.filters.http.router":
+        "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router",
+}
+LONG_LIVED_DEFAULTS = ("/grpc.health.v1.Health/Watch",)  # server streams of grpc itself
+
+
+def _seconds(duration: str) -> float:
+    """An Envoy YAML duration ("10s", "0.25s") in seconds."""
+    assert re.fullmatch(r"\d+(\.\d+)?s", duration), duration
+    return float(duration[:-1])
+
+
+def _routes(listener: dict[str, Any]) -> list[dict[str, Any]]:
+    (host,) = _connection_manager(listener)["route_config"]["virtual_hosts"]
+    return host["routes"]  # type: ignore[no-any-return]
+
+
+def _streaming_paths() -> set[str]:
+    """`/package.Service/Method` of every server-streaming method in protos/battleline."""
+    paths = set()
+    for proto in (ROOT / "protos" / "battleline").rglob("*.proto"):
+        text = proto.read_text()
+        package = re.search(r"^package\s+([\w.]+);", text, re.M)
+        assert package, proto
+        for service, body in re.findall(r"service\s+(\w+)\s*\{(.*?)\n\}", text, re.S):
+            for method in re.findall(r"rpc\s+(\w+)\s*\([^)]*\)\s*returns\s*\(\s*stream\b",
+                                     body):
+                paths.add(f"/{package.group(1)}.{service}/{method}")
+    return paths
+
+
+def _networks(service: dict[str, Any]) -> set[str]:
+    networks = service.get("networks", ["default"])
+    return set(networks)
+
+
+def _strings(node: Any) -> Iterator[str]:
+    """Every string value of a parsed YAML document (comments are not values)."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+
+
+def _policy_for(name: str) -> dict[str, Any]:
+    """The one NetworkPolicy whose podSelector picks the pods labelled `name`."""
+    policies = [d["spec"] for d in _resources() if d["kind"] == "NetworkPolicy"
+                and d["spec"]["podSelector"].get("matchLabels") == {"app.kubernetes.io/name": name}]
+    assert len(policies) == 1, f"want one NetworkPolicy for {name} pods, found {len(policies)}"
+    return policies[0]
+
+
+# -- Envoy (finding 2) -----------------------------------------------------------------
+
+
+def test_envoy_admin_listens_on_loopback_only() -> None:
+    """Admin (config dump, stats, /quitquitquit) was on 0.0.0.0: any container of the
+    network could reach it. It binds the container's loopback now, and compose publishes
+    no admin port (a published port could not reach a loopback listener anyway)."""
+    admin = _envoy()["admin"]["address"]["socket_address"]
+    assert admin["address"] == "127.0.0.1"
+    ports = _compose()["services"]["envoy"]["ports"]
+    assert not any(str(admin["port_value"]) in str(p) for p in ports), ports
+    assert "9901" in README.read_text() and "--network container:" in README.read_text()
+
+
+def test_envoy_circuit_breakers_outlast_a_few_clients_watch_streams() -> None:
+    """Envoy's defaults (1,024 requests for the whole cluster, 3 retries) could be held by
+    two addresses: each engine admits `streams_per_client` Watch streams per address, so
+    behind N engines one address holds N times that. The thresholds are explicit, and
+    max_requests takes at least 16 addresses even behind four engines (the README's
+    `--scale engine=4`)."""
+    (cluster,) = _envoy()["static_resources"]["clusters"]
+    assert "circuit_breakers" in cluster, "Envoy's defaults: 1,024 requests, 3 retries"
+    (limits,) = cluster["circuit_breakers"]["thresholds"]
+    assert limits.get("priority", "DEFAULT") == "DEFAULT"
+    per_address = EngineConfig().streams_per_client * 4
+    assert limits["max_requests"] >= 16 * per_address
+    assert limits["max_pending_requests"] > 1024
+    assert limits["max_connections"] >= 1024
+    assert limits["max_retries"] > 3
+    assert limits["track_remaining"] is True
+    assert cluster["per_connection_buffer_limit_bytes"] <= 64 * 1024
+
+
+def test_envoy_limits_what_one_client_connection_can_hold() -> None:
+    """On the clients' listener: 100 streams per connection, 64 KiB per stream window and
+    256 KiB per connection window (Envoy's defaults: 2^31 - 1 streams, 256 MiB windows),
+    small request headers, a 32 KiB connection buffer, and a cap on connections (the
+    connection_limit filter, ahead of the HTTP connection manager). Every typed_config
+    names the v3 type of its extension."""
+    public = _listener("grpc")
+    (chain,) = public["filter_chains"]
+    names = [f["name"] for f in chain["filters"]]
+    assert names == ["envoy.filters.network.connection_limit",
+                     "envoy.filters.network.http_connection_manager"]
+    limit = chain["filters"][0]["typed_config"]
+    assert limit["stat_prefix"] and 1 <= limit["max_connections"] <= 8192
+    assert public["per_connection_buffer_limit_bytes"] <= 64 * 1024
+    manager = _connection_manager(public)
+    http2 = manager["http2_protocol_options"]
+    assert http2["max_concurrent_streams"] <= 128
+    assert 65535 <= http2["initial_stream_window_size"] <= 128 * 1024
+    assert http2["initial_stream_window_size"] <= http2["initial_connection_window_size"]
+    assert http2["initial_connection_window_size"] <= 1024 * 1024
+    assert 0 < manager["max_request_headers_kb"] <= 32
+    assert manager["common_http_protocol_options"]["headers_with_underscores_action"] in (
+        "REJECT_REQUEST", "DROP_HEADER")
+    for listener in _envoy()["static_resources"]["listeners"]:
+        (chain,) = listener["filter_chains"]
+        assert chain["filters"][0]["name"] == "envoy.filters.network.connection_limit"
+        filters = chain["filters"] + _connection_manager(listener)["http_filters"]
+        for extension in filters:
+            assert extension["typed_config"]["@type"] == TYPES[extension["name"]]
+        assert _connection_manager(listener)["http2_protocol_options"][
+            "max_concurrent_streams"] <= 4096
+
+
+def test_envoy_times_out_slow_requests_but_not_quiet_watches() -> None:
+    """Every listener: request headers within 10 s, the whole request within a minute
+    (each call sends one message and ends its side), and an idle stream ends after at
+    most 5 minutes; the idle timeout used to be off for every route. The server streams
+    (every `returns (stream ...)` of the protos, and health watches) have routes of their
+    own, ahead of the catch-all, with a long but finite idle timeout: the engine sends
+    nothing on a quiet match (no keepalive message; HTTP/2 PINGs are not stream
+    activity), so it outlasts the longest default silence (a 15-minute AI move, the
+    15-minute lobby) twice over. They have no route or per-try timeout (a resumed
+    Watch sends no headers until the next event, and a per-try timeout cuts a stream
+    that has not started its answer). The other routes are bounded and outlast the
+    slowest call (a review: the engine waits up to REVIEW_TIMEOUT_S for the AI)."""
+    config = EngineConfig()
+    quiet_s = max(config.default_clock_ms / 1000, config.ai_idle_ms / 1000, config.lobby_ttl_s)
+    slowest_s = max(REVIEW_TIMEOUT_S, MAX_BUDGET_MS / 1000 + QUEUE_WAIT_S)
+    streaming = _streaming_paths() | set(LONG_LIVED_DEFAULTS)
+    assert "/battleline.v1.WatchService/Watch" in streaming
+    listeners = _envoy()["static_resources"]["listeners"]
+    for listener in listeners:
+        manager = _connection_manager(listener)
+        # Envoy's defaults when unset: no header or request timeout, a 5-minute idle one.
+        assert 0 < _seconds(manager.get("request_headers_timeout", "0s")) <= 10
+        assert 0 < _seconds(manager.get("request_timeout", "0s")) <= 60
+        assert 0 < _seconds(manager.setdefault("stream_idle_timeout", "300s")) <= 300
+        routes = _routes(listener)
+        paths = [r["match"].get("path") for r in routes]
+        assert routes[-1]["match"] == {"prefix": "/"}
+        assert streaming <= set(paths[:-1]), streaming - set(paths)
+        for route in routes:
+            action = route["route"]
+            idle = _seconds(action.get("idle_timeout", manager["stream_idle_timeout"]))
+            assert idle > 0, route  # never off
+            if route["match"].get("path") in streaming:
+                assert 2 * quiet_s <= idle <= 4 * 3600, route
+                assert _seconds(action["timeout"]) == 0, route
+                assert "per_try_timeout" not in action.get("retry_policy", {}), route
+            else:
+                assert slowest_s < _seconds(action["timeout"]) <= 300, route
+                per_try = action.get("retry_policy", {}).get("per_try_timeout")
+                assert per_try is None or _seconds(per_try) > slowest_s, route
+    assert [_routes(x) for x in listeners] == [_routes(listeners[0])] * 2  # the same routes
+
+
+def test_envoy_does_not_forward_clients_battleline_headers() -> None:
+    """The engine believes `x-battleline-client` only with the gateway secret, but the
+    clients' listener should not pass either on: it removes every `x-battleline-*` header
+    the services read (found in their source, so a new one must be added here). The web
+    gateway's own headers go through the internal listener, which is not published and
+    which the gateway (and the AI workers) dial."""
+    names = set()
+    for source in (ROOT / "services").rglob("*.py"):
+        names |= set(re.findall(r"[\"'](x-battleline-[a-z0-9-]+)[\"']", source.read_text()))
+    assert {"x-battleline-gateway-secret", "x-battleline-client"} <= names
+    (host,) = _connection_manager(_listener("grpc"))["route_config"]["virtual_hosts"]
+    assert names <= set(host.get("request_headers_to_remove", [])), "forwarded from clients"
+    (inner,) = _connection_manager(_listener("grpc_internal"))["route_config"]["virtual_hosts"]
+    assert not names & set(inner.get("request_headers_to_remove", []))
+    services = _compose()["services"]
+    public = _listener("grpc")["address"]["socket_address"]["port_value"]
+    internal = _listener("grpc_internal")["address"]["socket_address"]["port_value"]
+    assert services["envoy"]["ports"] == [f"{public}:{public}"]
+    for name in ("web", "ai"):
+        command = services[name]["command"]
+        assert command[command.index("--engine") + 1] == f"envoy:{internal}", name
+
+
+# -- compose (finding 3) ---------------------------------------------------------------
+
+
+def test_compose_redis_requires_a_password_that_is_in_no_file_and_on_no_command_line() -> None:
+    """Redis had no password. It reads one from a compose secret the operator creates
+    (deploy/secrets/, git-ignored and outside the image's build context) and writes it
+    into a private copy of its config on a tmpfs with shell builtins, never as
+    `--requirepass`; its health check authenticates by REDISCLI_AUTH. The engines and AI
+    workers get REDIS_URL from an env_file made from the same password: no REDIS_URL, and
+    no URL with a password, is a value anywhere in compose.yaml."""
+    compose = _compose()
+    assert "secrets" in compose, "Redis has no password"
+    assert compose["secrets"]["redis_password"] == {"file": "./secrets/redis_password"}
+    redis = compose["services"]["redis"]
+    assert redis["secrets"] == ["redis_password"]
+    script = redis["command"][-1]
+    assert "read -r password < /run/secrets/redis_password" in script
+    assert "printf 'requirepass %s\\n' \"$$password\"" in script
+    assert "> /run/redis/redis.conf" in script and "/run/redis" in redis["tmpfs"]
+    assert "--requirepass" not in (DEPLOY / "compose.yaml").read_text()
+    check = " ".join(redis["healthcheck"]["test"])
+    assert "REDISCLI_AUTH" in check and " -a " not in check
+    for value in _strings(compose):
+        assert not re.search(r"rediss?://[^/@\s]*@", value), value
+    for name in ("engine", "ai"):
+        service = compose["services"][name]
+        assert "REDIS_URL" not in service["environment"], name
+        assert service["env_file"] == ["secrets/redis.env"], name
+    assert "/secrets/" in (DEPLOY / ".gitignore").read_text().splitlines()
+    git = shutil.which("git")
+    if git is not None and (ROOT / ".git").exists():
+        files = ["deploy/secrets/redis_password", "deploy/secrets/redis.env"]
+        ignored = subprocess.run([git, "check-ignore", *files], cwd=ROOT, check=False,
+                                 capture_output=True, text=True).stdout.split()
+        assert ignored == files
+    assert "deploy" in (ROOT / ".dockerignore").read_text().splitlines()
+    readme = README.read_text()
+    assert "openssl rand -hex 32 > deploy/secrets/redis_password" in readme
+    assert "deploy/secrets/redis.env" in readme
+
+
+def test_compose_web_container_shares_no_network_with_redis() -> None:
+    """Every container was on one network, so the web container (facing browsers) could
+    reach Redis. Redis is alone with the engines and AI workers on an internal network;
+    the web container is on `front` with Envoy only."""
+    compose = _compose()
+    services = compose["services"]
+    nets = {name: _networks(service) for name, service in services.items()}
+    assert not nets["redis"] & nets["web"]
+    assert not nets["redis"] & nets["envoy"]
+    assert not nets["web"] & (nets["engine"] | nets["ai"])
+    for name in ("engine", "ai"):
+        assert nets["redis"] & nets[name], name
+    assert nets["web"] & nets["envoy"]
+    for network in nets["redis"]:
+        assert compose["networks"][network]["internal"] is True, network
+
+
+# -- Kubernetes (finding 3) ------------------------------------------------------------
+
+
+def test_kubernetes_ships_no_redis_password_and_names_the_secrets_to_create() -> None:
+    """The manifests shipped Redis's password as a placeholder (`change-me`, in
+    REDIS_URL and in the example Redis's Secret). No Secret carrying it is shipped now:
+    the engines and AI workers read `battleline-redis`, the example Redis `redis-auth`,
+    both created by the operator with the commands in deploy/README.md."""
+    shipped = {d["metadata"]["name"] for d in _resources() if d["kind"] == "Secret"}
+    assert not shipped & {"battleline-redis", "redis-auth"}
+    for path in K8S_FILES:
+        assert not re.search(r"rediss?://[^/@\s]*@", path.read_text()), path
+    for name in ("battleline-engine", "battleline-ai"):
+        container = _by_kind("Deployment", name)["spec"]["template"]["spec"]["containers"][0]
+        assert {"secretRef": {"name": "battleline-redis"}} in container["envFrom"], name
+    (redis,) = _by_kind("StatefulSet", "redis")["spec"]["template"]["spec"]["containers"]
+    (password,) = [e for e in redis["env"] if e["name"] == "REDIS_PASSWORD"]
+    assert password["valueFrom"]["secretKeyRef"] == {"name": "redis-auth", "key": "password"}
+    readme = README.read_text()
+    assert "create secret generic redis-auth --from-file=password=" in readme
+    assert "create secret generic battleline-redis --from-env-file=" in readme
+
+
+def test_only_the_engines_reach_the_ai_service() -> None:
+    """The engines call AiService (hints and reviews, BATTLELINE_AI_ADDRESS); the AI
+    workers only dial out. A NetworkPolicy admits the engine pods on the AI's gRPC port
+    and nothing else to the AI pods."""
+    host, port = _by_kind("ConfigMap", "battleline-config")["data"][
+        "BATTLELINE_AI_ADDRESS"].rsplit(":", 1)
+    ai = _by_kind("Deployment", host)["spec"]["template"]
+    engine = _by_kind("Deployment", "battleline-engine")["spec"]["template"]
+    policy = _policy_for(ai["metadata"]["labels"]["app.kubernetes.io/name"])
+    assert policy["policyTypes"] == ["Ingress"]
+    (rule,) = policy["ingress"]
+    (source,) = rule["from"]
+    assert source == {"podSelector": {"matchLabels": {
+        "app.kubernetes.io/name": engine["metadata"]["labels"]["app.kubernetes.io/name"]}}}
+    assert rule["ports"] == [{"protocol": "TCP", "port": int(port)}]
+    assert [p["containerPort"] for p in ai["spec"]["containers"][0]["ports"]] == [int(port)]
+
+
+def test_the_metrics_port_is_reachable_from_the_scraper_only() -> None:
+    """The engines' gRPC port stays open to every pod (clients, ingress, web, AI), their
+    metrics port only to pods labelled `app.kubernetes.io/name: prometheus` (any
+    namespace). No rule admits a port it does not name."""
+    engine = _by_kind("Deployment", "battleline-engine")["spec"]["template"]
+    ports = {p["name"]: p["containerPort"] for p in engine["spec"]["containers"][0]["ports"]}
+    assert set(ports) == {"grpc", "metrics"}
+    policy = _policy_for(engine["metadata"]["labels"]["app.kubernetes.io/name"])
+    assert policy["policyTypes"] == ["Ingress"]
+    scraper = {"namespaceSelector": {},
+               "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}
+    for rule in policy["ingress"]:
+        admitted = {p["port"] for p in rule["ports"]}  # a rule without ports admits all
+        if ports["metrics"] in admitted:
+            assert admitted == {ports["metrics"]} and rule["from"] == [scraper], rule
+        else:
+            assert admitted == {ports["grpc"]} and "from" not in rule, rule
+    opened = {p["port"] for rule in policy["ingress"] for p in rule["ports"]}
+    assert opened == set(ports.values())
+    assert "app.kubernetes.io/name: prometheus" in README.read_text()
+
+
+def test_every_base_manifest_is_in_the_kustomization() -> None:
+    """The schema tests read every file of k8s/base; `kubectl apply -k` reads only what
+    kustomization.yaml lists, so a policy left out of it would pass here and never apply."""
+    kustomization = yaml.safe_load((DEPLOY / "k8s" / "base" / "kustomization.yaml").read_text())
+    files = {p.name for p in K8S_FILES} - {"kustomization.yaml"}
+    assert files == set(kustomization["resources"])
+
