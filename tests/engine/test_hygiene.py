@@ -20,7 +20,7 @@ from battleline_engine.health import STREAMS_PER_ADDRESS
 from battleline_engine.metrics import REGISTRY
 from battleline_engine.ratelimit import Rate
 
-from .harness import OPEN_LIMITS, Client, Engine
+from .harness import AI_KEY, OPEN_LIMITS, Client, Engine, auth
 from .test_errors import details
 
 
@@ -123,6 +123,45 @@ def test_one_client_holds_a_bounded_number_of_streams_over_all_matches(
             return out
 
         assert engine.call(rounds()) == [(10, 10)] * 3
+    finally:
+        client.channel.close()
+        engine.close()
+
+
+def test_the_hosted_ai_watches_whatever_its_address_holds(redis_url: str) -> None:
+    """The AI's streams come from an address that proves nothing (loopback under `serve`):
+    a local user holding that address's streams used to stop the AI watching, and so
+    moving, in every match. Its streams count per seat only."""
+    engine = Engine(redis_url, config=dataclasses.replace(
+        OPEN_LIMITS, streams_per_seat=4, streams_per_client=2))
+    client = Client.to(engine.address)
+    try:
+        local = client.create().match_id
+        ai_match = client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
+            options=types_pb2.MatchOptions(ruleset="standard"),
+            opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_AI, ai_level=3)),
+            timeout=10).match_id
+        client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=ai_match),
+                               metadata=auth(AI_KEY), timeout=10)
+
+        async def held_then_ai() -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+            async with grpc.aio.insecure_channel(engine.address) as channel:
+                stub = watch_pb2_grpc.WatchServiceStub(channel)
+                held = [stub.Watch(watch_pb2.WatchRequest(match_id=local)) for _ in range(2)]
+                outcome: list[tuple[int, int]] = []
+
+                async def others() -> None:
+                    outcome.append(await _accepted([stub.Watch(
+                        watch_pb2.WatchRequest(match_id=local))]))
+                    outcome.append(await _accepted([stub.Watch(
+                        watch_pb2.WatchRequest(match_id=ai_match), metadata=auth(AI_KEY))
+                        for _ in range(5)]))
+
+                return await _accepted(held, others), outcome[0], outcome[1]
+
+        held, stranger, ai = engine.call(held_then_ai())
+        assert held == (2, 0) and stranger == (0, 1)  # the address is full
+        assert ai == (4, 1)  # the AI still watches: up to its seat's cap
     finally:
         client.channel.close()
         engine.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import threading
 import time
@@ -13,8 +14,9 @@ import pytest
 
 from battleline.v1 import game_pb2, types_pb2, watch_pb2
 from battleline_engine.hub import Hub
+from battleline_engine.ratelimit import Rate
 
-from .harness import SEATS, Client, Engine, choose
+from .harness import OPEN_LIMITS, SEATS, Client, Engine, choose
 
 
 def _resign(client: Client, match_id: str, token: str) -> game_pb2.ResignResponse:
@@ -142,3 +144,73 @@ def test_a_cancelled_stream_is_closed_at_once_and_frees_its_place(engine: Engine
             time.sleep(0.01)
         assert not servicer.open, "a cancelled stream is still counted as open"
     assert _hub(engine).subscriber_count == 0
+
+
+def _live_match_with_events(client: Client, at_least: int) -> tuple[str, str]:
+    """A LOCAL match still being played, with at least `at_least` events (random play
+    ends some matches sooner: those are set aside for the next seed)."""
+    for seed in range(20):
+        rng = random.Random(seed)
+        created = client.create("standard",
+                                seat_options=types_pb2.SeatOptions(auto_claim=False))
+        tokens = (created.seat_token, created.other_seat_token)
+        view = client.view(created.match_id, tokens[0])
+        while view.phase != types_pb2.MATCH_PHASE_FINISHED:
+            if view.last_event_number >= at_least:
+                return created.match_id, tokens[0]
+            seat = SEATS.index(view.current_seat)
+            view = client.view(created.match_id, tokens[seat])
+            client.submit(created.match_id, tokens[seat], view.version, choose(view, rng, True))
+            view = client.view(created.match_id, tokens[0])
+    raise AssertionError("no match lasted long enough")
+
+
+def test_a_resume_far_back_gets_every_event_while_another_viewer_is_ahead(
+        client: Client) -> None:
+    """Another viewer's stream keeps the hub's cursor at the match's end: a stream resumed
+    from the start reads the events before it from Redis, a page (100) at a time, and
+    used to wait after the first page for events that would never come to its queue."""
+    match_id, token = _live_match_with_events(client, 120)
+    last = client.get_record(match_id, token).events[-1].number
+    live = client.watch(match_id)  # a spectator following the match
+    next(live)  # its snapshot: the hub now follows the match from its last event
+    resumed = client.watcher.Watch(watch_pb2.WatchRequest(match_id=match_id, resume_after=0),
+                                   timeout=20)
+    numbers = []
+    for item in resumed:
+        numbers.append(item.event.number)
+        if item.event.number == last:
+            break
+    assert numbers == list(range(1, last + 1))
+    resumed.cancel()
+    live.cancel()
+
+
+def test_resuming_far_back_is_charged_like_reading_the_record(redis_url: str) -> None:
+    """Resuming from the start replays what GetRecord reads (each event projected for the
+    viewer): it spends the client's GetRecord budget, while a reconnect resuming a page
+    or less does not."""
+    engine = Engine(redis_url, config=dataclasses.replace(
+        OPEN_LIMITS, record_rate=Rate(per_s=0.001, burst=2)))
+    client = Client.to(engine.address)
+    try:
+        match_id, token = _live_match_with_events(client, 120)
+        last = client.view(match_id, token).last_event_number
+
+        def first(resume_after: int) -> grpc.StatusCode:
+            stream = client.watcher.Watch(watch_pb2.WatchRequest(
+                match_id=match_id, resume_after=resume_after), timeout=10)
+            try:
+                next(stream)
+                return grpc.StatusCode.OK
+            except grpc.RpcError as err:
+                return err.code()  # type: ignore[attr-defined, no-any-return]
+            finally:
+                stream.cancel()
+
+        assert [first(0) for _ in range(3)] == [grpc.StatusCode.OK] * 2 + [
+            grpc.StatusCode.RESOURCE_EXHAUSTED]
+        assert first(last - 10) == grpc.StatusCode.OK
+    finally:
+        client.channel.close()
+        engine.close()

@@ -33,7 +33,9 @@ log = logging.getLogger(__name__)
 Batch = list[StoredEvent]
 RESYNC: Batch = []  # queued instead of batches a slow subscriber could not keep up with
 MAX_QUEUED = 256
-PAGE = 1000  # events read from Redis at once to fill a gap or resume
+# Events read from Redis at once to fill a gap or resume: a stream its client does not
+# read holds one such page (1,000 held about 1 MB).
+PAGE = 100
 STREAMS_PER_READ = 500  # dirty streams named in one XREAD (the rest wait for the next)
 EVENTS_PER_STREAM = 100  # events of one stream per XREAD (a full page stays dirty)
 IDLE_CHECK_S = 1.0  # how often the idle loops look whether anyone still watches
@@ -233,6 +235,9 @@ class Subscription:
                 if end is not None:
                     return
                 raise_lost_cancellation()  # a cancelled stream waits no more
-                batch = await queue.get()
+                # The hub read past us before we subscribed (another viewer's cursor):
+                # those events never reach this queue, so read them, page by page.
+                fill = queue.empty() and self.hub.cursor(self.match_id) > self.last
+                batch = [] if fill else await queue.get()
         finally:
             self.hub.unsubscribe(self.match_id, queue)

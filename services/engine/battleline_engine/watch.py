@@ -13,7 +13,7 @@ from battleline_rules import SPECTATOR
 
 from . import views
 from .errors import Kind, Refusal
-from .hub import Subscription
+from .hub import PAGE, Subscription
 from .metrics import SUBSCRIBERS
 from .ratelimit import OpenCounts
 from .runtime import Runtime, match_id_of, streaming
@@ -36,26 +36,38 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         viewer = SPECTATOR if seat is None else seat
         client = self.rt.callers.key(context)
         holder = seat if seat is not None else client
-        # A seat's (or a spectator's) streams on this match, and the client's on all.
-        keys = (f"{match_id}/{holder}", f"client/{client}")
+        # A seat's (or a spectator's) streams on this match, and the client's on all. The
+        # hosted AI (its key) holds one stream per match it plays, from an address that
+        # proves nothing (loopback under `battleline serve`): counted per seat only, or
+        # whoever held its address's streams would stop it moving in every match.
+        keys: tuple[str, ...] = (f"{match_id}/{holder}", f"client/{client}")
         caps = (self.rt.config.streams_per_seat, self.rt.config.streams_per_client)
-        for key, cap, whose in zip(keys, caps, ("per seat", "per client"), strict=True):
+        if self.rt.seats.is_ai(context):
+            keys = keys[:1]
+        for key, cap, whose in zip(keys, caps, ("per seat", "per client"), strict=False):
             if self.open.full(key, cap):
                 raise Refusal(Kind.EXHAUSTED, "too-many-streams",
                               f"at most {cap} open streams {whose}", retry_after_s=1.0)
         self.open.take(*keys)
         try:
-            async with contextlib.aclosing(self._stream(request, match_id, viewer)) as items:
+            async with contextlib.aclosing(
+                    self._stream(request, match_id, viewer, client)) as items:
                 async for item in items:
                     yield item
         finally:
             self.open.release(*keys)
 
     async def _stream(self, request: watch_pb2.WatchRequest, match_id: str,
-                      viewer: int) -> AsyncGenerator[watch_pb2.WatchResponse]:
-        """The stream of one counted Watch: snapshot (or backlog), then live events."""
+                      viewer: int, client: str) -> AsyncGenerator[watch_pb2.WatchResponse]:
+        """The stream of one counted Watch: snapshot (or backlog), then live events.
+
+        Resuming far back replays what GetRecord reads (a long match's events, each
+        projected for the viewer), so it is charged to the client's GetRecord budget; a
+        reconnect resuming a page or less is free."""
         match = await self.rt.matches.read(match_id)
         resume = request.resume_after if request.HasField("resume_after") else None
+        if resume is not None and match.record.last_event - resume > PAGE:
+            self.rt.record_limit.take(client)
         subscription = await Subscription.open(self.rt.hub, match, resume)
         SUBSCRIBERS.inc()
         try:
