@@ -84,6 +84,24 @@ def test_serve_with_embedded_redis(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(60)
+def test_the_metrics_port_binds_its_own_interface(redis_url: str) -> None:
+    """`--metrics-host` keeps /metrics off the interface the game is served on (a serve
+    on 0.0.0.0 exposed them to every client)."""
+    metrics_port = free_port()
+    process, address = _start("--redis-url", redis_url, "--no-web", "--metrics-port",
+                              str(metrics_port), "--metrics-host", "127.0.0.2")
+    try:
+        assert _serving(address) == health_pb2.HealthCheckResponse.SERVING
+        text = urllib.request.urlopen(f"http://127.0.0.2:{metrics_port}/metrics",
+                                      timeout=5).read().decode()
+        assert "battleline_rpc_latency_seconds" in text
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", metrics_port), timeout=5)
+    finally:
+        _stop(process)
+
+
+@pytest.mark.timeout(60)
 def test_serve_with_external_redis(redis_url: str, tmp_path: Path) -> None:
     process, address = _start("--redis-url", redis_url, "--data-dir", str(tmp_path))
     try:

@@ -18,7 +18,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 )
 
 from battleline.v1 import lobby_pb2, lobby_pb2_grpc
-from battleline_engine import metrics
+from battleline_engine import metrics, metrics_http
 from battleline_engine.redis_server import free_port
 from battleline_engine.server import EngineServer, ServerConfig, start_server
 from battleline_engine.storage import Storage
@@ -102,7 +102,7 @@ def test_reflection_lists_services(engine: Running) -> None:
 
 
 def test_oversized_request_is_refused(engine: Running) -> None:
-    """Requests are capped at 64 KiB (responses at 256 KiB): what a stalled, half-sent
+    """Requests are capped at 8 KiB (responses at 256 KiB): what a stalled, half-sent
     request can hold is bounded by it."""
     with grpc.insecure_channel(engine.engine.address) as channel:
         call = channel.unary_unary("/battleline.v1.LobbyService/ListOpenMatches")
@@ -125,7 +125,7 @@ def test_metrics_count_errors_by_code(engine: Running) -> None:
     )
     assert after == before + 1
     port = free_port()
-    metrics.serve_metrics(port)
+    metrics_http.serve_metrics(port)
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     assert "battleline_rpc_latency_seconds_bucket" in text
     assert "battleline_live_matches" in text

@@ -1,4 +1,5 @@
-"""Prometheus metrics of the engine, and the interceptor that records RPC outcomes.
+"""Prometheus metrics of the engine, and the interceptor that records RPC outcomes
+(`metrics_http` serves them).
 
 Per-process metrics: scrape every replica. Servicers only increment the
 domain counters (actions, subscribers); latency and error codes are recorded
@@ -16,10 +17,9 @@ from typing import Any, Final
 
 import grpc
 from google.protobuf.message import DecodeError
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from .errors import invalid
-from .listening import CannotListen
 from .status import abort
 
 REGISTRY: Final = CollectorRegistry(auto_describe=True)
@@ -45,14 +45,6 @@ LIVE_MATCHES: Final = Gauge(
 SUBSCRIBERS: Final = Gauge(
     "battleline_stream_subscribers", "Open Watch streams on this process.", registry=REGISTRY,
 )
-
-
-def serve_metrics(port: int, host: str = "127.0.0.1") -> None:
-    """Expose /metrics over HTTP on a background thread."""
-    try:
-        start_http_server(port, addr=host, registry=REGISTRY)
-    except OSError as err:
-        raise CannotListen(f"cannot serve metrics on {host}:{port}: {err.strerror}") from err
 
 
 def _code_name(context: grpc.aio.ServicerContext[Any, Any], error: BaseException | None) -> str:

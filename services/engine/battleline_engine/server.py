@@ -40,11 +40,24 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 50051  # 0: any free port (see EngineServer.port)
     max_message_bytes: int = 256 * 1024  # responses (a view is a few KiB, a record more)
-    # Requests are small (at most 16 actions, short names); a half-sent one is buffered
-    # up to this, so it bounds what stalled requests can hold (an audit held 15 MB per
-    # connection with 256 KiB).
-    max_request_bytes: int = 64 * 1024
-    max_concurrent_streams: int = 1000  # per HTTP/2 connection
+    # The largest request the engine accepts is 1.2 KB (16 actions and a match id and an
+    # action id of 64 characters each); a half-sent one is buffered up to this, so it
+    # bounds what a stalled request holds. It is also each stream's receive window: a
+    # stream's bytes after its one request (never read) cannot pile up past it.
+    max_request_bytes: int = 8 * 1024
+    # Per HTTP/2 connection. A channel queues calls past it behind its open streams (a
+    # Watch holds one until its match ends), and the web gateway sends the calls of its
+    # 512 web connections (one each) on one channel; an AI worker holds up to 128.
+    max_concurrent_streams: int = 600
+    # RPCs in flight in the process, streams included (None: no cap); more are refused
+    # at once with RESOURCE_EXHAUSTED. What bounds half-sent requests over all
+    # connections (about 28 KB each): the scale benchmark holds 20,000 Watch streams.
+    max_concurrent_rpcs: int | None = 32_768
+    # A connection must finish its TLS handshake and send HTTP/2's preface in this long,
+    # and one with no call open for `idle_s` is closed (a client reconnects on its next
+    # call), so neither holds one of `max_connections` for long.
+    handshake_s: float = 20.0
+    idle_s: float = 300.0
     # Connections held at once; gRPC closes more as soon as it accepts them (the caller
     # gets UNAVAILABLE at once), so a flood cannot exhaust the process's descriptors.
     max_connections: int = MAX_CONNECTIONS
@@ -204,6 +217,12 @@ async def start_server(
         ("grpc.max_receive_message_length", config.max_request_bytes),
         ("grpc.max_send_message_length", config.max_message_bytes),
         ("grpc.max_concurrent_streams", config.max_concurrent_streams),
+        # Receive windows stay at one request: without this, BDP probing grows them (to 64
+        # MiB in an audit), and a Watch stream's unread bytes after its request held that much.
+        ("grpc.http2.bdp_probe", 0),
+        ("grpc.http2.lookahead_bytes", config.max_request_bytes),
+        ("grpc.server_handshake_timeout_ms", round(config.handshake_s * 1000)),
+        ("grpc.max_connection_idle_ms", round(config.idle_s * 1000)),
         # gRPC core's connection quota (grpcio 1.85: counted from accept, before the
         # HTTP/2 or TLS handshake; released when a connection closes).
         ("grpc.max_allowed_incoming_connections", config.max_connections),
@@ -211,7 +230,8 @@ async def start_server(
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
         ("grpc.so_reuseport", int(config.reuse_port)),
     ]
-    server = grpc.aio.server(interceptors=[MetricsInterceptor()], options=options)
+    server = grpc.aio.server(interceptors=[MetricsInterceptor()], options=options,
+                             maximum_concurrent_rpcs=config.max_concurrent_rpcs)
     health = CappedHealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     names = [s.service_name for s in services if s.service_name]

@@ -79,6 +79,11 @@ def serve(
     metrics_port: Annotated[int, typer.Option(
         envvar="BATTLELINE_METRICS_PORT", help="Prometheus /metrics port (0: off)."
     )] = 0,
+    metrics_host: Annotated[str | None, typer.Option(
+        envvar="BATTLELINE_METRICS_HOST",
+        help="Interface of the metrics port (default: --host's). Metrics are for the "
+             "scraper: with --host 0.0.0.0, give an internal interface here.",
+    )] = None,
     retention: Annotated[int, typer.Option(
         envvar="BATTLELINE_RETENTION_S", help="Seconds a finished match is kept."
     )] = 7 * 24 * 3600,
@@ -259,7 +264,7 @@ def serve(
                              redis_lean=redis_client == "lean",
                              redis_batch_s=redis_batch_ms / 1000,
                              shared_port=shared_port or workers > 1, workers=extra,
-                             child_log=child_log))
+                             child_log=child_log, metrics_host=metrics_host or host))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -272,8 +277,9 @@ async def _run(
     web_limits: WebLimits | None = None, max_connections: int = MAX_CONNECTIONS,
     redis_lean: bool = True, redis_batch_s: float = 0.002,
     shared_port: bool = False, workers: Workers | None = None, child_log: Sequence[str] = (),
+    metrics_host: str = "127.0.0.1",
 ) -> None:
-    from battleline_engine import metrics
+    from battleline_engine import metrics_http
     from battleline_engine.server import ServerConfig, start_server
     from battleline_engine.storage import Storage
     from battleline_engine.wiring import default_services
@@ -296,7 +302,7 @@ async def _run(
         if workers is not None:
             await workers.start(engine.port, metrics_port)
         if metrics_port:
-            metrics.serve_metrics(metrics_port, host)
+            metrics_http.serve_metrics(metrics_port, metrics_host)
         # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
         print(f"battleline engine listening on {engine.address}", flush=True)
         ai = (_start_ai(engine.address, redis_url, config.ai_key, ai_workers, ai_port,

@@ -1,0 +1,127 @@
+"""The HTTP server of /metrics: prometheus_client's own, bounded.
+
+prometheus_client's `start_http_server` gives every connection a thread and no
+timeout, so a few stalled connections held threads for as long as they liked.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import logging
+import socket
+import threading
+import time
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler
+
+from prometheus_client import make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
+
+from .listening import CannotListen
+from .metrics import REGISTRY
+
+log = logging.getLogger(__name__)
+
+MAX_HEAD_BYTES = 8192  # a scrape's request line and headers are a few hundred bytes
+
+
+class _ScrapeHandler(WSGIRequestHandler):
+    """One request per connection, whose head must arrive in full within the server's
+    timeout: a per-read timeout alone lets a client sending a byte now and then keep
+    its thread for as long as it likes."""
+
+    server: MetricsServer
+
+    def handle(self) -> None:
+        head = self._head()
+        if head is None:
+            return
+        self.connection.settimeout(self.server.timeout_s)  # bounds each response write
+        self.rfile = io.BytesIO(head)
+        super().handle()
+
+    def _head(self) -> bytes | None:
+        """The request line and headers, or None if they did not arrive in time."""
+        deadline = time.monotonic() + self.server.timeout_s
+        head = b""
+        while b"\r\n\r\n" not in head:
+            left = deadline - time.monotonic()
+            if left <= 0 or len(head) > MAX_HEAD_BYTES:
+                return None
+            self.connection.settimeout(left)
+            try:
+                chunk = self.connection.recv(4096)
+            except OSError:  # timed out or reset
+                return None
+            if not chunk:
+                return None
+            head += chunk
+        return head
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Scrapes are not logged (as prometheus_client's own server)."""
+
+
+class MetricsServer(ThreadingWSGIServer):
+    """prometheus_client's threaded WSGI server with bounds: each connection gets
+    `timeout_s` and a thread only within `max_connections` (and `max_per_address` from
+    one address); a connection past them is closed at once, and Prometheus scrapes
+    again at its next interval."""
+
+    def __init__(self, host: str, port: int, *, timeout_s: float, max_connections: int,
+                 max_per_address: int) -> None:
+        self.timeout_s = timeout_s
+        self.max_connections = max_connections
+        self.max_per_address = max_per_address
+        self._held: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+        self.address_family = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+        super().__init__((host, port), _ScrapeHandler)
+        self.set_app(make_wsgi_app(REGISTRY))
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        address = client_address[0]
+        with self._lock:
+            admitted = (self._held.total() < self.max_connections
+                        and self._held[address] < self.max_per_address)
+            if admitted:
+                self._held[address] += 1
+        if not admitted:
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)  # starts its thread
+        except BaseException:
+            self._release(address)
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._release(client_address[0])
+
+    def _release(self, address: str) -> None:
+        with self._lock:
+            self._held[address] -= 1
+            if self._held[address] <= 0:
+                del self._held[address]
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up or stalled mid-response: one debug line, no traceback."""
+        log.debug("metrics connection from %s failed", client_address[0], exc_info=True)
+
+
+def serve_metrics(port: int, host: str = "127.0.0.1", *, timeout_s: float = 10.0,
+                  max_connections: int = 16, max_per_address: int = 4) -> MetricsServer:
+    """Expose /metrics over HTTP on a background thread; `shutdown()` stops it."""
+    try:
+        server = MetricsServer(host, port, timeout_s=timeout_s,
+                               max_connections=max_connections,
+                               max_per_address=max_per_address)
+    except OSError as err:
+        raise CannotListen(f"cannot serve metrics on {host}:{port}: {err.strerror}") from err
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    return server
