@@ -4,8 +4,9 @@ The endpoints are built from the protos' service descriptors, so a method
 added to the contract is bridged without code here. Calls carry the caller's
 `authorization` header through; engine errors come back with their code,
 message and rich details (google.rpc.ErrorInfo, RetryInfo) intact. A header
-gRPC cannot carry is refused here, in the engine's terms (code and ErrorInfo
-reason), and no failure of grpc itself reaches a browser as text.
+gRPC cannot carry, a body past MAX_REQUEST_BYTES or one that is not the method's
+request is refused here, in the engine's terms (code and ErrorInfo reason), and
+no failure of grpc or of a decoder itself reaches a browser as text.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ from typing import Any
 
 import grpc
 from connectrpc.code import Code
-from connectrpc.compat import google_protobuf_codecs
+from connectrpc.codec import Codec
+from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
+from connectrpc.compression.gzip import GzipCompression
 from connectrpc.errors import ConnectError, ErrorDetail
 from connectrpc.method import IdempotencyLevel, MethodInfo, StreamType
 from connectrpc.request import RequestContext
 from connectrpc.server import ConnectASGIApplication, Endpoint
 from google.protobuf import descriptor, symbol_database
+from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from protobuf.wkt import Any as DetailAny
 from starlette.types import Receive, Scope, Send
@@ -46,6 +50,14 @@ RESTARTING = ConnectError(Code.UNAVAILABLE, "the web gateway is restarting: call
 # gRPC carries a text header's value in printable ASCII only, and the engine takes 16 KiB
 # of metadata per call in all; `Bearer <seat token>` is 68 characters.
 MAX_HEADER_CHARS = 1024
+# The largest request a browser sends is a SubmitAction: 1.3 KB of JSON even with 16
+# actions and the longest ids and action texts the engine takes (a display name is at
+# most 40 characters; a usual request is a few hundred bytes). Decoding JSON takes this
+# process (the engine's, under serve) up to 0.4 ms of its event loop per KiB: connectrpc
+# refuses a body (or a decompressed one) past this with RESOURCE_EXHAUSTED while reading
+# it, before decoding anything. It took 256 KiB, at 0.1 s of CPU each; the engine's own
+# cap (ServerConfig.max_request_bytes) is 8 KiB too.
+MAX_REQUEST_BYTES = 8 * 1024
 # The name of a request header that is not UTF-8, for the endpoint to refuse (see
 # EngineBridge.__call__); set in the request's own task.
 _UNDECODABLE: ContextVar[str] = ContextVar("undecodable_header", default="")
@@ -75,12 +87,14 @@ class EngineBridge(ConnectASGIApplication[Upstream]):
 
     path = "/"
 
-    def __init__(self, upstream: Upstream, read_max_bytes: int = 256 * 1024) -> None:
+    def __init__(self, upstream: Upstream) -> None:
         # connectrpc types `endpoints` with a private union of Endpoint's subclasses, not
         # with the public Endpoint its factories build
         super().__init__(service=upstream,
                          endpoints=forwarding_endpoints,  # type: ignore[arg-type]
-                         codecs=google_protobuf_codecs(), read_max_bytes=read_max_bytes)
+                         codecs=[_PlainCodec(google_protobuf_binary_codec(), "binary protobuf"),
+                                 _PlainCodec(google_protobuf_json_codec(), "JSON")],
+                         compressions=[_PlainGzip()], read_max_bytes=MAX_REQUEST_BYTES)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass a request with a header that is not UTF-8 on with that value replaced,
@@ -97,6 +111,45 @@ class EngineBridge(ConnectASGIApplication[Upstream]):
             await super().__call__({**scope, "headers": decodable}, receive, send)
         finally:
             _UNDECODABLE.reset(mark)
+
+
+class _PlainCodec(Codec[Message, Message]):
+    """A connectrpc codec whose decoding failures say only what was expected: connectrpc
+    answers with the decoder's own text (json's, protobuf's, int()'s), which quoted up
+    to 199 characters of the caller's value."""
+
+    def __init__(self, codec: Codec, form: str) -> None:
+        self._codec = codec
+        self._form = form
+
+    def name(self) -> str:
+        return self._codec.name()
+
+    def encode(self, message: Message) -> bytes:
+        return self._codec.encode(message)
+
+    def decode(self, data: bytes | bytearray, message_class: type[Message]) -> Message:
+        try:
+            message: Message = self._codec.decode(data, message_class)
+        except Exception:  # json's, protobuf's, a recursion limit: the caller's fault
+            name = message_class.DESCRIPTOR.full_name
+            raise _refusal(Code.INVALID_ARGUMENT, "bad-request",
+                           f"request body is not a valid {name} in {self._form}") from None
+        return message
+
+
+class _PlainGzip(GzipCompression):
+    """gzip, whose failures to decompress say so in our words, not zlib's."""
+
+    def decompress(self, data: bytes | bytearray | memoryview,
+                   read_max_bytes: int | None = None) -> bytes:
+        try:
+            return super().decompress(data, read_max_bytes)
+        except ConnectError:
+            raise  # past the size limit: RESOURCE_EXHAUSTED, which says so
+        except Exception:  # zlib's, EOFError: the caller's bytes
+            raise _refusal(Code.INVALID_ARGUMENT, "bad-request",
+                           "request body is not valid gzip") from None
 
 
 def _undecodable(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
