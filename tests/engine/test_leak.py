@@ -16,12 +16,22 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import pytest
 from google.protobuf import message as pb_message
 
 from battleline.v1 import record_pb2, types_pb2
-from battleline_rules import ClaimTiming, Options, card_name, new_game, parse_action
+from battleline_engine.model import series_game_seed
+from battleline_rules import (
+    ClaimTiming,
+    GameState,
+    Options,
+    card_name,
+    new_game,
+    next_first_player,
+    parse_action,
+)
 
 from .harness import Client, Engine, Played, play_local
 
@@ -65,46 +75,70 @@ def parts(msg: pb_message.Message) -> list[Part]:
     return out
 
 
-def secrets_by_version(record: object) -> tuple[dict[int, list[set[str]]], int]:
-    """Replay the revealed record: per version, what seat 0, seat 1 and a spectator may
-    not see (index 0, 1, 2), and the version at which the match ended."""
+@dataclass
+class Secrets:
+    """What seat 0, seat 1 and a spectator may not see (index 0, 1, 2): after each
+    version (what a view shows) and after each event (what an event shows: the last
+    play of a series game shares its version with the next deal, whose decks hold the
+    same card names), and the version at which the match ended."""
+
+    by_version: dict[int, list[set[str]]] = field(default_factory=dict)
+    by_event: dict[int, list[set[str]]] = field(default_factory=dict)
+    end: int = 0
+
+    def of(self, version: int, part: pb_message.Message) -> list[set[str]]:
+        if isinstance(part, types_pb2.MatchEvent):
+            return self.by_event[part.number]
+        return self.by_version[version]
+
+
+def secrets_of(record: object, series_seed: int | None = None) -> Secrets:
+    """Replay the revealed record. A series is replayed game by game from the seed chosen
+    for it (`series_seed`)."""
     o = record.options  # type: ignore[attr-defined]
     timing = (ClaimTiming.START_OF_TURN if o.claim_timing == types_pb2.CLAIM_TIMING_START_OF_TURN
               else ClaimTiming.AFTER_PLAY)
-    state = new_game(o.ruleset, Options(timing, o.hand_size or None, 0), record.seed)  # type: ignore[attr-defined]
-    seed = str(record.seed)  # type: ignore[attr-defined]
-    out: dict[int, list[set[str]]] = {}
+
+    def deal(game: int, first: int) -> GameState:
+        seed = (record.seed if series_seed is None  # type: ignore[attr-defined]
+                else series_game_seed(series_seed, game))
+        return new_game(o.ruleset, Options(timing, o.hand_size or None, first), seed)
+
+    game, state = 1, deal(1, 0)
+    first_seed = state.seed  # a series' own: every game's deal follows from it
+    out = Secrets()
 
     def snapshot() -> list[set[str]]:
         hidden = [card_name(c) for c in state.decks[0] + state.decks[1] + state.removed]
         hands = [{card_name(c) for c in h} for h in state.hands]
         returned = [{card_name(c) for c in r} for r in state.returned]
-        common = set(hidden) | {seed}
+        common = set(hidden) | {str(state.seed), str(first_seed)}
         return [
             (common | hands[1]) - returned[0],
             (common | hands[0]) - returned[1],
             common | hands[0] | hands[1],
         ]
 
-    last = 0
     for event in record.events:  # type: ignore[attr-defined]
         if event.kind == types_pb2.EVENT_KIND_ACTION:
             words = event.text.split()
             if words[0] in ("draw", "scout-draw") and len(words) == 3:
                 words = words[:2]
             state.apply(parse_action(" ".join(words)))
-        out[event.version] = snapshot()
-        last = event.version
-    return out, last
+        elif event.kind == types_pb2.EVENT_KIND_GAME_STARTED and int(event.text.split()[1]) > game:
+            game += 1
+            state = deal(game, next_first_player(state))
+        out.by_event[event.number] = out.by_version[event.version] = snapshot()
+        out.end = event.version
+    return out
 
 
-def check(seen: list[tuple[int, Part, str]], secrets: dict[int, list[set[str]]],
-          end: int) -> int:
+def check(seen: list[tuple[int, Part, str]], secrets: Secrets) -> int:
     checked = 0
     for who, (version, part), source in seen:
-        if version >= end:
+        if version >= secrets.end:
             continue  # the match is over: everything may be revealed
-        leaked = tokens(part) & secrets[version][who]
+        leaked = tokens(part) & secrets.of(version, part)[who]
         assert not leaked, f"viewer {who} saw {leaked} at version {version} in {source}: {part}"
         checked += 1
     return checked
@@ -162,12 +196,51 @@ def test_no_secret_reaches_a_seat_or_a_spectator(redis_url: str) -> None:
             observed = list(seen)
             record = client.get_record(played.match_id)  # revealed: not checked
             assert record.complete
-            secrets, end = secrets_by_version(record)
-            totals["messages"] += check(observed, secrets, end)
-            totals["stream"] += check([(2, p, "Watch") for p in stream_parts], secrets, end)
+            secrets = secrets_of(record)
+            totals["messages"] += check(observed, secrets)
+            totals["stream"] += check([(2, p, "Watch") for p in stream_parts], secrets)
             totals["requests"] += played.requests
         print(f"leak test: {MATCHES} matches, {dict(totals)}, "
               f"{time.monotonic() - started:.1f} s")
         assert totals["stream"] > 0 and totals["messages"] > 10 * MATCHES
+    finally:
+        engine.close()
+
+
+SERIES = 12
+
+
+@pytest.mark.timeout(600)
+def test_no_secret_reaches_a_seat_or_a_spectator_in_a_series(redis_url: str) -> None:
+    """The same over series of three games: each new deal, the next game's first player
+    and the carried score must not open a window on the other hand or the decks (the
+    single-match scan checks only first games)."""
+    engine = Engine(redis_url)
+    try:
+        seen: list[tuple[int, Part, str]] = []
+        owner: dict[str | None, int] = {None: 2}
+
+        def sink(token: str | None, msg: pb_message.Message) -> None:
+            seen.extend((owner[token], p, type(msg).__name__) for p in parts(msg))
+
+        def created(response: object) -> None:
+            owner[response.seat_token] = 0  # type: ignore[attr-defined]
+            owner[response.other_seat_token] = 1  # type: ignore[attr-defined]
+
+        client = Client.to(engine.address, sink=sink)
+        rng = random.Random(2025)
+        checked = games = 0
+        for i in range(SERIES):
+            seen.clear()
+            seed = rng.getrandbits(40)
+            played = play_local(client, ("standard", "deck52")[i % 2], rng, on_create=created,
+                                series_games=3, seed=seed,
+                                on_step=lambda p: client.view(p.match_id, None))
+            record = client.get_record(played.match_id)
+            assert record.complete
+            checked += check(list(seen), secrets_of(record, series_seed=seed))
+            games += sum(e.kind == types_pb2.EVENT_KIND_GAME_STARTED for e in record.events)
+        print(f"series leak test: {SERIES} series, {games} games, {checked} messages")
+        assert games > 2 * SERIES and checked > 100 * SERIES
     finally:
         engine.close()

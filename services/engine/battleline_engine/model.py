@@ -102,13 +102,8 @@ class Meta:
         return Options(ClaimTiming(self.claim_timing), self.hand_size, first_player)
 
     def game_seed(self, game: int) -> int | None:
-        """The deal of game `game` (from 1): the chosen seed, then seeds derived from it."""
-        if self.seed is None:
-            return None
-        if game == 1:
-            return self.seed
-        digest = hashlib.sha256(f"{self.seed}:{game}".encode()).digest()
-        return int.from_bytes(digest[:8], "big") >> 1
+        """The deal of game `game` (from 1), if a seed was chosen (`series_game_seed`)."""
+        return None if self.seed is None else series_game_seed(self.seed, game)
 
     def with_seat(self, seat: int, name: str, auto_claim: bool) -> Meta:
         """The settings once `seat` is taken by someone with these preferences."""
@@ -124,6 +119,15 @@ class Meta:
 def _meta_from_json(text: str) -> Meta:
     """Settings are read on every call and rarely change: parse each text once."""
     return Meta._parse(text)
+
+
+def series_game_seed(seed: int, game: int) -> int:
+    """The deal of game `game` (from 1) of a series with the chosen seed `seed`: the seed
+    itself, then seeds derived from it (so a seeded series replays whole)."""
+    if game == 1:
+        return seed
+    digest = hashlib.sha256(f"{seed}:{game}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
 
 
 def deal(meta: Meta, game: int, first_player: int) -> GameState:
