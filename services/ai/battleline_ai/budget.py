@@ -12,7 +12,9 @@ import time
 
 from battleline.v1 import types_pb2
 
-MARGIN_S = 0.3  # submit round trip, queueing for a search process, pool start-up
+# The answer's way back: the result from the search process, the submit round trip. The
+# wait for a search process is bounded by the deadline itself (worker.AiWorker._decide).
+MARGIN_S = 0.3
 PER_GAME_SHARE = 1 / 15  # of a per-game clock: a game has roughly 20-30 AI decisions
 PER_MOVE_SHARE = 0.5  # of a per-move clock: half, the rest is slack for a loaded machine
 

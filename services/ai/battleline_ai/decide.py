@@ -1,5 +1,5 @@
 """One decision from a seat's position text: what the worker's process pool and the
-Suggest RPC run.
+Suggest RPC run (and the worker itself, for the fallback, when no process is free in time).
 
 Why a module of its own: it is the only code that runs in the search processes,
 so it takes and returns plain picklable values (position text in, action text
@@ -20,7 +20,8 @@ from .bots import LEVELS, make_bot
 
 log = logging.getLogger("battleline.ai")
 MAX_LEVEL = max(LEVELS)
-MIN_SECONDS = 0.05  # below this a search is pointless; the heuristic answers anyway
+MIN_SECONDS = 0.05  # below this a search is pointless; the fallback answers anyway
+FALLBACK = "heuristic"  # answers in milliseconds, from the seat's view like any bot
 
 
 def level_spec(level: int) -> str:
@@ -73,18 +74,24 @@ def decide(position: str, spec: str, seconds: float | None, seed: int) -> Decisi
                     result.seconds, top)
 
 
+def decide_at_once(position: str, seed: int) -> Decision:
+    """The fallback's move, for a decision with no time left to search: cheap enough for
+    the worker's event loop when no search process comes free in time."""
+    return decide(position, FALLBACK, None, seed)
+
+
 def decide_by(position: str, spec: str, deadline: float, seed: int) -> Decision:
     """`decide` with an absolute deadline (epoch seconds), measured when the search
     process starts: time spent queueing for a process counts against the clock."""
     seconds = deadline - time.time()
     if seconds < MIN_SECONDS:
-        spec = "heuristic"  # no time to search: answer at once rather than late
+        return decide_at_once(position, seed)  # no time to search: answer now, not late
     try:
         return decide(position, spec, seconds, seed)
     except Exception:
-        if spec == "heuristic":
+        if spec == FALLBACK:
             raise
         # A defect in a search must not stall the match (the request would be reclaimed
         # and fail again): the rule-based bot answers this move.
         log.exception("search %s failed; the heuristic answers this move", spec)
-        return decide(position, "heuristic", None, seed)
+        return decide_at_once(position, seed)

@@ -2,8 +2,12 @@
 engine's public gRPC API, like any client.
 
 One worker process serves up to ``concurrency`` matches at once on one event
-loop; each decision runs in a process pool (`decide.decide_by`), never in the
-loop. A request's life:
+loop; each search runs in a process pool (`decide.decide_by`), never in the
+loop. The matches' searches wait for a process earliest deadline first
+(`processes.DeadlinePool`); one still waiting when its deadline is near is
+dropped and the move answered in the loop by the fallback (`decide.decide_at_once`,
+milliseconds), so a short clock never waits out other matches' searches. A
+request's life:
 
 1. taken from ``bl:ai:requests`` through the consumer group (XREADGROUP), or
    reclaimed (XAUTOCLAIM) after its holder stayed silent ``claim_idle_s``;
@@ -27,6 +31,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import math
 import multiprocessing
 import os
 import random
@@ -58,7 +63,8 @@ from battleline_engine.logs import LogFormat, LogLevel
 from battleline_engine.storage import Storage
 
 from .budget import move_deadline
-from .decide import decide_by, level_spec
+from .decide import MIN_SECONDS, Decision, decide_at_once, decide_by, level_spec
+from .processes import DeadlinePool
 
 log = logging.getLogger("battleline.ai")
 
@@ -108,18 +114,25 @@ class AiWorker:
         self.pool = ProcessPoolExecutor(self.config.search_processes,
                                         mp_context=multiprocessing.get_context("spawn"),
                                         initializer=die_with_parent)
+        self.searches = DeadlinePool(self.pool, self.config.search_processes)
         self.client = AsyncClient(self.config.engine)
         await self.storage.ai.ensure_group()
         log.info("ai worker %s: engine %s", self.name, self.config.engine)
         heartbeat = asyncio.create_task(self._heartbeat())
+        # The executor starts a process on first use (~0.5 s: an interpreter, imports).
+        # Started now, the first moves wait for it in our queue, from which a short clock
+        # still falls back in time, not inside the executor, from which nothing does.
+        warm_up = [asyncio.create_task(self.searches.run(math.inf, os.getpid))
+                   for _ in range(self.config.search_processes)]
         try:
             await self._take_requests()
         finally:
             heartbeat.cancel()
             await self._hand_back()
-            for task in self.active.values():
+            for task in (*warm_up, *self.active.values()):
                 task.cancel()
-            await asyncio.gather(heartbeat, *self.active.values(), return_exceptions=True)
+            await asyncio.gather(heartbeat, *warm_up, *self.active.values(),
+                                 return_exceptions=True)
             await self.client.close()
             self.pool.shutdown(cancel_futures=True)
             await self.storage.close()
@@ -240,16 +253,14 @@ class AiWorker:
         """Answer every view that asks this seat to act, until the match is over."""
         spec = level_spec(int(fields.get("level", "5") or 5))
         acted = -1
-        loop = asyncio.get_running_loop()
         async for _message in seat.watch(include_views=True):
             view = seat.last_view
             while view is not None and is_my_turn(view) and view.version > acted:
                 acted = view.version
                 if not view.position:  # an engine that fills positions only on request
                     view = await seat.view()
-                deadline = move_deadline(view, self.config.move_cap_s)
-                decision = await loop.run_in_executor(
-                    self.pool, decide_by, view.position, spec, deadline, _seed())
+                decision = await self._decide(view.position, spec,
+                                              move_deadline(view, self.config.move_cap_s))
                 log.debug("match %s v%d: %s (%d iterations, %.2f s, win %.2f)", seat.match_id,
                           view.version, decision.action, decision.iterations, decision.seconds,
                           decision.value)
@@ -262,6 +273,18 @@ class AiWorker:
         view = await seat.view()
         if not is_finished(view):
             raise BattleLineError(f"watch of match {seat.match_id} ended before the match")
+
+    async def _decide(self, position: str, spec: str, deadline: float) -> Decision:
+        """The level's search in a search process if one is ours before `deadline` is
+        near (`decide_by` would only answer with the fallback after that), else the
+        fallback here and now: late is a loss on time, a weaker move is not."""
+        seed = _seed()
+        searched = await self.searches.run(deadline - MIN_SECONDS, decide_by, position, spec,
+                                           deadline, seed)
+        if searched is not None:
+            return searched
+        log.debug("no search process free before the deadline: the fallback answers")
+        return decide_at_once(position, seed)
 
 
 async def _main(config: WorkerConfig) -> None:

@@ -1,0 +1,155 @@
+"""The hosted AI's moves arrive within their clocks however many matches share the search
+process: decisions wait for it earliest deadline first, and one that no process takes in
+time is answered at once by the fallback (audit F2: a 1 s clock lost on time behind other
+matches' searches)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from battleline.v1 import types_pb2
+from battleline_ai.processes import DeadlinePool
+from battleline_client.bots import choose
+from battleline_client.client import Client
+from battleline_client.common import answer_times, is_finished, is_my_turn
+from battleline_host.local import LocalService
+from tests.ai.service_harness import WITH_AI, start_worker, stop
+
+BUSY = 6  # level-5 matches on a long clock: their searches (~0.5 s each) fill the process
+SHORT_CLOCK_S = 1.0  # the least per-move clock the engine allows
+TURNS = 10  # the short-clock match's human turns, each answered by the AI
+MOVE_CAP_S = 5.0  # the worker's longest think (the long clocks' budget)
+
+
+def _note(ran: list[str], name: str) -> str:
+    ran.append(name)
+    return name
+
+
+async def _hold(pool: DeadlinePool, gate: threading.Event) -> None:
+    """Keep the pool's one process busy until `gate` is set."""
+    await pool.run(time.time() + 60, gate.wait)
+
+
+async def _started(*tasks: asyncio.Task[object]) -> None:
+    """Let `tasks` reach the pool's queue."""
+    await asyncio.sleep(0.05)
+    assert not any(task.done() for task in tasks)
+
+
+def test_waiting_jobs_start_earliest_deadline_first() -> None:
+    async def scenario() -> list[str]:
+        started: list[str] = []
+        with ThreadPoolExecutor(1) as executor:
+            pool = DeadlinePool(executor, 1)
+            gate = threading.Event()
+            holder = asyncio.create_task(_hold(pool, gate))
+            await asyncio.sleep(0.05)
+            now = time.time()
+            waiting = [asyncio.create_task(pool.run(now + delay, _note, started, name))
+                       for name, delay in (("late", 30), ("soon", 10), ("sooner", 5),
+                                           ("soon-too", 10))]
+            await _started(*waiting)
+            gate.set()
+            await asyncio.gather(holder, *waiting)
+        return started
+
+    assert asyncio.run(scenario()) == ["sooner", "soon", "soon-too", "late"]
+
+
+def test_a_job_still_waiting_at_its_start_by_is_dropped() -> None:
+    async def scenario() -> None:
+        ran: list[str] = []
+        with ThreadPoolExecutor(1) as executor:
+            pool = DeadlinePool(executor, 1)
+            gate = threading.Event()
+            holder = asyncio.create_task(_hold(pool, gate))
+            await asyncio.sleep(0.05)
+            begun = time.monotonic()
+            assert await pool.run(time.time() + 0.2, _note, ran, "dropped") is None
+            assert time.monotonic() - begun < 1.0, "dropped only when the process came free"
+            gate.set()
+            await holder
+            assert await pool.run(time.time() - 1, _note, ran, "too late") is None
+            assert await pool.run(time.time() + 1, _note, ran, "next") == "next"
+            assert ran == ["next"]
+
+    asyncio.run(scenario())
+
+
+def test_a_cancelled_caller_frees_the_process_only_when_its_job_ends() -> None:
+    async def scenario() -> None:
+        ran: list[str] = []
+        with ThreadPoolExecutor(1) as executor:
+            pool = DeadlinePool(executor, 1)
+            gate = threading.Event()
+            holder = asyncio.create_task(_hold(pool, gate))
+            waiter = asyncio.create_task(pool.run(time.time() + 30, _note, ran, "cancelled"))
+            await _started(holder, waiter)
+            holder.cancel()  # its job still runs: the process is not free
+            waiter.cancel()  # gives up its place in the queue
+            assert await pool.run(time.time() + 0.2, _note, ran, "dropped") is None
+            gate.set()
+            assert await pool.run(time.time() + 5, _note, ran, "after") == "after"
+            assert ran == ["after"]
+
+    asyncio.run(scenario())
+
+
+@pytest.fixture
+def engine(redis_url: str) -> Iterator[LocalService]:
+    with LocalService(redis_url, config=WITH_AI) as running:
+        yield running
+
+
+def test_a_short_clock_is_kept_while_other_matches_fill_the_search_process(
+        engine: LocalService, redis_url: str, tmp_path: Path) -> None:
+    """One search process, BUSY level-5 matches on a 300 s clock (a search may take the
+    5 s cap) and one on a 1 s clock. Before every human move in the short-clock match the
+    human moves in the others, so their AI decisions queue just ahead of its AI's."""
+    worker = start_worker(engine.address, redis_url, tmp_path / "worker.log",
+                          move_cap=MOVE_CAP_S, concurrency=BUSY + 1)
+    rng = random.Random(11)
+    try:
+        with Client(engine.address) as client:
+            busy = [client.seat(client.create(opponent="ai", ai_level=5, clock="per-move",
+                                              clock_seconds=300, seat="second").seat)
+                    for _ in range(BUSY)]
+            created = client.create(opponent="ai", ai_level=5, clock="per-move",
+                                    clock_seconds=SHORT_CLOCK_S, seat="second")
+            short = client.seat(created.seat)
+            turns, give_up = 0, time.monotonic() + 50
+            while turns < TURNS and time.monotonic() < give_up:
+                view = short.view()
+                if is_finished(view):
+                    break
+                if is_my_turn(view):
+                    for seat in busy:
+                        busy_view = seat.view()
+                        if is_my_turn(busy_view):
+                            seat.act(*choose(busy_view, rng))
+                    short.act(*choose(view, rng))
+                    turns += 1
+                time.sleep(0.01)
+            view = short.view()
+            record = client.record(created.match_id, created.seat.token)
+            busy_records = [client.record(s.match_id, s.handle.token) for s in busy]
+    finally:
+        stop(worker)
+    ai = types_pb2.SEAT_FIRST
+    # The engine's verdict, not the commit times: a stalled machine may delay a commit.
+    assert not (view.end_reason == types_pb2.END_REASON_TIMEOUT and view.winner != ai), \
+        "the AI lost on time"
+    gaps = answer_times(record, ai)
+    assert len(gaps) >= turns - 1 >= 5, (turns, gaps)  # it answered every turn (but the last)
+    for busy_record in busy_records:  # queued behind, but answered within their own budget
+        busy_gaps = answer_times(busy_record, ai)
+        assert busy_gaps and max(busy_gaps) < MOVE_CAP_S + 1, busy_gaps
