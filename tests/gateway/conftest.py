@@ -8,8 +8,14 @@ from typing import Any
 
 import pytest
 
+from battleline_engine.ratelimit import Rate
+from battleline_gateway.limits import WebLimits
 from battleline_gateway.server import WebGateway
 from tests.engine.harness import Engine, LoopThread
+
+# A bot plays a whole match through the bridge far faster than a browser acts: the
+# `gateway` fixture lifts the request rate (test_request_rate.py tests it).
+NO_REQUEST_RATE = WebLimits(request_rate=Rate(per_s=1e6, burst=1e6))
 
 
 class GatewayThread(LoopThread):
@@ -36,6 +42,6 @@ class GatewayThread(LoopThread):
 @pytest.fixture
 def gateway(engine: Engine) -> Iterator[str]:
     """The URL of a web gateway (page and bridge) in front of `engine`."""
-    running = GatewayThread(engine.address)
+    running = GatewayThread(engine.address, limits=NO_REQUEST_RATE)
     yield running.url
     running.stop()

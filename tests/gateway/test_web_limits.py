@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import socket
 import subprocess
 import time
@@ -53,17 +54,22 @@ def _closed(sock: socket.socket) -> bool:
 
 
 @contextlib.contextmanager
-def _web_front(kind: str, redis_url: str, log: Path) -> Iterator[tuple[str, str]]:
+def _web_front(kind: str, redis_url: str, log: Path, request_rate: str | None = None,
+               ) -> Iterator[tuple[str, str]]:
     """A web port capped at CAP connections and a 2 s request deadline, logging to `log`:
-    `serve`'s own, or a `battleline web` before a serve with no web port. Yields the
-    page's URL and the engine's address, and stops what it started."""
+    `serve`'s own, or a `battleline web` before a serve with no web port. `request_rate`
+    goes to serve as --web-request-rate, to web as BATTLELINE_WEB_REQUEST_RATE. Yields
+    the page's URL and the engine's address, and stops what it started."""
     started: list[subprocess.Popen[str]] = []
+    rate = ["--web-request-rate", request_rate] if request_rate else []
+    rate_env = {"BATTLELINE_WEB_REQUEST_RATE": request_rate} if request_rate else {}
     try:
         with log.open("w") as err:
             if kind == "serve":
                 process, address = start_serve(
                     "--redis-url", redis_url, "--no-ai", "--web-port", "0",
-                    "--web-max-connections", str(CAP), "--web-request-timeout", "2", stderr=err)
+                    "--web-max-connections", str(CAP), "--web-request-timeout", "2", *rate,
+                    stderr=err)
                 started.append(process)
                 url = web_url(process)
             else:
@@ -72,7 +78,8 @@ def _web_front(kind: str, redis_url: str, log: Path) -> Iterator[tuple[str, str]
                 web = subprocess.Popen(
                     [BATTLELINE, "web", "--engine", address, "--port", "0",
                      "--max-connections", str(CAP), "--request-timeout", "2"],
-                    stdout=subprocess.PIPE, stderr=err, text=True)
+                    stdout=subprocess.PIPE, stderr=err, text=True,
+                    env={**os.environ, **rate_env})
                 started.append(web)
                 assert web.stdout is not None
                 line = web.stdout.readline()  # "battleline web page at URL (engine ADDRESS)"
@@ -126,6 +133,16 @@ def test_a_flooded_web_port_leaves_the_engine_serving(kind: str, redis_url: str,
     invalid = [line for line in lines if "Invalid HTTP request" in line]
     assert 1 <= len(invalid) <= 20, len(invalid)  # uvicorn's own warnings too
     assert all(json.loads(line)["level"] for line in lines)  # for a log collector
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["serve", "web"])
+def test_the_request_rate_reaches_the_web_port(kind: str, redis_url: str,
+                                               tmp_path: Path) -> None:
+    """1 request a second per address: a burst of 10 (the least), then 429."""
+    with _web_front(kind, redis_url, tmp_path / "web.log", request_rate="1") as (url, _):
+        codes = [_get(url)[0] for _ in range(14)]
+    assert codes[:10] == [200] * 10 and 429 in codes[10:], codes
 
 
 PER_ADDRESS = 64  # the per-address cap's default
@@ -186,6 +203,14 @@ def test_a_trusted_proxy_is_not_capped_per_address() -> None:
             assert sum(_closed(s) for s in client) == 10 - 4
     finally:
         gateway.stop()
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
 
 
 def _post(url: str, content_type: str, body: bytes) -> tuple[int, dict[str, str], bytes]:

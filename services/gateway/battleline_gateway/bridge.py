@@ -6,7 +6,8 @@ added to the contract is bridged without code here. Calls carry the caller's
 message and rich details (google.rpc.ErrorInfo, RetryInfo) intact. A header
 gRPC cannot carry, a body past MAX_REQUEST_BYTES or one that is not the method's
 request is refused here, in the engine's terms (code and ErrorInfo reason), and
-no failure of grpc or of a decoder itself reaches a browser as text.
+no failure of grpc or of a decoder itself reaches a browser as text. A call past its
+address's request rate (see rate.py) is refused before its body is read.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from connectrpc.codec import Codec
 from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
 from connectrpc.compression.gzip import GzipCompression
 from connectrpc.errors import ConnectError, ErrorDetail
+from connectrpc.interceptor import MetadataInterceptor
 from connectrpc.method import IdempotencyLevel, MethodInfo, StreamType
 from connectrpc.request import RequestContext
 from connectrpc.server import ConnectASGIApplication, Endpoint
@@ -35,7 +37,10 @@ from starlette.types import Receive, Scope, Send
 
 from battleline.v1 import game_pb2, lobby_pb2, record_pb2, watch_pb2
 from battleline_engine.auth import FORWARDED_FOR, GATEWAY_CLIENT, GATEWAY_SECRET
-from battleline_engine.status import DOMAIN
+from battleline_engine.errors import Refusal
+from battleline_engine.status import DOMAIN, rich_status
+
+from .rate import RequestRate
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +92,12 @@ class EngineBridge(ConnectASGIApplication[Upstream]):
 
     path = "/"
 
-    def __init__(self, upstream: Upstream) -> None:
+    def __init__(self, upstream: Upstream, rate: RequestRate) -> None:
         # connectrpc types `endpoints` with a private union of Endpoint's subclasses, not
         # with the public Endpoint its factories build
         super().__init__(service=upstream,
                          endpoints=forwarding_endpoints,  # type: ignore[arg-type]
+                         interceptors=[_Admission(rate)],
                          codecs=[_PlainCodec(google_protobuf_binary_codec(), "binary protobuf"),
                                  _PlainCodec(google_protobuf_json_codec(), "JSON")],
                          compressions=[_PlainGzip()], read_max_bytes=MAX_REQUEST_BYTES)
@@ -111,6 +117,19 @@ class EngineBridge(ConnectASGIApplication[Upstream]):
             await super().__call__({**scope, "headers": decodable}, receive, send)
         finally:
             _UNDECODABLE.reset(mark)
+
+
+class _Admission(MetadataInterceptor[None]):
+    """Counts each call against its address's request rate as it starts. connectrpc runs
+    a metadata interceptor at the front of the list before it reads the request's body,
+    and writes its refusal in the caller's protocol; a Watch counts once, when opened."""
+
+    def __init__(self, rate: RequestRate) -> None:
+        self.rate = rate
+
+    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
+        if (refusal := self.rate.over(client_host(ctx))) is not None:
+            raise refused(refusal)
 
 
 class _PlainCodec(Codec[Message, Message]):
@@ -256,12 +275,18 @@ def _metadata(ctx: RequestContext[Any, Any], upstream: Upstream) -> tuple[tuple[
     headers = ctx.request_headers
     passed = tuple((name, _carried(name, headers[name]))
                    for name in FORWARDED_HEADERS if name in headers)
-    client = ctx.client_address  # "host:port", or None (unknown transport)
-    if client is None or not upstream.secret:
+    host = client_host(ctx)
+    if host is None or not upstream.secret:
         return passed
-    host = client.rsplit(":", 1)[0].strip("[]")  # from x-forwarded-for behind a proxy
     return (*passed, (GATEWAY_SECRET, upstream.secret),
             (GATEWAY_CLIENT, _carried(FORWARDED_FOR, host)))
+
+
+def client_host(ctx: RequestContext[Any, Any]) -> str | None:
+    """The caller's address: the peer's, or behind a configured proxy the one uvicorn
+    read from x-forwarded-for; None for an unknown transport."""
+    client = ctx.client_address  # "host:port"
+    return None if client is None else client.rsplit(":", 1)[0].strip("[]")
 
 
 def _carried(header: str, value: str) -> str:
@@ -300,10 +325,25 @@ def connect_error(error: grpc.aio.AioRpcError) -> ConnectError:
     addresses and header sizes: only its code is passed on.
     """
     code = Code[error.code().name]
-    for key, value in error.trailing_metadata() or ():
+    details = _details(error.trailing_metadata() or ())
+    if details is None:
+        return ConnectError(code, "the call to the engine failed")
+    return ConnectError(code, error.details() or "", details)
+
+
+def refused(refusal: Refusal) -> ConnectError:
+    """A refusal of the gateway's own as the engine would send it (status.rich_status):
+    its code, message, ErrorInfo and RetryInfo."""
+    status = rich_status(refusal)
+    return ConnectError(Code[status.code.name], status.details,
+                        _details(status.trailing_metadata) or [])
+
+
+def _details(metadata: Iterable[tuple[str, str | bytes]]) -> list[ErrorDetail] | None:
+    """The rich details of a gRPC status's trailing metadata; None without any."""
+    for key, value in metadata:
         if key == _DETAILS_KEY and isinstance(value, bytes):
             status = status_pb2.Status.FromString(value)
-            details = [ErrorDetail(DetailAny(type_url=item.type_url, value=item.value))
-                       for item in status.details]
-            return ConnectError(code, error.details() or "", details)
-    return ConnectError(code, "the call to the engine failed")
+            return [ErrorDetail(DetailAny(type_url=item.type_url, value=item.value))
+                    for item in status.details]
+    return None

@@ -3,7 +3,9 @@ take these limits as options need not load the web server to know their defaults
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from battleline_engine.ratelimit import Rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,3 +19,7 @@ class WebLimits:
     request_timeout_s: float = 10.0  # for a request's headers and body to arrive in full
     idle_timeout_s: int = 5  # a kept-alive connection with no next request is closed
     max_header_bytes: int = 16 * 1024
+    # requests (page files, calls; a Watch when opened) per address that is not a trusted
+    # proxy, refused before their body is read: a browser polls and acts a few times a
+    # second, and loads the page in a few requests
+    request_rate: Rate = field(default_factory=lambda: Rate(per_s=20.0, burst=100.0))

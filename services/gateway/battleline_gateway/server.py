@@ -17,6 +17,7 @@ from battleline_engine.ratelimit import OpenCounts
 
 from .bridge import EngineBridge, Upstream
 from .limits import WebLimits
+from .rate import RequestRate
 from .site import WebApp
 
 log = logging.getLogger(__name__)
@@ -142,14 +143,17 @@ class WebGateway:
 
     `engine_secret`: the engine's gateway secret, sent with each call so the engine
     counts every browser on its own. `trusted_proxies`: networks whose
-    x-forwarded-for names the browser (an ingress in front); nobody's by default.
+    x-forwarded-for names the browser (an ingress in front), which then has a request
+    rate of its own; nobody's by default.
     """
 
     def __init__(self, engine_address: str, host: str = "127.0.0.1", port: int = 8080, *,
                  engine_secret: str = "", trusted_proxies: Sequence[str] = (),
                  limits: WebLimits = WebLimits()) -> None:
         self.upstream = Upstream(engine_address, engine_secret)
-        config = uvicorn.Config(WebApp(EngineBridge(self.upstream)), host=host, port=port,
+        rate = RequestRate(limits.request_rate, trusted_proxies)
+        config = uvicorn.Config(WebApp(EngineBridge(self.upstream, rate), rate),
+                                host=host, port=port,
                                 lifespan="off", log_level="warning", access_log=False,
                                 # uvicorn's records go to the host's handlers (and their
                                 # repeat filter), not to a stderr handler of its own

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from urllib.parse import quote
 
@@ -10,7 +11,10 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
+from battleline_engine.errors import Refusal
+
 from .bridge import EngineBridge
+from .rate import RequestRate
 
 # The page built from clients/web (`npm run build` writes here); shipped in the package.
 SITE_DIR = Path(__file__).parent / "site"
@@ -18,21 +22,35 @@ RPC_PREFIX = "/battleline.v1."
 
 
 class WebApp:
-    """ASGI app: RPC paths go to the bridge, the rest to the static page."""
+    """ASGI app: RPC paths go to the bridge, the rest to the static page. Both count
+    against the client's request rate: the bridge in its protocol, the page here."""
 
-    def __init__(self, bridge: EngineBridge, site_dir: Path = SITE_DIR) -> None:
+    def __init__(self, bridge: EngineBridge, rate: RequestRate,
+                 site_dir: Path = SITE_DIR) -> None:
         self.bridge = bridge
+        self.rate = rate
         # Inside a Starlette app so a missing file is a 404 response, not an exception.
         self.page = Starlette(routes=[Mount("/", StaticFiles(directory=site_dir, html=True))])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(RPC_PREFIX):
+        if scope["type"] != "http":
+            await self.page(scope, receive, send)
+        elif scope["path"].startswith(RPC_PREFIX):
             if _native_grpc(scope):
                 await _refuse_native_grpc(send)
             else:
                 await self.bridge(scope, receive, send)
+        elif (refusal := self.rate.over(_host(scope))) is not None:
+            await _too_many(send, refusal)
         else:
             await self.page(scope, receive, send)
+
+
+def _host(scope: Scope) -> str | None:
+    """The client's address: the peer's, or behind a trusted proxy the one uvicorn read
+    from x-forwarded-for (the bridge's ctx.client_address comes from the same)."""
+    client = scope.get("client")
+    return client[0] if client else None
 
 
 def _native_grpc(scope: Scope) -> bool:
@@ -52,3 +70,11 @@ async def _refuse_native_grpc(send: Send) -> None:
         (b"content-type", b"text/plain"), (b"grpc-status", b"12"),
         (b"grpc-message", quote(message).encode())]})
     await send({"type": "http.response.body", "body": message})
+
+
+async def _too_many(send: Send, refusal: Refusal) -> None:
+    """429 with Retry-After, for a page file past the client's request rate."""
+    wait_s = math.ceil(refusal.retry_after_s or 1)
+    await send({"type": "http.response.start", "status": 429, "headers": [
+        (b"content-type", b"text/plain"), (b"retry-after", str(wait_s).encode())]})
+    await send({"type": "http.response.body", "body": refusal.message.encode()})

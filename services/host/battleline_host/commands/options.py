@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from battleline_engine.logs import LogFormat, LogLevel
+from battleline_engine.ratelimit import Rate
 from battleline_gateway.limits import WebLimits
 
 WEB_LIMITS = WebLimits()  # the defaults of the web port's options
@@ -32,12 +33,21 @@ WebRequestTimeoutOption = Annotated[float, typer.Option(
     envvar="BATTLELINE_WEB_REQUEST_TIMEOUT_S", min=0.1,
     help="Seconds a web request (headers and body) may take to arrive.",
 )]
+WebRequestRateOption = Annotated[float, typer.Option(
+    envvar="BATTLELINE_WEB_REQUEST_RATE", min=0.001,
+    help="Web requests (page files and calls; a Watch once, when opened) per second per "
+         "client address: a trusted proxy's own are not counted, each address it forwards "
+         "is. Burst: 5 s of them, at least 10. More are refused with RESOURCE_EXHAUSTED "
+         "(HTTP 429) before their body is read.",
+)]
 
 
-def web_limits(max_connections: int, per_address: int, request_timeout_s: float) -> WebLimits:
+def web_limits(max_connections: int, per_address: int, request_timeout_s: float,
+               request_rate: float) -> WebLimits:
     """The web port's limits from its options."""
     return WebLimits(max_connections=max_connections, max_connections_per_address=per_address,
-                     request_timeout_s=request_timeout_s)
+                     request_timeout_s=request_timeout_s,
+                     request_rate=Rate(request_rate, max(10.0, request_rate * 5)))
 
 
 def log_args(level: LogLevel, fmt: LogFormat) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import secrets
@@ -32,6 +33,7 @@ from .options import (
     LogLevelOption,
     WebMaxConnectionsOption,
     WebMaxConnectionsPerAddressOption,
+    WebRequestRateOption,
     WebRequestTimeoutOption,
     checked_redis_url,
     checked_secret,
@@ -148,6 +150,7 @@ def serve(
         WEB_LIMITS.max_connections_per_address
     ),
     web_request_timeout: WebRequestTimeoutOption = WEB_LIMITS.request_timeout_s,
+    web_request_rate: WebRequestRateOption = WEB_LIMITS.request_rate.per_s,
     web_port: Annotated[int, typer.Option(
         envvar="BATTLELINE_WEB_PORT", help="Web page and Connect/gRPC-Web port, 0: any."
     )] = 8080,
@@ -243,14 +246,16 @@ def serve(
             ai_matches_per_client=ai_matches_per_client,
             ai_idle_ms=int(ai_idle * 1000),
         )
+        limits_of_web = web_limits(web_max_connections, web_max_connections_per_address,
+                                   web_request_timeout, web_request_rate)
         if open_limits:
+            from ..local import UNLIMITED
             from ..local import open_limits as without_limits
 
             config = without_limits(config)
+            limits_of_web = dataclasses.replace(limits_of_web, request_rate=UNLIMITED)
         grpc_cap = connection_cap(max_connections, 0 if no_web else web_max_connections,
                                    descriptors)
-        limits_of_web = web_limits(web_max_connections, web_max_connections_per_address,
-                                   web_request_timeout)
         child_log = log_args(log_level, log_format)  # its AI logs as it does
         # The other engines of --workers: this one's settings, no AI, web page or Redis
         # of their own; the port and metrics port are added once this engine has bound.
@@ -337,7 +342,8 @@ async def _run(
 NOT_SHARED = frozenset({
     "port", "metrics_port", "data_dir", "redis_url", "redis_cluster", "no_ai", "ai_workers",
     "ai_address", "no_web", "web_port", "web_max_connections",
-    "web_max_connections_per_address", "web_request_timeout", "workers", "shared_port",
+    "web_max_connections_per_address", "web_request_timeout", "web_request_rate", "workers",
+    "shared_port",
 })
 
 

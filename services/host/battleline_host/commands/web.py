@@ -18,6 +18,7 @@ from .options import (
     LogLevelOption,
     WebMaxConnectionsOption,
     WebMaxConnectionsPerAddressOption,
+    WebRequestRateOption,
     WebRequestTimeoutOption,
     web_limits,
 )
@@ -46,6 +47,7 @@ def web(
         WEB_LIMITS.max_connections_per_address
     ),
     request_timeout: WebRequestTimeoutOption = WEB_LIMITS.request_timeout_s,
+    request_rate: WebRequestRateOption = WEB_LIMITS.request_rate.per_s,
     log_level: LogLevelOption = LogLevel.INFO,
     log_format: LogFormatOption = LogFormat.JSON,
 ) -> None:
@@ -59,7 +61,8 @@ def web(
     from battleline_engine import logs
 
     logs.configure(log_level, log_format)  # repeated warnings of a flood are cut short
-    limits = web_limits(max_connections, max_connections_per_address, request_timeout)
+    limits = web_limits(max_connections, max_connections_per_address, request_timeout,
+                        request_rate)
     with one_line_when_cannot_listen("web", "--port"):
         asyncio.run(_run(engine, host, port, gateway_secret(), networks(trusted_proxy or []),
                          limits))
