@@ -6,10 +6,11 @@ matches' searches)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -39,6 +40,25 @@ async def _hold(pool: DeadlinePool, gate: threading.Event) -> None:
     await pool.run(time.time() + 60, gate.wait)
 
 
+@contextlib.asynccontextmanager
+async def _busy_pool() -> AsyncIterator[tuple[DeadlinePool, Callable[[], Awaitable[None]]]]:
+    """A pool of one thread, kept busy until the second value is awaited (which frees it)."""
+    with ThreadPoolExecutor(1) as executor:
+        pool = DeadlinePool(executor, 1)
+        gate = threading.Event()
+        holder = asyncio.create_task(_hold(pool, gate))
+        await asyncio.sleep(0.05)
+
+        async def free() -> None:
+            gate.set()
+            await holder
+
+        try:
+            yield pool, free
+        finally:
+            await free()
+
+
 async def _started(*tasks: asyncio.Task[object]) -> None:
     """Let `tasks` reach the pool's queue."""
     await asyncio.sleep(0.05)
@@ -48,18 +68,14 @@ async def _started(*tasks: asyncio.Task[object]) -> None:
 def test_waiting_jobs_start_earliest_deadline_first() -> None:
     async def scenario() -> list[str]:
         started: list[str] = []
-        with ThreadPoolExecutor(1) as executor:
-            pool = DeadlinePool(executor, 1)
-            gate = threading.Event()
-            holder = asyncio.create_task(_hold(pool, gate))
-            await asyncio.sleep(0.05)
+        async with _busy_pool() as (pool, free):
             now = time.time()
             waiting = [asyncio.create_task(pool.run(now + delay, _note, started, name))
                        for name, delay in (("late", 30), ("soon", 10), ("sooner", 5),
                                            ("soon-too", 10))]
             await _started(*waiting)
-            gate.set()
-            await asyncio.gather(holder, *waiting)
+            await free()
+            await asyncio.gather(*waiting)
         return started
 
     assert asyncio.run(scenario()) == ["sooner", "soon", "soon-too", "late"]
@@ -68,16 +84,11 @@ def test_waiting_jobs_start_earliest_deadline_first() -> None:
 def test_a_job_still_waiting_at_its_start_by_is_dropped() -> None:
     async def scenario() -> None:
         ran: list[str] = []
-        with ThreadPoolExecutor(1) as executor:
-            pool = DeadlinePool(executor, 1)
-            gate = threading.Event()
-            holder = asyncio.create_task(_hold(pool, gate))
-            await asyncio.sleep(0.05)
+        async with _busy_pool() as (pool, free):
             begun = time.monotonic()
             assert await pool.run(time.time() + 0.2, _note, ran, "dropped") is None
             assert time.monotonic() - begun < 1.0, "dropped only when the process came free"
-            gate.set()
-            await holder
+            await free()
             assert await pool.run(time.time() - 1, _note, ran, "too late") is None
             assert await pool.run(time.time() + 1, _note, ran, "next") == "next"
             assert ran == ["next"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pytest
 from google.protobuf import message as pb_message
 
-from battleline.v1 import record_pb2, types_pb2
+from battleline.v1 import lobby_pb2, record_pb2, types_pb2
 from battleline_engine.model import series_game_seed
 from battleline_rules import (
     ClaimTiming,
@@ -144,17 +144,28 @@ def check(seen: list[tuple[int, Part, str]], secrets: Secrets) -> int:
     return checked
 
 
+@dataclass
+class Observed:
+    """Every message part a client received, with whose it was (0, 1: a seat, by its
+    token; 2: a spectator, no token). `sink` is the client's, `created` learns the tokens."""
+
+    seen: list[tuple[int, Part, str]] = field(default_factory=list)
+    owner: dict[str | None, int] = field(default_factory=lambda: {None: 2})
+
+    def sink(self, token: str | None, msg: pb_message.Message) -> None:
+        self.seen.extend((self.owner[token], p, type(msg).__name__) for p in parts(msg))
+
+    def created(self, response: lobby_pb2.CreateMatchResponse) -> None:
+        self.owner[response.seat_token] = 0
+        self.owner[response.other_seat_token] = 1
+
+
 @pytest.mark.timeout(600)
 def test_no_secret_reaches_a_seat_or_a_spectator(redis_url: str) -> None:
     engine = Engine(redis_url)
     try:
-        seen: list[tuple[int, Part, str]] = []
-        owner: dict[str | None, int] = {None: 2}
-
-        def sink(token: str | None, msg: pb_message.Message) -> None:
-            seen.extend((owner[token], p, type(msg).__name__) for p in parts(msg))
-
-        client = Client.to(engine.address, sink=sink)
+        observed = Observed()
+        client = Client.to(engine.address, sink=observed.sink)
         rng = random.Random(2024)
         rulesets = ["standard", "basic", "deck52"]
         totals: dict[str, int] = defaultdict(int)
@@ -163,7 +174,7 @@ def test_no_secret_reaches_a_seat_or_a_spectator(redis_url: str) -> None:
             ruleset = rulesets[i % 3]
             timing = (types_pb2.CLAIM_TIMING_START_OF_TURN if i % 5 == 4
                       else types_pb2.CLAIM_TIMING_AFTER_PLAY)
-            seen.clear()
+            observed.seen.clear()
             stream_parts: list[Part] = []
             ready: dict[str, str] = {}
             watched = i % 4 == 0
@@ -174,10 +185,10 @@ def test_no_secret_reaches_a_seat_or_a_spectator(redis_url: str) -> None:
                 for item in client.watch(box["id"], None, include_views=True):
                     into.extend(parts(item))
 
-            def created(response: object, box: dict[str, str] = ready) -> None:
-                owner[response.seat_token] = 0  # type: ignore[attr-defined]
-                owner[response.other_seat_token] = 1  # type: ignore[attr-defined]
-                box["id"] = response.match_id  # type: ignore[attr-defined]
+            def created(response: lobby_pb2.CreateMatchResponse,
+                        box: dict[str, str] = ready) -> None:
+                observed.created(response)
+                box["id"] = response.match_id
 
             watcher = threading.Thread(target=spectate) if watched else None
             if watcher is not None:
@@ -193,11 +204,11 @@ def test_no_secret_reaches_a_seat_or_a_spectator(redis_url: str) -> None:
             if watcher is not None:
                 watcher.join(30)
                 assert not watcher.is_alive()
-            observed = list(seen)
+            before_record = list(observed.seen)
             record = client.get_record(played.match_id)  # revealed: not checked
             assert record.complete
             secrets = secrets_of(record)
-            totals["messages"] += check(observed, secrets)
+            totals["messages"] += check(before_record, secrets)
             totals["stream"] += check([(2, p, "Watch") for p in stream_parts], secrets)
             totals["requests"] += played.requests
         print(f"leak test: {MATCHES} matches, {dict(totals)}, "
@@ -217,28 +228,19 @@ def test_no_secret_reaches_a_seat_or_a_spectator_in_a_series(redis_url: str) -> 
     single-match scan checks only first games)."""
     engine = Engine(redis_url)
     try:
-        seen: list[tuple[int, Part, str]] = []
-        owner: dict[str | None, int] = {None: 2}
-
-        def sink(token: str | None, msg: pb_message.Message) -> None:
-            seen.extend((owner[token], p, type(msg).__name__) for p in parts(msg))
-
-        def created(response: object) -> None:
-            owner[response.seat_token] = 0  # type: ignore[attr-defined]
-            owner[response.other_seat_token] = 1  # type: ignore[attr-defined]
-
-        client = Client.to(engine.address, sink=sink)
+        observed = Observed()
+        client = Client.to(engine.address, sink=observed.sink)
         rng = random.Random(2025)
         checked = games = 0
         for i in range(SERIES):
-            seen.clear()
+            observed.seen.clear()
             seed = rng.getrandbits(40)
-            played = play_local(client, ("standard", "deck52")[i % 2], rng, on_create=created,
-                                series_games=3, seed=seed,
+            played = play_local(client, ("standard", "deck52")[i % 2], rng,
+                                on_create=observed.created, series_games=3, seed=seed,
                                 on_step=lambda p: client.view(p.match_id, None))
             record = client.get_record(played.match_id)
             assert record.complete
-            checked += check(list(seen), secrets_of(record, series_seed=seed))
+            checked += check(observed.seen, secrets_of(record, series_seed=seed))
             games += sum(e.kind == types_pb2.EVENT_KIND_GAME_STARTED for e in record.events)
         print(f"series leak test: {SERIES} series, {games} games, {checked} messages")
         assert games > 2 * SERIES and checked > 100 * SERIES
