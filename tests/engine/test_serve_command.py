@@ -17,7 +17,7 @@ import pytest
 import redis
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from battleline.v1 import lobby_pb2
+from battleline.v1 import lobby_pb2, lobby_pb2_grpc, types_pb2, watch_pb2, watch_pb2_grpc
 from battleline_engine.redis_server import free_port
 from tests.processes import (
     BATTLELINE,
@@ -383,3 +383,31 @@ def test_a_malformed_redis_url_is_refused_in_one_line(url: str) -> None:
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "--redis-url" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.timeout(60)
+def test_max_calls_refuses_calls_past_it(redis_url: str) -> None:
+    """`--max-calls` (a pod's memory) caps the calls one engine holds, streams included:
+    the next is refused at once, not queued."""
+    process, address = _start("--redis-url", redis_url, "--no-web", "--max-calls", "3")
+    try:
+        assert _serving(address) == health_pb2.HealthCheckResponse.SERVING
+        with grpc.insecure_channel(address) as channel:
+            created = lobby_pb2_grpc.LobbyServiceStub(channel).CreateMatch(
+                lobby_pb2.CreateMatchRequest(
+                    options=types_pb2.MatchOptions(ruleset="standard"),
+                    opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_LOCAL)),
+                timeout=10)
+            watch = watch_pb2_grpc.WatchServiceStub(channel)
+            streams = [watch.Watch(watch_pb2.WatchRequest(match_id=created.match_id),
+                                   timeout=30) for _ in range(3)]
+            for stream in streams:
+                next(stream)  # each holds one of the three calls
+            with pytest.raises(grpc.RpcError) as refused:
+                next(watch.Watch(watch_pb2.WatchRequest(match_id=created.match_id),
+                                 timeout=10))
+            assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            for stream in streams:
+                stream.cancel()
+    finally:
+        _stop(process)

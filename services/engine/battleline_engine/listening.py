@@ -1,8 +1,8 @@
 """Binding a server's port, and the one error every server of the service raises when it
 cannot: the engine's and the AI's gRPC ports, the web page, the metrics endpoint.
 
-Light to import (grpc for types only): `battleline serve` reads MAX_CONNECTIONS for its
-option's default before it loads the engine."""
+Light to import (grpc for types only): `battleline serve` reads MAX_CONNECTIONS and
+MAX_CALLS for its options' defaults before it loads the engine."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 # port, Redis and the clients already served need (issue #14: 20,000 of them were taken).
 # Where the descriptor limit is too low for it, serve lowers the cap to fit.
 MAX_CONNECTIONS = 4096
+# Calls one engine process holds at once, Watch streams included (`serve --max-calls`);
+# more are refused at once. What bounds half-sent requests over all connections (about
+# 28 KB each): the scale benchmark holds 20,000 Watch streams.
+MAX_CALLS = 32_768
 
 
 class CannotListen(OSError):

@@ -22,7 +22,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from .health import CappedHealthServicer, CappedReflectionServicer
-from .listening import MAX_CONNECTIONS, host_port, listen
+from .listening import MAX_CALLS, MAX_CONNECTIONS, host_port, listen
 from .metrics import LIVE_MATCHES, MetricsInterceptor
 from .storage import Storage
 
@@ -50,9 +50,8 @@ class ServerConfig:
     # 512 web connections (one each) on one channel; an AI worker holds up to 128.
     max_concurrent_streams: int = 600
     # RPCs in flight in the process, streams included (None: no cap); more are refused
-    # at once with RESOURCE_EXHAUSTED. What bounds half-sent requests over all
-    # connections (about 28 KB each): the scale benchmark holds 20,000 Watch streams.
-    max_concurrent_rpcs: int | None = 32_768
+    # at once with RESOURCE_EXHAUSTED (see listening.MAX_CALLS).
+    max_concurrent_rpcs: int | None = MAX_CALLS
     # A connection must finish its TLS handshake and send HTTP/2's preface in this long,
     # and one with no call open for `idle_s` is closed (a client reconnects on its next
     # call), so neither holds one of `max_connections` for long.

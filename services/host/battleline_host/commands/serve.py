@@ -21,7 +21,7 @@ import typer
 from typer.core import TyperOption
 
 from battleline_client.processes import dying_with_parent, stop_processes
-from battleline_engine.listening import MAX_CONNECTIONS
+from battleline_engine.listening import MAX_CALLS, MAX_CONNECTIONS
 from battleline_gateway.limits import WebLimits
 
 from .listening import one_line_when_cannot_listen
@@ -145,6 +145,12 @@ def serve(
         help="Open connections the gRPC port accepts; more are closed at once. Lowered "
              "where the descriptor limit could not hold them beside the web port's.",
     )] = MAX_CONNECTIONS,
+    max_calls: Annotated[int, typer.Option(
+        envvar="BATTLELINE_MAX_CALLS", min=1,
+        help="Calls the engine process holds at once, Watch streams included; more are "
+             "refused at once (RESOURCE_EXHAUSTED). A half-sent request holds up to about "
+             "28 KB: size it to the process's memory (about 12,000 for 512 MiB).",
+    )] = MAX_CALLS,
     web_max_connections: WebMaxConnectionsOption = WEB_LIMITS.max_connections,
     web_max_connections_per_address: WebMaxConnectionsPerAddressOption = (
         WEB_LIMITS.max_connections_per_address
@@ -266,6 +272,7 @@ def serve(
             asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention,
                              grace, config, ai_workers, ai_port, None if no_web else web_port,
                              embedded=embedded, web_limits=limits_of_web, max_connections=grpc_cap,
+                             max_calls=max_calls,
                              redis_lean=redis_client == "lean",
                              redis_batch_s=redis_batch_ms / 1000,
                              shared_port=shared_port or workers > 1, workers=extra,
@@ -280,6 +287,7 @@ async def _run(
     metrics_port: int, retention: int, grace: float, config: EngineConfig, ai_workers: int = 0,
     ai_port: int = 0, web_port: int | None = None, embedded: EmbeddedRedis | None = None,
     web_limits: WebLimits | None = None, max_connections: int = MAX_CONNECTIONS,
+    max_calls: int = MAX_CALLS,
     redis_lean: bool = True, redis_batch_s: float = 0.002,
     shared_port: bool = False, workers: Workers | None = None, child_log: Sequence[str] = (),
     metrics_host: str = "127.0.0.1",
@@ -296,7 +304,7 @@ async def _run(
                                retention_s=retention)
     server_config = ServerConfig(
         host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, grace_s=grace,
-        reuse_port=shared_port, max_connections=max_connections,
+        reuse_port=shared_port, max_connections=max_connections, max_concurrent_rpcs=max_calls,
     )
     engine = await start_server(server_config, storage, default_services(storage, config))
     ai: subprocess.Popen[bytes] | None = None
