@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from battleline.v1 import types_pb2
+from battleline_ai.bots import LEVELS
+from battleline_ai.decide import FALLBACK, at_once_spec
 from battleline_ai.processes import DeadlinePool
 from battleline_client.bots import choose
 from battleline_client.client import Client
@@ -164,3 +166,16 @@ def test_a_short_clock_is_kept_while_other_matches_fill_the_search_process(
     for busy_record in busy_records:  # queued behind, but answered within their own budget
         busy_gaps = answer_times(busy_record, ai)
         assert busy_gaps and max(busy_gaps) < MOVE_CAP_S + 1, busy_gaps
+
+
+@pytest.mark.parametrize(("spec", "at_once"), [
+    ("ismcts:level=1", LEVELS[1]),  # a beginner's level stays a beginner's under load
+    ("ismcts:level=3", LEVELS[3]),
+    ("ismcts:level=5", FALLBACK),
+    ("ismcts:level=5,seconds=2", FALLBACK),
+    ("ismcts:iterations=50", FALLBACK),
+    ("heuristic:noise=0.2", "heuristic:noise=0.2"),
+])
+def test_a_level_that_does_not_search_answers_as_itself_when_no_process_is_free(
+        spec: str, at_once: str) -> None:
+    assert at_once_spec(spec) == at_once

@@ -74,10 +74,22 @@ def decide(position: str, spec: str, seconds: float | None, seed: int) -> Decisi
                     result.seconds, top)
 
 
-def decide_at_once(position: str, seed: int) -> Decision:
-    """The fallback's move, for a decision with no time left to search: cheap enough for
-    the worker's event loop when no search process comes free in time."""
-    return decide(position, FALLBACK, None, seed)
+def at_once_spec(spec: str) -> str:
+    """What plays `spec`'s move when there is no time to search: a level that does not
+    search plays itself (a beginner's level stays a beginner's under load), any other
+    the FALLBACK."""
+    kind, _, rest = spec.partition(":")
+    params = dict(part.split("=", 1) for part in rest.split(",") if "=" in part)
+    level = params.get("level", "")
+    if kind == "ismcts" and level.isdigit():
+        spec = LEVELS.get(int(level), FALLBACK)
+    return FALLBACK if spec.startswith("ismcts") else spec
+
+
+def decide_at_once(position: str, spec: str, seed: int) -> Decision:
+    """`spec`'s move with no time left to search (`at_once_spec`): cheap enough for the
+    worker's event loop when no search process comes free in time."""
+    return decide(position, at_once_spec(spec), None, seed)
 
 
 def decide_by(position: str, spec: str, deadline: float, seed: int) -> Decision:
@@ -85,13 +97,13 @@ def decide_by(position: str, spec: str, deadline: float, seed: int) -> Decision:
     process starts: time spent queueing for a process counts against the clock."""
     seconds = deadline - time.time()
     if seconds < MIN_SECONDS:
-        return decide_at_once(position, seed)  # no time to search: answer now, not late
+        return decide_at_once(position, spec, seed)  # no time to search: answer now, not late
     try:
         return decide(position, spec, seconds, seed)
     except Exception:
-        if spec == FALLBACK:
+        if at_once_spec(spec) == spec:
             raise
         # A defect in a search must not stall the match (the request would be reclaimed
         # and fail again): the rule-based bot answers this move.
         log.exception("search %s failed; the heuristic answers this move", spec)
-        return decide_at_once(position, seed)
+        return decide_at_once(position, spec, seed)

@@ -284,7 +284,7 @@ class AiWorker:
         if searched is not None:
             return searched
         log.debug("no search process free before the deadline: the fallback answers")
-        return decide_at_once(position, seed)
+        return decide_at_once(position, spec, seed)
 
 
 async def _main(config: WorkerConfig) -> None:
