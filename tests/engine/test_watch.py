@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import random
 import threading
@@ -11,8 +12,9 @@ from typing import Any
 
 import grpc
 import pytest
+import redis
 
-from battleline.v1 import game_pb2, types_pb2, watch_pb2
+from battleline.v1 import game_pb2, types_pb2, watch_pb2, watch_pb2_grpc
 from battleline_engine.hub import Hub
 from battleline_engine.ratelimit import Rate
 
@@ -214,3 +216,39 @@ def test_resuming_far_back_is_charged_like_reading_the_record(redis_url: str) ->
     finally:
         client.channel.close()
         engine.close()
+
+
+def test_a_lagging_stream_whose_events_are_gone_waits_instead_of_reading_redis(
+        engine: Engine, client: Client, redis_url: str) -> None:
+    """A stream behind the hub's cursor reads the events it lacks from Redis, page by page;
+    if they are gone (the match expired while it lagged) a page brings nothing, and the
+    loop used to ask Redis again at once, tens of thousands of times a second."""
+    match_id, _ = _live_match_with_events(client, 120)
+    live = client.watch(match_id)
+    next(live)  # the hub follows the match from its last event
+    small_window = grpc.insecure_channel(engine.address, options=[
+        ("grpc.http2.lookahead_bytes", 1024), ("grpc.http2.bdp_probe", 0)])
+    lagging = watch_pb2_grpc.WatchServiceStub(small_window).Watch(
+        watch_pb2.WatchRequest(match_id=match_id, resume_after=0), timeout=30)
+    next(lagging)  # the engine holds the rest of its first page, blocked on the window
+    time.sleep(0.5)
+    store = redis.Redis.from_url(redis_url)
+    store.delete(*store.keys(f"*{match_id}*"))  # as the match's expiry would
+    got: list[int] = []
+
+    def drain() -> None:
+        with contextlib.suppress(grpc.RpcError):
+            for item in lagging:
+                got.append(item.event.number)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    time.sleep(0.5)  # the rest of the page arrives
+    before = int(store.info("stats")["total_commands_processed"])
+    time.sleep(2)
+    commands = int(store.info("stats")["total_commands_processed"]) - before
+    lagging.cancel()
+    live.cancel()
+    small_window.close()
+    assert got, "the page already read still arrives"
+    assert commands < 500, f"{commands} Redis commands in 2 s for nothing"

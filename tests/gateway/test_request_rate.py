@@ -211,3 +211,22 @@ def test_the_page_loads_while_another_address_is_refused(engine: Engine) -> None
     finally:
         gateway.stop()
     assert status == 200 and assets and files == [200] * len(assets)
+
+
+def test_calls_the_bridge_refuses_itself_count_too(proxied: GatewayThread) -> None:
+    """An unknown method or a verb the bridge does not serve is answered before its
+    interceptors run: counted at the door instead (the fifth audit sent 250 of each)."""
+    browser = "203.0.113.70"
+    codes = [_status(proxied.url, "battleline.v1.GameService/NoSuchMethod", browser)[0]
+             for _ in range(5)]
+    assert codes[:3] != [429] * 3 and codes[3:] == [429, 429]
+    request = urllib.request.Request(proxied.url + LIST, method="OPTIONS",
+                                     headers={"x-forwarded-for": "203.0.113.71"})
+    options = []
+    for _ in range(5):
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                options.append(response.status)
+        except urllib.error.HTTPError as error:
+            options.append(error.code)
+    assert options[3:] == [429, 429]

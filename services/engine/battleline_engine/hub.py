@@ -236,8 +236,11 @@ class Subscription:
                     return
                 raise_lost_cancellation()  # a cancelled stream waits no more
                 # The hub read past us before we subscribed (another viewer's cursor):
-                # those events never reach this queue, so read them, page by page.
-                fill = queue.empty() and self.hub.cursor(self.match_id) > self.last
+                # those events never reach this queue, so read them, page by page, as
+                # long as a page brings some (events gone from Redis, an expired match,
+                # would have this loop read Redis without end: wait for the queue).
+                fill = (bool(batch) and queue.empty()
+                        and self.hub.cursor(self.match_id) > self.last)
                 batch = [] if fill else await queue.get()
         finally:
             self.hub.unsubscribe(self.match_id, queue)

@@ -13,12 +13,13 @@ from starlette.types import Receive, Scope, Send
 
 from battleline_engine.errors import Refusal
 
-from .bridge import EngineBridge
+from .bridge import EngineBridge, method_path, public_methods
 from .rate import RequestRate
 
 # The page built from clients/web (`npm run build` writes here); shipped in the package.
 SITE_DIR = Path(__file__).parent / "site"
 RPC_PREFIX = "/battleline.v1."
+RPC_PATHS = frozenset(method_path(method) for method in public_methods())
 
 
 class WebApp:
@@ -36,7 +37,10 @@ class WebApp:
         if scope["type"] != "http":
             await self.page(scope, receive, send)
         elif scope["path"].startswith(RPC_PREFIX):
-            if _native_grpc(scope):
+            if _refused_before_the_bridge_counts(scope) and (
+                    refusal := self.rate.over(_host(scope))) is not None:
+                await _too_many(send, refusal)
+            elif _native_grpc(scope):
                 await _refuse_native_grpc(send)
             else:
                 await self.bridge(scope, receive, send)
@@ -44,6 +48,14 @@ class WebApp:
             await _too_many(send, refusal)
         else:
             await self.page(scope, receive, send)
+
+
+def _refused_before_the_bridge_counts(scope: Scope) -> bool:
+    """A request the bridge answers without running its interceptors (an unknown method,
+    a verb it does not serve, native gRPC): counted here instead, or a client could send
+    those without limit."""
+    return (scope["path"] not in RPC_PATHS or scope["method"] not in ("POST", "GET")
+            or _native_grpc(scope))
 
 
 def _host(scope: Scope) -> str | None:
