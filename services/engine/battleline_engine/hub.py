@@ -26,7 +26,7 @@ from battleline_client.backoff import backoff
 
 from .errors import invalid
 from .model import Match
-from .storage import STORE_UNAVAILABLE, Storage, StoredEvent, raise_lost_cancellation
+from .storage import Storage, StoredEvent, log_failure, raise_lost_cancellation
 
 log = logging.getLogger(__name__)
 
@@ -119,11 +119,7 @@ class Hub:
             except asyncio.CancelledError:
                 raise
             except Exception as err:
-                if isinstance(err, STORE_UNAVAILABLE):  # expected while Redis restarts
-                    log.warning("event listener: the match store is unreachable: %s; retrying",
-                                err)
-                else:
-                    log.exception("event listener failed; retrying")
+                log_failure(log, "event listener (retrying)", err)
                 await asyncio.sleep(next(delays))
 
     async def _read(self) -> None:
@@ -150,10 +146,7 @@ class Hub:
             except asyncio.CancelledError:
                 raise
             except Exception as err:
-                if isinstance(err, STORE_UNAVAILABLE):  # expected while Redis restarts
-                    log.warning("event reader: the match store is unreachable: %s; retrying", err)
-                else:
-                    log.exception("event reader failed; retrying")
+                log_failure(log, "event reader (retrying)", err)
                 self._mark({m for m in batch if m in self._cursors})
                 await asyncio.sleep(next(delays))
                 continue

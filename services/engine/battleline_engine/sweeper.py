@@ -13,7 +13,7 @@ import logging
 
 from .matches import Matches
 from .model import Status
-from .storage import STORE_UNAVAILABLE, Storage, now_ms, raise_lost_cancellation
+from .storage import Storage, log_failure, now_ms, raise_lost_cancellation
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +53,7 @@ class Sweeper:
                 await self.sweep_once()
             except asyncio.CancelledError:
                 raise
-            except STORE_UNAVAILABLE as err:  # expected while Redis restarts: no traceback
-                log.warning("clock sweep: the match store is unreachable: %s", err)
-            except Exception:
-                log.exception("clock sweep failed")
+            except Exception as err:
+                log_failure(log, "clock sweep", err)
             raise_lost_cancellation()
             await asyncio.sleep(self.interval_s)

@@ -27,6 +27,7 @@ from .connection import (
     check_id,
     hash_token,
     is_cluster_url,
+    log_failure,
     new_match_id,
     new_seat_token,
     now_ms,
@@ -41,7 +42,8 @@ from .reviews import ReviewCache
 __all__ = [
     "AI_PLACE_TTL_S", "STORE_UNAVAILABLE", "CommitResult", "CommitStatus", "EventPage",
     "MatchRecord", "Storage", "StoredEvent", "check_id", "hash_token", "is_cluster_url",
-    "new_match_id", "new_seat_token", "now_ms", "raise_lost_cancellation", "valid_id",
+    "log_failure", "new_match_id", "new_seat_token", "now_ms", "raise_lost_cancellation",
+    "valid_id",
 ]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import re
 import secrets
 import string
@@ -34,6 +35,15 @@ STORE_UNAVAILABLE: Final = (
     redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError,
     redis.exceptions.SlotNotCoveredError,
 )
+
+
+def log_failure(log: logging.Logger, what: str, err: Exception) -> None:
+    """Log a background task's failure: the store being unreachable (expected while Redis
+    restarts) in one line, anything else with its traceback."""
+    if isinstance(err, STORE_UNAVAILABLE):
+        log.warning("%s: the match store is unreachable: %s", what, err)
+    else:
+        log.exception("%s failed", what)
 
 
 class Connection:
