@@ -40,14 +40,14 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         # hosted AI (its key) holds one stream per match it plays, from an address that
         # proves nothing (loopback under `battleline serve`): counted per seat only, or
         # whoever held its address's streams would stop it moving in every match.
-        keys: tuple[str, ...] = (f"{match_id}/{holder}", f"client/{client}")
-        caps = (self.rt.config.streams_per_seat, self.rt.config.streams_per_client)
-        if self.rt.seats.is_ai(context):
-            keys = keys[:1]
-        for key, cap, whose in zip(keys, caps, ("per seat", "per client"), strict=False):
+        caps = [(f"{match_id}/{holder}", self.rt.config.streams_per_seat, "per seat")]
+        if not self.rt.seats.is_ai(context):
+            caps.append((f"client/{client}", self.rt.config.streams_per_client, "per client"))
+        for key, cap, whose in caps:
             if self.open.full(key, cap):
                 raise Refusal(Kind.EXHAUSTED, "too-many-streams",
                               f"at most {cap} open streams {whose}", retry_after_s=1.0)
+        keys = [key for key, _, _ in caps]
         self.open.take(*keys)
         try:
             async with contextlib.aclosing(
