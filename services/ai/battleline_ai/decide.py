@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from battleline_rules import Kind, Phase, format_action, load_position
 
-from .bots import LEVELS, make_bot
+from .bots import LEVELS, make_bot, parse_spec
 
 log = logging.getLogger("battleline.ai")
 MAX_LEVEL = max(LEVELS)
@@ -78,12 +78,12 @@ def at_once_spec(spec: str) -> str:
     """What plays `spec`'s move when there is no time to search: a level that does not
     search plays itself (a beginner's level stays a beginner's under load), any other
     the FALLBACK."""
-    kind, _, rest = spec.partition(":")
-    params = dict(part.split("=", 1) for part in rest.split(",") if "=" in part)
-    level = params.get("level", "")
+    kind, knobs = parse_spec(spec)
+    level = knobs.get("level", "")
     if kind == "ismcts" and level.isdigit():
         spec = LEVELS.get(int(level), FALLBACK)
-    return FALLBACK if spec.startswith("ismcts") else spec
+        kind, _ = parse_spec(spec)
+    return FALLBACK if kind == "ismcts" else spec
 
 
 def decide_at_once(position: str, spec: str, seed: int) -> Decision:
