@@ -6,7 +6,6 @@ timeout, so a few stalled connections held threads for as long as they liked.
 
 from __future__ import annotations
 
-import collections
 import io
 import logging
 import socket
@@ -20,9 +19,11 @@ from prometheus_client.exposition import ThreadingWSGIServer
 
 from .listening import CannotListen
 from .metrics import REGISTRY
+from .ratelimit import OpenCounts
 
 log = logging.getLogger(__name__)
 
+ALL = "*"  # the key counting every connection (no address is "*")
 MAX_HEAD_BYTES = 8192  # a scrape's request line and headers are a few hundred bytes
 
 
@@ -74,8 +75,8 @@ class MetricsServer(ThreadingWSGIServer):
         self.timeout_s = timeout_s
         self.max_connections = max_connections
         self.max_per_address = max_per_address
-        self._held: collections.Counter[str] = collections.Counter()
-        self._lock = threading.Lock()
+        self._held = OpenCounts()  # per address, and ALL for every connection
+        self._lock = threading.Lock()  # a thread per connection: checked and counted under it
         self.address_family = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
         super().__init__((host, port), _ScrapeHandler)
@@ -84,10 +85,10 @@ class MetricsServer(ThreadingWSGIServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         address = client_address[0]
         with self._lock:
-            admitted = (self._held.total() < self.max_connections
-                        and self._held[address] < self.max_per_address)
+            admitted = not (self._held.full(ALL, self.max_connections)
+                            or self._held.full(address, self.max_per_address))
             if admitted:
-                self._held[address] += 1
+                self._held.take(ALL, address)
         if not admitted:
             self.shutdown_request(request)
             return
@@ -105,9 +106,7 @@ class MetricsServer(ThreadingWSGIServer):
 
     def _release(self, address: str) -> None:
         with self._lock:
-            self._held[address] -= 1
-            if self._held[address] <= 0:
-                del self._held[address]
+            self._held.release(ALL, address)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up or stalled mid-response: one debug line, no traceback."""
