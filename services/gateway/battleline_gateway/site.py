@@ -37,10 +37,15 @@ class WebApp:
         if scope["type"] != "http":
             await self.page(scope, receive, send)
         elif scope["path"].startswith(RPC_PREFIX):
-            if _refused_before_the_bridge_counts(scope) and (
-                    refusal := self.rate.over(_host(scope))) is not None:
+            native = _native_grpc(scope)
+            # What the bridge answers without running its interceptors (native gRPC, an
+            # unknown method, a verb it does not serve) is counted here instead, or a
+            # client could send those without limit.
+            counted_here = (native or scope["path"] not in RPC_PATHS
+                            or scope["method"] not in ("POST", "GET"))
+            if counted_here and (refusal := self.rate.over(_host(scope))) is not None:
                 await _too_many(send, refusal)
-            elif _native_grpc(scope):
+            elif native:
                 await _refuse_native_grpc(send)
             else:
                 await self.bridge(scope, receive, send)
@@ -48,14 +53,6 @@ class WebApp:
             await _too_many(send, refusal)
         else:
             await self.page(scope, receive, send)
-
-
-def _refused_before_the_bridge_counts(scope: Scope) -> bool:
-    """A request the bridge answers without running its interceptors (an unknown method,
-    a verb it does not serve, native gRPC): counted here instead, or a client could send
-    those without limit."""
-    return (scope["path"] not in RPC_PATHS or scope["method"] not in ("POST", "GET")
-            or _native_grpc(scope))
 
 
 def _host(scope: Scope) -> str | None:
