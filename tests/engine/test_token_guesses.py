@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import socket
 from collections.abc import Iterator
 
 import grpc
@@ -68,3 +69,21 @@ def test_wrong_tokens_are_refused_before_a_lookup_once_an_address_spent_its_gues
     assert _view(client, created.match_id, "wrong", other) == UNAUTHENTICATED
     client.channel.close()
     maker.channel.close()
+
+
+def test_a_lookup_the_store_cannot_answer_is_not_charged_as_a_guess() -> None:
+    """While Redis is unreachable every lookup fails with UNAVAILABLE; none of them may use
+    up the address's guesses (they used to: a client retrying through a Redis restart was
+    then refused its own right token for minutes)."""
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        unreachable = f"redis://127.0.0.1:{sock.getsockname()[1]}"
+    engine = Engine(unreachable, config=LIMITED)
+    client = Client.to(engine.address)
+    try:
+        codes = [_view(client, "m1", f"m1.{secrets.token_urlsafe(32)}", "203.0.113.7")
+                 for _ in range(GUESSES + 1)]
+    finally:
+        client.channel.close()
+        engine.close()
+    assert codes == [grpc.StatusCode.UNAVAILABLE] * (GUESSES + 1)

@@ -13,7 +13,7 @@ import grpc
 
 from .errors import Kind, Refusal
 from .ratelimit import RateLimiter
-from .storage import Storage, hash_token
+from .storage import STORE_UNAVAILABLE, Storage, hash_token
 
 
 def bearer(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
@@ -139,9 +139,9 @@ class Seats:
 
     A token not in the cache costs a Redis lookup and, if it names no seat, is a guess:
     `guesses` charges each lookup to the caller's address before it starts and gives
-    the charge back when the token names a seat, so a flood of wrong tokens (or of
-    tries at the AI's key) is refused without a lookup, and concurrent guesses cannot
-    all pass a check before any is counted."""
+    the charge back when the token names a seat or the store cannot answer, so a flood
+    of wrong tokens (or of tries at the AI's key) is refused without a lookup, and
+    concurrent guesses cannot all pass a check before any is counted."""
 
     def __init__(self, storage: Storage, callers: Callers, guesses: RateLimiter,
                  ai_key: AiKey | None = None, size: int = 50_000) -> None:
@@ -158,7 +158,11 @@ class Seats:
         found = self._cache.get(token)
         if found is None:
             self.guesses.take(caller)
-            found = await self.storage.matches.seat_of(token)
+            try:
+                found = await self.storage.matches.seat_of(token)
+            except STORE_UNAVAILABLE:
+                self.guesses.refund(caller)  # no answer, so no guess: the caller may retry
+                raise
             if found is not None:
                 self.guesses.refund(caller)
                 self.remember(token, *found)
