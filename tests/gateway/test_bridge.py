@@ -8,6 +8,7 @@ import threading
 import urllib.error
 import urllib.request
 
+import grpc
 import pytest
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
@@ -15,6 +16,7 @@ from connectrpc.protocol import ProtocolType
 from google.rpc import error_details_pb2
 
 from battleline.v1 import types_pb2
+from battleline_gateway.bridge import connect_error
 from tests.engine.harness import Client, Engine, play_local
 
 from .bridge_client import BridgeClient
@@ -117,3 +119,13 @@ def test_shutdown_ends_watch_streams_with_unavailable(engine: Engine) -> None:
     stopping.join(30)
     assert cut.value.code == Code.UNAVAILABLE
     assert not stopping.is_alive()
+
+
+@pytest.mark.parametrize("code", [c for c in grpc.StatusCode if c is not grpc.StatusCode.OK])
+def test_every_engine_status_code_reaches_the_browser_as_connects_own(
+        code: grpc.StatusCode) -> None:
+    """Audit finding: an engine call cancelled under load (CANCELLED, which Connect
+    spells CANCELED) raised KeyError in the bridge: HTTP 500 and a logged traceback."""
+    error = grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), "gone")
+    expected = "CANCELED" if code is grpc.StatusCode.CANCELLED else code.name
+    assert connect_error(error).code is Code[expected]

@@ -324,18 +324,27 @@ def connect_error(error: grpc.aio.AioRpcError) -> ConnectError:
     unreachable, a deadline, a transport limit), whose text names internals such as
     addresses and header sizes: only its code is passed on.
     """
-    code = Code[error.code().name]
+    code = connect_code(error.code())
     details = _details(error.trailing_metadata() or ())
     if details is None:
         return ConnectError(code, "the call to the engine failed")
     return ConnectError(code, error.details() or "", details)
 
 
+def connect_code(code: grpc.StatusCode) -> Code:
+    """Connect's name for a gRPC status code. Connect spells CANCELED with one L (looked
+    up by gRPC's spelling, an engine call cancelled under load raised KeyError: HTTP 500
+    and a traceback); OK is no error, so it stands for UNKNOWN."""
+    if code is grpc.StatusCode.CANCELLED:
+        return Code.CANCELED
+    return Code.__members__.get(code.name, Code.UNKNOWN)
+
+
 def refused(refusal: Refusal) -> ConnectError:
     """A refusal of the gateway's own as the engine would send it (status.rich_status):
     its code, message, ErrorInfo and RetryInfo."""
     status = rich_status(refusal)
-    return ConnectError(Code[status.code.name], status.details,
+    return ConnectError(connect_code(status.code), status.details,
                         _details(status.trailing_metadata) or [])
 
 
