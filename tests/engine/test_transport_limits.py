@@ -354,27 +354,47 @@ def test_a_stalled_metrics_connection_is_closed_after_the_timeout(
             assert slow.recv(1) == b""
 
 
+def _closed_of(port: int, count: int, held: contextlib.ExitStack) -> int:
+    """How many of `count` connections, from 127.0.0.1, .2 and .3 in turn, the server
+    closed at once."""
+    socks = []
+    for i in range(count):
+        sock = held.enter_context(socket.socket())
+        sock.bind((f"127.0.0.{1 + i % 3}", 0))
+        sock.connect(("127.0.0.1", port))
+        socks.append(sock)
+    time.sleep(0.2)  # within the 0.5 s the served ones are kept
+    closed = 0
+    for sock in socks:
+        sock.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            closed += sock.recv(1) == b""
+    return closed
+
+
 def test_metrics_connections_past_the_caps_are_closed_without_a_thread(
         small_metrics: tuple[int, metrics_http.MetricsServer]) -> None:
+    """Every loopback address is one client (sixth audit: a local user held all the
+    connections from four of them), so 2 of 12 are served."""
     port = small_metrics[0]
     before = _handler_threads()
     with contextlib.ExitStack() as held:
-        socks = []
-        for i in range(12):  # 4 from each of three addresses: 2 each, 4 in all are served
-            sock = held.enter_context(socket.socket())
-            sock.bind((f"127.0.0.{1 + i % 3}", 0))
-            sock.connect(("127.0.0.1", port))
-            socks.append(sock)
-        time.sleep(0.2)  # within the 0.5 s the served ones are kept
-        assert _handler_threads() - before <= 4
-        closed = 0
-        for sock in socks:
-            sock.setblocking(False)
-            with contextlib.suppress(BlockingIOError):
-                closed += sock.recv(1) == b""
-        assert closed == 8
+        assert _closed_of(port, 12, held) == 10
+        assert _handler_threads() - before <= 2
         with pytest.raises(OSError):  # full: a scrape now is closed at once
             _scrape(port)
     time.sleep(0.8)  # the held ones time out
     assert _handler_threads() == before
     assert "battleline_live_matches" in _scrape(port)
+
+
+def test_metrics_connections_past_the_servers_cap_are_closed() -> None:
+    port = free_port()
+    server = metrics_http.serve_metrics(port, timeout_s=0.5, max_connections=2,
+                                        max_per_address=4)
+    try:
+        with contextlib.ExitStack() as held:
+            assert _closed_of(port, 6, held) == 4
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -112,11 +112,27 @@ def test_an_ipv6_client_counts_as_its_whole_64(redis_url: str) -> None:
     proxied.close()
 
 
+def test_every_loopback_address_is_one_client(redis_url: str) -> None:
+    """Sixth audit: any local user may send from any of 127.0.0.0/8's 16 million
+    addresses, and each was a new budget (120 creates in 6 s from six of them)."""
+    proxied = Engine(redis_url, config=dataclasses.replace(
+        TWO_CREATES, trusted_proxies=("127.0.0.0/8",)))
+    client = Client.to(proxied.address)
+    codes = [code for host in ("127.0.0.5", "127.1.2.3", "::1")
+             for code in _creates(client, [("x-forwarded-for", host)], 1)]
+    assert codes == [OK, OK, EXHAUSTED]
+    client.channel.close()
+    proxied.close()
+
+
 @pytest.mark.parametrize(("host", "key"), [
     ("203.0.113.7", "203.0.113.7"),
     ("::ffff:203.0.113.7", "203.0.113.7"),
     ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"),
-    ("::1", "::/64"),
+    ("::1", "loopback"),
+    ("127.0.0.1", "loopback"),
+    ("127.45.6.7", "loopback"),
+    ("::ffff:127.0.0.9", "loopback"),
     ("unix:/tmp/socket", "unix:/tmp/socket"),
 ])
 def test_the_limiter_key_of_an_address(host: str, key: str) -> None:

@@ -170,15 +170,18 @@ def _page(url: str, source: str) -> bytes:
 
 def test_one_address_cannot_hold_the_whole_web_port() -> None:
     """One client held every connection (reopening each the deadline closed) and locked
-    every browser out; now its connections past its address's cap are closed at once,
-    another address still gets the page, and a closed connection frees its place."""
-    gateway = GatewayThread(NO_ENGINE, limits=WebLimits(max_connections=100))
+    every browser out; now its connections past its address's cap are closed at once
+    (another loopback address is the same local client: sixth audit), a trusted
+    proxy's connection still gets the page, and a closed connection frees its place."""
+    gateway = GatewayThread(NO_ENGINE, trusted_proxies=("127.0.0.3/32",),
+                            limits=WebLimits(max_connections=100))
     try:
         with contextlib.ExitStack() as held:
             flood = _hold(held, gateway.url, "127.0.0.1", 120)
             time.sleep(0.5)
             assert sum(_closed(s) for s in flood) == 120 - PER_ADDRESS
-            assert _page(gateway.url, "127.0.0.2").startswith(b"HTTP/1.1 200")
+            assert _page(gateway.url, "127.0.0.2") == b""
+            assert _page(gateway.url, "127.0.0.3").startswith(b"HTTP/1.1 200")
             for sock in [s for s in flood if not _closed(s)][:10]:
                 sock.close()
             deadline = time.monotonic() + 2

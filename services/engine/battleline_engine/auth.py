@@ -6,7 +6,7 @@ import hmac
 import ipaddress
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 from urllib.parse import unquote
 
 import grpc
@@ -81,20 +81,27 @@ class Callers:
                                      for net in self.trusted)
 
 
+LOOPBACK: Final = "loopback"  # the key of every loopback address
+
+
 def address_key(host: str) -> str:
     """The key a per-address limit counts `host` under: an IPv4 address itself (also one
-    written as IPv4-mapped IPv6), an IPv6 address's /64 network, anything else as given.
+    written as IPv4-mapped IPv6), an IPv6 address's /64 network, every loopback address
+    as one (`LOOPBACK`), anything else as given.
 
     One subscriber is routinely given a whole /64 and may use any of its 2^64 addresses,
-    so keying by the full IPv6 address gave each client as many budgets as it liked.
+    so keying by the full IPv6 address gave each client as many budgets as it liked; any
+    local user may likewise send from any of 127.0.0.0/8's 16 million addresses.
     """
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
         return host
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_loopback:
+        return LOOPBACK
     if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
         return str(ipaddress.IPv6Network((address, 64), strict=False))
     return str(address)
 

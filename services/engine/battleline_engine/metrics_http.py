@@ -17,6 +17,7 @@ from wsgiref.simple_server import WSGIRequestHandler
 from prometheus_client import make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
 
+from .auth import address_key
 from .listening import CannotListen
 from .metrics import REGISTRY
 from .ratelimit import OpenCounts
@@ -67,15 +68,15 @@ class _ScrapeHandler(WSGIRequestHandler):
 class MetricsServer(ThreadingWSGIServer):
     """prometheus_client's threaded WSGI server with bounds: each connection gets
     `timeout_s` and a thread only within `max_connections` (and `max_per_address` from
-    one address); a connection past them is closed at once, and Prometheus scrapes
-    again at its next interval."""
+    one address: `auth.address_key`, so every loopback address is one); a connection
+    past them is closed at once, and Prometheus scrapes again at its next interval."""
 
     def __init__(self, host: str, port: int, *, timeout_s: float, max_connections: int,
                  max_per_address: int) -> None:
         self.timeout_s = timeout_s
         self.max_connections = max_connections
         self.max_per_address = max_per_address
-        self._held = OpenCounts()  # per address, and ALL for every connection
+        self._held = OpenCounts()  # per address key, and ALL for every connection
         self._lock = threading.Lock()  # a thread per connection: checked and counted under it
         self.address_family = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
@@ -83,7 +84,7 @@ class MetricsServer(ThreadingWSGIServer):
         self.set_app(make_wsgi_app(REGISTRY))
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        address = client_address[0]
+        address = address_key(client_address[0])
         with self._lock:
             admitted = not (self._held.full(ALL, self.max_connections)
                             or self._held.full(address, self.max_per_address))
@@ -102,7 +103,7 @@ class MetricsServer(ThreadingWSGIServer):
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._release(client_address[0])
+            self._release(address_key(client_address[0]))
 
     def _release(self, address: str) -> None:
         with self._lock:
