@@ -370,7 +370,7 @@ def low_load(engines: dict[str, str], echo_address: str, levels: tuple[int, ...]
 
 
 SERVE = [BATTLELINE, "serve", "--port", "0", "--log-level", "warning", "--no-ai", "--no-web",
-         "--create-rate", "1000000", "--action-rate", "1000000"]
+         "--create-rate", "1000000", "--action-rate", "1000000", "--call-rate", "1000000"]
 # The engines of one run: each sends an action's Redis commands its own way.
 ENGINES = {"engine": [], "unbatched": ["--redis-batch-ms", "0"],
            "redispy": ["--redis-client", "redis-py"]}

@@ -36,7 +36,7 @@ FAST_SERVER = ServerConfig(port=0, drain_s=0.05, grace_s=1.0, health_interval_s=
 AI_KEY = "tests-engine-ai-key-0123456789"  # the hosted AI's key (tests act as the AI with it)
 OPEN_LIMITS = EngineConfig(create_rate=Rate(10_000, 10_000), action_rate=Rate(10_000, 10_000),
                            list_rate=Rate(10_000, 10_000), record_rate=Rate(10_000, 10_000),
-                           token_guess_rate=Rate(10_000, 10_000),
+                           token_guess_rate=Rate(10_000, 10_000), call_rate=Rate(10_000, 10_000),
                            open_matches_per_client=10_000, streams_per_client=10_000,
                            sweep_interval_s=0.1, ai_key=AI_KEY, ai_matches_per_client=10_000)
 SEATS = (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND)

@@ -115,6 +115,7 @@ def test_two_engine_processes_serve_one_match_alternately(redis_url: str) -> Non
 
 def _serve(redis_url: str) -> tuple[subprocess.Popen[str], str]:
     return start_serve("--no-web", "--log-level", "warning", "--action-rate", "10000",
+                       "--call-rate", "10000",
                        env={"REDIS_URL": redis_url})
 
 

@@ -46,6 +46,10 @@ class EngineConfig:
     # also bounds the first uses of real tokens in flight at once from one address (a load
     # test's after an engine restart; tokens an engine hands out are cached, no lookup).
     token_guess_rate: Rate = field(default_factory=lambda: Rate(per_s=10.0, burst=1000))
+    # Calls of every kind per address, the hosted AI's excepted: those no other limit
+    # counts (GetView, Watch opens) each take the event loop's time, and one address
+    # asking 1,800 GetViews a second made every other client's 30 times slower.
+    call_rate: Rate = field(default_factory=lambda: Rate(per_s=100.0, burst=400))
     open_matches_per_client: int = 5  # unjoined OPEN matches one client may hold at once
     lobby_ttl_s: int = 15 * 60  # an OPEN match nobody joined expires after this
     # Proxies whose x-forwarded-for is believed (`--trusted-proxy`); see auth.Callers.
@@ -77,6 +81,7 @@ class Runtime:
                            RateLimiter(config.token_guess_rate, "unknown seat tokens"), self.ai_key)
         self.create_limit = RateLimiter(config.create_rate, "matches created")
         self.action_limit = RateLimiter(config.action_rate, "actions")
+        self.call_limit = RateLimiter(config.call_rate, "calls")
         self.list_limit = RateLimiter(config.list_rate, "lobby listings")
         self.record_limit = RateLimiter(config.record_rate, "records read")
         self.review_limit = RateLimiter(config.review_rate, "new reviews")
@@ -105,12 +110,20 @@ def _refusal_of(err: Exception) -> Refusal | None:
 R = TypeVar("R")
 
 
+def count_call(runtime: Runtime, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+    """Charge one call to its caller's address, or refuse it past `call_rate`. The hosted
+    AI's calls are not counted: it plays every AI match from one address."""
+    if not runtime.seats.is_ai(context):
+        runtime.call_limit.take(runtime.callers.key(context))
+
+
 def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
-    """Turn a Refusal raised by a unary handler into its rich status."""
+    """Count a unary handler's call, and turn a Refusal it raises into its rich status."""
 
     @functools.wraps(method)
     async def wrapped(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> R:
         try:
+            count_call(self.rt, context)
             return await method(self, request, context)
         except Exception as err:
             refusal = _refusal_of(err)
@@ -131,6 +144,7 @@ def streaming(
         self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[R]:
         try:
+            count_call(self.rt, context)
             async for item in method(self, request, context):
                 yield item
         except Exception as err:

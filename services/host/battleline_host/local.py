@@ -35,7 +35,7 @@ def open_limits(config: EngineConfig | None = None) -> EngineConfig:
     return dataclasses.replace(config or EngineConfig(), create_rate=UNLIMITED,
                                action_rate=UNLIMITED, list_rate=UNLIMITED, record_rate=UNLIMITED,
                                review_rate=UNLIMITED, hint_rate=UNLIMITED,
-                               token_guess_rate=UNLIMITED,
+                               token_guess_rate=UNLIMITED, call_rate=UNLIMITED,
                                ai_matches_per_client=1_000_000, streams_per_client=1_000_000,
                                open_matches_per_client=1_000_000)
 

@@ -102,6 +102,11 @@ def serve(
     action_rate: Annotated[float, typer.Option(
         envvar="BATTLELINE_ACTION_RATE", help="Actions per second per seat."
     )] = 20.0,
+    call_rate: Annotated[float, typer.Option(
+        envvar="BATTLELINE_CALL_RATE", min=0.001,
+        help="Calls of every kind per second per client, the hosted AI's excepted "
+             "(burst: 4 s of them, at least 10).",
+    )] = 100.0,
     record_rate: Annotated[float, typer.Option(
         envvar="BATTLELINE_RECORD_RATE", min=0.001,
         help="Records read (GetRecord) per second per client (burst: 4 s of them, at least 1).",
@@ -236,6 +241,7 @@ def serve(
             default_clock_ms=int(clock_s * 1000),
             create_rate=Rate(create_rate, max(10.0, create_rate * 10)),
             action_rate=Rate(action_rate, max(30.0, action_rate * 3)),
+            call_rate=Rate(call_rate, max(10.0, call_rate * 4)),
             list_rate=Rate(list_rate, max(1.0, list_rate * 4)),
             record_rate=Rate(record_rate, max(1.0, record_rate * 4)),
             review_rate=Rate(review_rate, max(1.0, review_rate * 50)),
