@@ -82,6 +82,20 @@ class RepeatFilter(logging.Filter):
         return True
 
 
+class CallerBytesFilter(logging.Filter):
+    """grpc logs a metadata value that is not UTF-8 as an error, with up to a kilobyte
+    of the caller's bytes and a traceback, though the call goes on: keep the event as a
+    warning, without the bytes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "grpc._cython.cygrpc" and str(record.msg).startswith(
+                "Invalid encoding"):
+            record.msg, record.args = "a call's metadata value is not UTF-8 (not logged)", ()
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 class StderrHandler(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is when a record is emitted, not the stream of
     the moment logging was configured: a command run in-process (a test runner, an
@@ -101,6 +115,7 @@ def configure(level: LogLevel = LogLevel.INFO, fmt: LogFormat = LogFormat.JSON) 
     process of the service (engines, web gateways, AI services and their workers)
     logs this way, so one collector reads them all and no flood fills a disk."""
     handler = StderrHandler()
+    handler.addFilter(CallerBytesFilter())
     handler.addFilter(RepeatFilter())
     if fmt is LogFormat.JSON:
         handler.setFormatter(JsonFormatter())
