@@ -357,3 +357,17 @@ def test_every_base_manifest_is_in_the_kustomization() -> None:
     files = {p.name for p in K8S_FILES} - {"kustomization.yaml"}
     assert files == set(kustomization["resources"])
 
+
+
+def test_envoy_closes_connections_that_reset_their_streams_at_once() -> None:
+    """Sixth audit: an HTTP/2 rapid reset on the engine's own port (4 connections opening
+    and resetting streams) made most other clients' calls fail, and grpc has no defence
+    against it. Envoy, in front of every engine, closes such connections early and reads
+    one new stream per connection per I/O cycle; the keys are Envoy's runtime keys, so a
+    misspelt one would be silently ignored: they are checked by name."""
+    (layer,) = _envoy()["layered_runtime"]["layers"]
+    assert layer["static_layer"] == {
+        "overload.premature_reset_total_stream_count": 100,
+        "overload.premature_reset_min_stream_lifetime_seconds": 1,
+        "http.max_requests_per_io_cycle": 1,
+    }
