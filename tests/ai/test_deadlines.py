@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
+import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -25,6 +27,7 @@ from battleline_client.client import Client
 from battleline_client.common import answer_times, is_finished, is_my_turn
 from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI, start_worker, stop
+from tests.processes import children
 
 BUSY = 6  # level-5 matches on a long clock: their searches (~0.5 s each) fill the process
 SHORT_CLOCK_S = 1.0  # the least per-move clock the engine allows
@@ -179,3 +182,43 @@ def test_a_short_clock_is_kept_while_other_matches_fill_the_search_process(
 def test_a_level_that_does_not_search_answers_as_itself_when_no_process_is_free(
         spec: str, at_once: str) -> None:
     assert at_once_spec(spec) == at_once
+
+
+def test_the_worker_replaces_a_search_process_that_died(
+        engine: LocalService, redis_url: str, tmp_path: Path) -> None:
+    """Sixth audit: a search process killed once (the OOM killer, a crash in compiled
+    code) broke the worker's pool for good, and the AI lost every later match on time
+    while the worker itself lived on. Now the move is answered by the fallback and the
+    worker starts new search processes, which play the moves after it."""
+    log = tmp_path / "worker.log"
+    worker = start_worker(engine.address, redis_url, log, move_cap=MOVE_CAP_S)
+    rng = random.Random(12)
+    try:
+        deadline = time.monotonic() + 30
+        while not (searchers := children(worker.pid)) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the warm-up starts the search process
+        assert searchers, "no search process started"
+        for pid in searchers:
+            os.kill(pid, signal.SIGKILL)
+        with Client(engine.address) as client:
+            created = client.create(opponent="ai", ai_level=5, clock="per-move",
+                                    clock_seconds=10, seat="second")
+            seat = client.seat(created.seat)
+            turns, give_up = 0, time.monotonic() + 60
+            while turns < 4 and time.monotonic() < give_up:
+                view = seat.view()
+                if is_finished(view):
+                    break
+                if is_my_turn(view):
+                    seat.act(*choose(view, rng))
+                    turns += 1
+                time.sleep(0.05)
+            view = seat.view()
+            record = client.record(created.match_id, created.seat.token)
+        new_searchers = children(worker.pid)
+    finally:
+        stop(worker)
+    assert view.end_reason != types_pb2.END_REASON_TIMEOUT, "the AI lost on time"
+    assert len(answer_times(record, types_pb2.SEAT_FIRST)) >= 3
+    assert new_searchers and not set(new_searchers) & set(searchers)
+    assert "starting new search processes" in log.read_text()

@@ -39,6 +39,7 @@ import signal
 import socket
 import uuid
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -109,12 +110,7 @@ class AiWorker:
     async def run(self) -> None:
         """Serve requests until `stop()`; unfinished matches stay pending for others."""
         self.storage = Storage.from_url(self.config.redis_url)
-        # spawn, not fork: this process runs gRPC threads, which a fork would copy half-way.
-        # Searchers die with the worker, even when it is SIGKILLed and takes no leave.
-        self.pool = ProcessPoolExecutor(self.config.search_processes,
-                                        mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=die_with_parent)
-        self.searches = DeadlinePool(self.pool, self.config.search_processes)
+        self._start_searchers()
         self.client = AsyncClient(self.config.engine)
         await self.storage.ai.ensure_group()
         log.info("ai worker %s: engine %s", self.name, self.config.engine)
@@ -136,6 +132,15 @@ class AiWorker:
             await self.client.close()
             self.pool.shutdown(cancel_futures=True)
             await self.storage.close()
+
+    def _start_searchers(self) -> None:
+        """A new pool of search processes. Spawned, not forked: this process runs gRPC
+        threads, which a fork would copy half-way. Searchers die with the worker, even
+        when it is SIGKILLed and takes no leave."""
+        self.pool = ProcessPoolExecutor(self.config.search_processes,
+                                        mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=die_with_parent)
+        self.searches = DeadlinePool(self.pool, self.config.search_processes)
 
     async def _hand_back(self) -> None:
         """On a clean stop, mark the matches in hand as idle for `claim_idle_s` already,
@@ -278,9 +283,18 @@ class AiWorker:
         """The level's search in a search process if one is ours before `deadline` is
         near (`decide_by` would only answer with the fallback after that), else the
         fallback here and now: late is a loss on time, a weaker move is not."""
-        seed = _seed()
-        searched = await self.searches.run(deadline - MIN_SECONDS, decide_by, position, spec,
-                                           deadline, seed)
+        seed, pool = _seed(), self.pool
+        try:
+            searched = await self.searches.run(deadline - MIN_SECONDS, decide_by, position,
+                                               spec, deadline, seed)
+        except BrokenProcessPool:
+            # A search process died (the OOM killer, a crash in compiled code): the pool
+            # is broken for good, and every later move would fail and lose on time.
+            if self.pool is pool:
+                log.error("a search process died: starting new search processes")
+                pool.shutdown(wait=False, cancel_futures=True)
+                self._start_searchers()
+            searched = None
         if searched is not None:
             return searched
         log.debug("no search process free before the deadline: the fallback answers")
