@@ -27,7 +27,7 @@ from battleline_client.client import Client
 from battleline_client.common import answer_times, is_finished, is_my_turn
 from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI, start_worker, stop
-from tests.processes import children
+from tests.processes import children, command_line
 
 BUSY = 6  # level-5 matches on a long clock: their searches (~0.5 s each) fill the process
 SHORT_CLOCK_S = 1.0  # the least per-move clock the engine allows
@@ -84,6 +84,26 @@ def test_waiting_jobs_start_earliest_deadline_first() -> None:
         return started
 
     assert asyncio.run(scenario()) == ["sooner", "soon", "soon-too", "late"]
+
+
+def test_a_process_goes_to_the_owner_served_least_recently() -> None:
+    """Sixth audit: one client's matches on 1 s clocks always had the earliest deadlines
+    and took every turn; honest moves waited out their own and got the fallback. Owners
+    now take turns; within one owner, the earliest deadline first."""
+    async def scenario() -> list[str]:
+        started: list[str] = []
+        async with _busy_pool() as (pool, free):
+            now = time.time()
+            waiting = [asyncio.create_task(pool.run(now + delay, _note, started, name,
+                                                    owner=owner))
+                       for name, owner, delay in (("a3", "a", 7), ("a1", "a", 5), ("a2", "a", 6),
+                                                  ("b1", "b", 30), ("b2", "b", 40))]
+            await _started(*waiting)
+            await free()
+            await asyncio.gather(*waiting)
+        return started
+
+    assert asyncio.run(scenario()) == ["a1", "b1", "a2", "b2", "a3"]
 
 
 def test_a_job_still_waiting_at_its_start_by_is_dropped() -> None:
@@ -184,6 +204,11 @@ def test_a_level_that_does_not_search_answers_as_itself_when_no_process_is_free(
     assert at_once_spec(spec) == at_once
 
 
+def _searchers(pid: int) -> list[int]:
+    """The search processes of `pid` (not multiprocessing's resource tracker)."""
+    return [child for child in children(pid) if "spawn_main" in " ".join(command_line(child))]
+
+
 def test_the_worker_replaces_a_search_process_that_died(
         engine: LocalService, redis_url: str, tmp_path: Path) -> None:
     """Sixth audit: a search process killed once (the OOM killer, a crash in compiled
@@ -195,7 +220,7 @@ def test_the_worker_replaces_a_search_process_that_died(
     rng = random.Random(12)
     try:
         deadline = time.monotonic() + 30
-        while not (searchers := children(worker.pid)) and time.monotonic() < deadline:
+        while not (searchers := _searchers(worker.pid)) and time.monotonic() < deadline:
             time.sleep(0.1)  # the warm-up starts the search process
         assert searchers, "no search process started"
         for pid in searchers:
@@ -215,10 +240,26 @@ def test_the_worker_replaces_a_search_process_that_died(
                 time.sleep(0.05)
             view = seat.view()
             record = client.record(created.match_id, created.seat.token)
-        new_searchers = children(worker.pid)
+        new_searchers = _searchers(worker.pid)
     finally:
         stop(worker)
     assert view.end_reason != types_pb2.END_REASON_TIMEOUT, "the AI lost on time"
     assert len(answer_times(record, types_pb2.SEAT_FIRST)) >= 3
     assert new_searchers and not set(new_searchers) & set(searchers)
     assert "starting new search processes" in log.read_text()
+
+
+def test_a_worker_holds_many_waiting_matches_on_one_connection() -> None:
+    """Sixth audit: 16 clients holding 4 idle AI matches each filled a worker's 64 places,
+    and nobody else got an AI opponent. A waiting match costs a watch stream, so a worker
+    holds 512, as many as its one connection to an engine may carry."""
+    from typer.main import get_command
+
+    from battleline_ai.worker import WorkerConfig
+    from battleline_client.cli import app
+    from battleline_engine.server import ServerConfig
+
+    ai = get_command(app).commands["ai"]  # type: ignore[attr-defined]
+    default = next(p.default for p in ai.params if p.name == "concurrency")
+    assert default == WorkerConfig.concurrency >= 512
+    assert WorkerConfig.concurrency < ServerConfig().max_concurrent_streams

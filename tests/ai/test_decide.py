@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import random
 import time
 
 import pytest
 
-from battleline_ai.decide import decide_by
+from battleline_ai.decide import decide_by, needs_search
 from battleline_ai.endgame import solve
-from battleline_rules import dump_position, new_game, parse_action
+from battleline_rules import Kind, Phase, dump_position, new_game, parse_action
 from tests.ai.endgames import endgame_positions
 
 
@@ -33,3 +34,21 @@ def test_level5_plays_a_proven_win_through_the_search_entry() -> None:
         assert decision.value == 1.0 and decision.iterations == 0
         return
     pytest.fail("no PLAY position with a proven win among the seeded endgames")
+
+
+def test_only_a_searching_levels_choices_in_the_play_step_need_a_search_process() -> None:
+    """The worker makes every other move at once instead of queueing it for a search
+    process (sixth audit: a draw or a claim waited for a process as long as a search)."""
+    state, rng = new_game("standard", seed=4), random.Random(4)
+    seen: dict[tuple[Phase, bool], list[bool]] = {}
+    while not state.is_over and len(seen) < 4:
+        view = state.view(state.current_player)
+        actions = view.legal_actions()
+        key = (view.phase, len(actions) > 1 and actions[0].kind is not Kind.CLAIM)
+        position = dump_position(view)
+        seen.setdefault(key, [needs_search(position, "ismcts:level=5"),
+                              needs_search(position, "ismcts:level=3"),
+                              needs_search(position, "heuristic")])
+        state.apply(rng.choice(state.legal_actions()))
+    assert seen[(Phase.PLAY, True)] == [True, False, False]
+    assert seen[(Phase.FINISH, True)] == [False, False, False]  # which deck to draw from

@@ -26,9 +26,10 @@ from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 from battleline_engine.ratelimit import Rate
 from battleline_host.local import LocalService
+from battleline_rules import dump_position, new_game
 from tests.ai.service_harness import AI_KEY, WITH_AI, play_random, start_worker, stop
 from tests.engine.harness import LoopThread
-from tests.processes import descendants
+from tests.processes import children, command_line, descendants
 
 STREAM, GROUP = "bl:ai:requests", "ai-workers"
 FAIR_ENDS = {types_pb2.END_REASON_BREAKTHROUGH, types_pb2.END_REASON_ENVELOPMENT,
@@ -351,3 +352,36 @@ def test_wrong_ai_keys_are_refused_once_an_address_spent_its_guesses() -> None:
     finally:
         loop.call(server.stop())
         loop.end()
+
+
+def test_the_ai_service_replaces_a_search_process_that_died() -> None:
+    """Sixth audit: like the worker's, the AI service's pool broke for good when one of
+    its processes died, and every later hint and review failed. Now the call that finds
+    it broken is refused UNAVAILABLE (retry) and the next one is searched."""
+    loop = LoopThread()
+    server = AiServer("127.0.0.1", 0, AI_KEY)
+    before = set(children(os.getpid()))
+    try:
+        address = loop.call(server.start())
+        with grpc.insecure_channel(address) as channel:
+            stub = ai_pb2_grpc.AiServiceStub(channel)
+            view = new_game("standard", seed=5).view(0)
+            request = ai_pb2.SuggestRequest(position=dump_position(view), bot="heuristic")
+            metadata = [("authorization", f"Bearer {AI_KEY}")]
+            assert stub.Suggest(request, metadata=metadata, timeout=60).action
+            searchers = {pid for pid in set(children(os.getpid())) - before
+                         if "spawn_main" in " ".join(command_line(pid))}  # not its tracker
+            assert searchers
+            for pid in searchers:
+                os.kill(pid, signal.SIGKILL)
+            codes = []
+            for _ in range(3):
+                try:
+                    codes.append(stub.Suggest(request, metadata=metadata, timeout=60).action)
+                except grpc.RpcError as error:
+                    codes.append(error.code())  # type: ignore[attr-defined]
+    finally:
+        loop.call(server.stop())
+        loop.end()
+    assert set(codes) - {grpc.StatusCode.UNAVAILABLE}, codes  # searched again
+    assert all(isinstance(c, str) for c in codes[codes.count(grpc.StatusCode.UNAVAILABLE):])

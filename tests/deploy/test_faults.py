@@ -47,6 +47,7 @@ AI_MATCHES = range(AT - 8, AT + 12)
 FAST_ENV = {
     "BATTLELINE_CREATE_RATE": "1000", "BATTLELINE_ACTION_RATE": "1000",
     "BATTLELINE_RECORD_RATE": "1000",  # the audit reads every record at the end
+    "BATTLELINE_CALL_RATE": "100000",  # one driver plays every match from one address
     # Both engines and their AI share the AI's key, so either AI can take over the
     # other's matches; the driver is one client holding up to 20 AI matches.
     "BATTLELINE_AI_KEY": "fault-tests-shared-ai-key-0123456789",

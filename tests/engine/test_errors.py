@@ -279,7 +279,8 @@ def test_hosted_ai_seat_is_taken_with_the_ai_key_only(shared: Engine) -> None:
         opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_AI, ai_level=3)))
     requests = shared.call(shared.storage.redis.xrange("bl:ai:requests"))
     entry = {k.decode(): v.decode() for k, v in requests[-1][1].items()}
-    assert entry == {"match": created.match_id, "seat": "1", "level": "3"}
+    # The owner (the creator's limiter key) shares the AI's search processes fairly.
+    assert entry == {"match": created.match_id, "seat": "1", "level": "3", "owner": "loopback"}
     for refused_with in ({}, {"join_ticket": "anything"}):
         with pytest.raises(grpc.RpcError) as err:  # a stranger cannot take the AI's seat
             client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id,

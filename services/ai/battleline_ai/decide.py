@@ -14,7 +14,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from battleline_rules import Kind, Phase, format_action, load_position
+from battleline_rules import GameState, Kind, Phase, format_action, load_position
 
 from .bots import LEVELS, make_bot, parse_spec
 
@@ -57,12 +57,7 @@ def decide(position: str, spec: str, seconds: float | None, seed: int) -> Decisi
     view = load_position(position)
     bot = make_bot(with_seconds(spec, seconds))
     rng = random.Random(seed)
-    actions = view.legal_actions()
-    if not actions:
-        raise ValueError("the seat has nothing to do in this position")
-    searchable = (len(actions) > 1 and actions[0].kind is not Kind.CLAIM
-                  and view.phase is Phase.PLAY)
-    if not isinstance(bot, IsmctsBot) or not searchable:
+    if not isinstance(bot, IsmctsBot) or not _searchable(view):
         return Decision(format_action(bot.choose(view, rng)))
     result = bot.search(view, rng)
     ranked = sorted(result.stats.items(), key=lambda item: -item[1][0])
@@ -74,16 +69,37 @@ def decide(position: str, spec: str, seconds: float | None, seed: int) -> Decisi
                     result.seconds, top)
 
 
+def _searchable(view: GameState) -> bool:
+    """Whether a searching bot searches this decision: a PLAY step with a choice (it
+    takes claims at once and leaves draws, Scout returns and Mud discards to its rule)."""
+    actions = view.legal_actions()
+    if not actions:
+        raise ValueError("the seat has nothing to do in this position")
+    return len(actions) > 1 and actions[0].kind is not Kind.CLAIM and view.phase is Phase.PLAY
+
+
+def _level_spec(spec: str) -> str:
+    """The spec a level stands for (`ismcts:level=3` is the heuristic), else `spec`."""
+    kind, knobs = parse_spec(spec)
+    level = knobs.get("level", "")
+    return LEVELS.get(int(level), FALLBACK) if kind == "ismcts" and level.isdigit() else spec
+
+
+def _searches(spec: str) -> bool:
+    return parse_spec(_level_spec(spec))[0] == "ismcts"
+
+
+def needs_search(position: str, spec: str) -> bool:
+    """Whether `decide` would search here: a move that it would not (a draw, a claim, a
+    forced or rule-based move) is cheap enough to make without a search process."""
+    return _searches(spec) and _searchable(load_position(position))
+
+
 def at_once_spec(spec: str) -> str:
     """What plays `spec`'s move when there is no time to search: a level that does not
     search plays itself (a beginner's level stays a beginner's under load), any other
     the FALLBACK."""
-    kind, knobs = parse_spec(spec)
-    level = knobs.get("level", "")
-    if kind == "ismcts" and level.isdigit():
-        spec = LEVELS.get(int(level), FALLBACK)
-        kind, _ = parse_spec(spec)
-    return FALLBACK if kind == "ismcts" else spec
+    return FALLBACK if _searches(spec) else _level_spec(spec)
 
 
 def decide_at_once(position: str, spec: str, seed: int) -> Decision:

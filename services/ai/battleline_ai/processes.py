@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-import heapq
 import itertools
 import multiprocessing
 import multiprocessing.pool
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import TypeVar
 
+from battleline_client.processes import die_with_parent
+
 T = TypeVar("T")
+
+
+def search_processes(processes: int) -> ProcessPoolExecutor:
+    """An executor of fresh interpreters for searches (spawned, not forked: see
+    `spawned_pool`), which die with this process even when it is SIGKILLed."""
+    return ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=die_with_parent)
 
 
 def spawned_pool(processes: int) -> multiprocessing.pool.Pool:
@@ -22,25 +31,41 @@ def spawned_pool(processes: int) -> multiprocessing.pool.Pool:
     return multiprocessing.get_context("spawn").Pool(processes)
 
 
+@dataclass
+class _Waiter:
+    start_by: float
+    arrival: int
+    owner: str
+    turn: asyncio.Future[bool]
+
+
 class DeadlinePool:
-    """An executor of `processes` processes fed earliest deadline first, for one event loop.
+    """An executor of `processes` processes fed fairly between owners, then earliest
+    deadline first, for one event loop.
 
     Why: an executor runs what it is given in arrival order, so a move on a 1 s clock
-    waited behind other matches' searches of up to 5 s and lost on time. Here at most
-    `processes` jobs are in the executor at once (it never queues), the rest wait in a
-    heap keyed by the time they must start by, and a job still waiting at that time is
+    waited behind other matches' searches of up to 5 s and lost on time; and earliest
+    deadline first alone let one client's matches on 1 s clocks take every turn, so
+    everyone else's moves waited out their deadlines (sixth audit). Here at most
+    `processes` jobs are in the executor at once (it never queues); a process that
+    comes free goes to the waiting job whose owner was served least recently, the
+    earliest deadline among them; and a job still waiting when it must start is
     dropped: its caller gets None and answers some cheaper way.
     """
 
     def __init__(self, executor: Executor, processes: int) -> None:
         self._executor = executor
         self._free = processes  # > 0 only while nothing waits
-        self._waiting: list[tuple[float, int, asyncio.Future[bool]]] = []
+        self._waiting: list[_Waiter] = []
         self._arrival = itertools.count()  # ties in start_by: first come, first served
+        self._starts = itertools.count()
+        self._served: dict[str, int] = {}  # owner -> when (in starts) it last got a process
 
-    async def run(self, start_by: float, fn: Callable[..., T], *args: object) -> T | None:
-        """`fn(*args)` in a process, or None if no process came free by `start_by` (epoch s)."""
-        if not await self._turn(start_by):
+    async def run(self, start_by: float, fn: Callable[..., T], *args: object,
+                  owner: str = "") -> T | None:
+        """`fn(*args)` in a process, or None if no process came free by `start_by` (epoch s).
+        `owner`: whose job it is (a client), for a fair share of the processes."""
+        if not await self._turn(start_by, owner):
             return None
         try:
             job = self._executor.submit(fn, *args)
@@ -53,16 +78,17 @@ class DeadlinePool:
         job.add_done_callback(lambda _job: loop.call_soon_threadsafe(self._release))
         return await asyncio.wrap_future(job)
 
-    async def _turn(self, start_by: float) -> bool:
-        """Whether a process is ours before `start_by`; waits for it in deadline order."""
+    async def _turn(self, start_by: float, owner: str) -> bool:
+        """Whether a process is ours before `start_by`; waits for it in turn."""
         if time.time() >= start_by:
             return False
         if self._free:
             self._free -= 1
+            self._serve(owner)
             return True
         loop = asyncio.get_running_loop()
         turn: asyncio.Future[bool] = loop.create_future()
-        heapq.heappush(self._waiting, (start_by, next(self._arrival), turn))
+        self._waiting.append(_Waiter(start_by, next(self._arrival), owner, turn))
         expiry = loop.call_later(start_by - time.time(), _drop, turn)
         try:
             return await turn
@@ -74,13 +100,22 @@ class DeadlinePool:
             expiry.cancel()
 
     def _release(self) -> None:
-        """A process is free: to the earliest waiter still waiting, else to the next caller."""
-        while self._waiting:
-            _, _, turn = heapq.heappop(self._waiting)
-            if not turn.done():  # not dropped or cancelled meanwhile
-                turn.set_result(True)
-                return
-        self._free += 1
+        """A process is free: to the next waiter still waiting, else to the next caller."""
+        self._waiting = [w for w in self._waiting if not w.turn.done()]  # dropped, cancelled
+        if not self._waiting:
+            self._free += 1
+            return
+        chosen = min(self._waiting, key=lambda w: (self._served.get(w.owner, -1), w.start_by,
+                                                   w.arrival))
+        self._waiting.remove(chosen)
+        self._serve(chosen.owner)
+        chosen.turn.set_result(True)
+
+    def _serve(self, owner: str) -> None:
+        if len(self._served) >= 4096:  # forget owners with nothing waiting
+            waiting = {w.owner for w in self._waiting}
+            self._served = {o: n for o, n in self._served.items() if o in waiting}
+        self._served[owner] = next(self._starts)
 
 
 def _drop(turn: asyncio.Future[bool]) -> None:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import multiprocessing
+import logging
 import random
 import re
-from collections.abc import AsyncIterator
-from concurrent.futures import ProcessPoolExecutor
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
@@ -40,7 +40,11 @@ from battleline_engine.status import abort
 from battleline_rules import MAX_REPEAT
 
 from .decide import decide, level_spec
+from .processes import search_processes
 from .review import EVALUATOR, MAX_ACTIONS, GameReview, review_record
+
+log = logging.getLogger("battleline.ai")
+T = TypeVar("T")
 
 DEFAULT_BUDGET_MS = 2000
 MAX_BUDGET_MS = 30_000
@@ -95,9 +99,10 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
     """Suggest: one search per call, in the process pool; Review: one game's review,
     in the same pool and under the same limits (one per match at a time)."""
 
-    def __init__(self, pool: ProcessPoolExecutor, key: AiKey, processes: int = 1,
+    def __init__(self, key: AiKey, processes: int = 1,
                  key_guesses: Rate = KEY_GUESSES) -> None:
-        self.pool = pool
+        self.processes = processes
+        self.pool = search_processes(processes)
         self.key = key
         self.callers = Callers()
         self.guesses = RateLimiter(key_guesses, "wrong AI keys")
@@ -129,12 +134,29 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         async with self._slot(key, "review-running",
                               "a review of this match is running: one at a time", 1.0):
             try:
-                review = await asyncio.get_running_loop().run_in_executor(
-                    self.pool, review_record, request.ruleset, request.options, request.seed,
-                    list(request.actions))
+                review = await self._run(review_record, request.ruleset, request.options,
+                                         request.seed, list(request.actions))
             except ValueError as err:
                 raise invalid("bad-record", str(err)) from None
         return ai_pb2.ReviewResponse(review=review_message(review, request.game or 1))
+
+    async def _run(self, fn: Callable[..., T], *args: object) -> T:
+        """`fn(*args)` in a search process. One that died (the OOM killer, a crash in
+        compiled code) broke the pool for good: it is replaced, and the call refused
+        UNAVAILABLE for its caller to retry."""
+        pool = self.pool
+        try:
+            return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+        except BrokenProcessPool:
+            if self.pool is pool:
+                log.error("a search process died: starting new search processes")
+                pool.shutdown(wait=False, cancel_futures=True)
+                self.pool = search_processes(self.processes)
+            raise Refusal(Kind.UNAVAILABLE, "ai-restarting",
+                          "a search process of the AI service died: retry") from None
+
+    def close(self) -> None:
+        self.pool.shutdown(cancel_futures=True)
 
     def _authenticate(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         """The caller holds the AI's key. Every try is charged to its address first and
@@ -192,8 +214,7 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
                               "a search for this seat is running: one at a time",
                               budget_ms / 1000):
             try:
-                decision = await asyncio.get_running_loop().run_in_executor(
-                    self.pool, decide, position, spec, budget_ms / 1000, seed)
+                decision = await self._run(decide, position, spec, budget_ms / 1000, seed)
             except ValueError as err:
                 raise invalid("bad-position", str(err)) from None
         return ai_pb2.SuggestResponse(
@@ -225,19 +246,16 @@ class AiServer:
         self.key = AiKey(key)
         self.key_guesses = key_guesses
         self.server: grpc.aio.Server | None = None
-        self.pool: ProcessPoolExecutor | None = None
+        self.servicer: AiServicer | None = None
 
     async def start(self) -> str:
         """Start serving; returns host:port actually bound."""
-        # spawn: the gRPC server's threads must not be copied into search processes.
-        self.pool = ProcessPoolExecutor(self.processes,
-                                        mp_context=multiprocessing.get_context("spawn"))
+        self.servicer = AiServicer(self.key, self.processes, self.key_guesses)
         # The engine's interceptor decodes requests itself: bytes that are not the message get
         # INVALID_ARGUMENT bad-request, not gRPC's UNKNOWN and a logged traceback.
         self.server = grpc.aio.server(interceptors=[MetricsInterceptor()],
                                       options=SERVER_OPTIONS)
-        ai_pb2_grpc.add_AiServiceServicer_to_server(
-            AiServicer(self.pool, self.key, self.processes, self.key_guesses), self.server)
+        ai_pb2_grpc.add_AiServiceServicer_to_server(self.servicer, self.server)
         checks = CappedHealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(checks, self.server)
         self.port = listen(self.server, host_port(self.host, self.port))
@@ -250,5 +268,5 @@ class AiServer:
     async def stop(self, grace: float = 1.0) -> None:
         if self.server is not None:
             await self.server.stop(grace)
-        if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
+        if self.servicer is not None:
+            self.servicer.close()

@@ -3,11 +3,12 @@ engine's public gRPC API, like any client.
 
 One worker process serves up to ``concurrency`` matches at once on one event
 loop; each search runs in a process pool (`decide.decide_by`), never in the
-loop. The matches' searches wait for a process earliest deadline first
-(`processes.DeadlinePool`); one still waiting when its deadline is near is
-dropped and the move answered in the loop by the fallback (`decide.decide_at_once`,
-milliseconds), so a short clock never waits out other matches' searches. A
-request's life:
+loop, and a move with nothing to search (a draw, a claim) is made in the loop. The
+searches wait for a process in turn by the client who asked for each match, then
+earliest deadline first (`processes.DeadlinePool`); one still waiting when its
+deadline is near is dropped and the move answered in the loop by the fallback
+(`decide.decide_at_once`, milliseconds), so a short clock never waits out other
+matches' searches, and no client's matches take every turn. A request's life:
 
 1. taken from ``bl:ai:requests`` through the consumer group (XREADGROUP), or
    reclaimed (XAUTOCLAIM) after its holder stayed silent ``claim_idle_s``;
@@ -32,13 +33,11 @@ import asyncio
 import contextlib
 import logging
 import math
-import multiprocessing
 import os
 import random
 import signal
 import socket
 import uuid
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
@@ -58,14 +57,21 @@ from battleline_client.errors import (
     PermissionDenied,
     StaleVersion,
 )
-from battleline_client.processes import die_with_parent
 from battleline_engine import logs
 from battleline_engine.logs import LogFormat, LogLevel
 from battleline_engine.storage import Storage
 
 from .budget import move_deadline
-from .decide import MIN_SECONDS, Decision, decide_at_once, decide_by, level_spec
-from .processes import DeadlinePool
+from .decide import (
+    MIN_SECONDS,
+    Decision,
+    decide,
+    decide_at_once,
+    decide_by,
+    level_spec,
+    needs_search,
+)
+from .processes import DeadlinePool, search_processes
 
 log = logging.getLogger("battleline.ai")
 
@@ -86,8 +92,10 @@ class WorkerConfig:
     redis_url: str = field(repr=False)  # may carry the Redis password
     key: str = field(repr=False)  # the AI's key: acts for the AI's seats
     # Matches held by this process at once. A match waiting for its human costs a
-    # watch stream and no CPU (searches queue for `search_processes`), so this is high.
-    concurrency: int = 64
+    # watch stream and no CPU (searches queue for `search_processes`), so this is high:
+    # 16 clients holding 4 idle matches each filled 64 places (sixth audit). Its streams
+    # share one connection, which an engine lets carry 600.
+    concurrency: int = 512
     search_processes: int = 1  # the decision pool
     claim_idle_s: float = 30.0  # a request idle this long is taken from its silent holder
     move_cap_s: float = 5.0  # longest think per move (also without a clock)
@@ -134,12 +142,7 @@ class AiWorker:
             await self.storage.close()
 
     def _start_searchers(self) -> None:
-        """A new pool of search processes. Spawned, not forked: this process runs gRPC
-        threads, which a fork would copy half-way. Searchers die with the worker, even
-        when it is SIGKILLed and takes no leave."""
-        self.pool = ProcessPoolExecutor(self.config.search_processes,
-                                        mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=die_with_parent)
+        self.pool = search_processes(self.config.search_processes)
         self.searches = DeadlinePool(self.pool, self.config.search_processes)
 
     async def _hand_back(self) -> None:
@@ -265,7 +268,8 @@ class AiWorker:
                 if not view.position:  # an engine that fills positions only on request
                     view = await seat.view()
                 decision = await self._decide(view.position, spec,
-                                              move_deadline(view, self.config.move_cap_s))
+                                              move_deadline(view, self.config.move_cap_s),
+                                              owner=fields.get("owner") or seat.match_id)
                 log.debug("match %s v%d: %s (%d iterations, %.2f s, win %.2f)", seat.match_id,
                           view.version, decision.action, decision.iterations, decision.seconds,
                           decision.value)
@@ -279,14 +283,17 @@ class AiWorker:
         if not is_finished(view):
             raise BattleLineError(f"watch of match {seat.match_id} ended before the match")
 
-    async def _decide(self, position: str, spec: str, deadline: float) -> Decision:
+    async def _decide(self, position: str, spec: str, deadline: float, owner: str) -> Decision:
         """The level's search in a search process if one is ours before `deadline` is
         near (`decide_by` would only answer with the fallback after that), else the
-        fallback here and now: late is a loss on time, a weaker move is not."""
+        fallback here and now: late is a loss on time, a weaker move is not. A move with
+        nothing to search (a draw, a claim) is made here at once, not queued."""
         seed, pool = _seed(), self.pool
+        if not needs_search(position, spec):
+            return decide(position, spec, None, seed)
         try:
             searched = await self.searches.run(deadline - MIN_SECONDS, decide_by, position,
-                                               spec, deadline, seed)
+                                               spec, deadline, seed, owner=owner)
         except BrokenProcessPool:
             # A search process died (the OOM killer, a crash in compiled code): the pool
             # is broken for good, and every later move would fail and lose on time.

@@ -234,7 +234,7 @@ class Matches:
             if not meta.private:
                 await self.storage.lobby.add_open(match_id, now, meta.ruleset, self.lobby_ttl_s)
         if meta.opponent == Opponent.AI:
-            await self.storage.ai.request(match_id, other, meta.ai_level)
+            await self.storage.ai.request(match_id, other, meta.ai_level, owner=client)
         match = await self.read(match_id)
         return Created(match, creator, token, other_token, invite)
 

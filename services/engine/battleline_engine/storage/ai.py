@@ -41,12 +41,15 @@ class AiRequests:
             if "BUSYGROUP" not in str(err):
                 raise
 
-    async def request(self, match_id: str, seat: int, level: int) -> str:
-        """Ask an AI worker to play `seat` of a match; returns the request id.
+    async def request(self, match_id: str, seat: int, level: int, owner: str = "") -> str:
+        """Ask an AI worker to play `seat` of a match; returns the request id. `owner`:
+        the client who asked (its limiter key), whose matches share the workers' search
+        processes fairly with other clients'.
 
         The entry holds no credential: the worker joins with the AI's own key.
         """
-        entry = {"match": check_id(match_id), "seat": str(seat), "level": str(level)}
+        entry = {"match": check_id(match_id), "seat": str(seat), "level": str(level),
+                 "owner": owner}
         return text(await self._redis.xadd(REQUESTS_KEY, entry))  # type: ignore[arg-type]
 
     async def read(self, consumer: str, count: int = 10, block_ms: int = 5000,

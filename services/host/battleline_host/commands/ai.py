@@ -32,7 +32,7 @@ def ai(
     workers: Annotated[int, typer.Option(
         envvar="BATTLELINE_AI_WORKERS", min=0, help="Worker processes.")] = 1,
     concurrency: Annotated[int, typer.Option(
-        envvar="BATTLELINE_AI_CONCURRENCY", min=1, help="Matches per worker at once.")] = 64,
+        envvar="BATTLELINE_AI_CONCURRENCY", min=1, help="Matches per worker at once.")] = 512,
     search_processes: Annotated[int, typer.Option(
         envvar="BATTLELINE_AI_SEARCH_PROCESSES", min=1,
         help="Search processes per worker (and for the RPC).")] = 1,
