@@ -47,7 +47,7 @@ class ServerConfig:
     max_request_bytes: int = 8 * 1024
     # Per HTTP/2 connection. A channel queues calls past it behind its open streams (a
     # Watch holds one until its match ends), and the web gateway sends the calls of its
-    # 512 web connections (one each) on one channel; an AI worker holds up to 128.
+    # 512 web connections (one each) on one channel; an AI worker holds up to 512.
     max_concurrent_streams: int = 600
     # RPCs in flight in the process, streams included (None: no cap); more are refused
     # at once with RESOURCE_EXHAUSTED (see listening.MAX_CALLS).
