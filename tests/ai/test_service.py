@@ -24,6 +24,7 @@ from battleline.v1 import ai_pb2, ai_pb2_grpc, types_pb2
 from battleline_ai.suggest import AiServer
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
+from battleline_engine.auth import AI_OWNER
 from battleline_engine.ratelimit import Rate
 from battleline_host.local import LocalService
 from battleline_rules import dump_position, new_game
@@ -385,3 +386,41 @@ def test_the_ai_service_replaces_a_search_process_that_died() -> None:
         loop.end()
     assert set(codes) - {grpc.StatusCode.UNAVAILABLE}, codes  # searched again
     assert all(isinstance(c, str) for c in codes[codes.count(grpc.StatusCode.UNAVAILABLE):])
+
+
+def test_the_ai_service_serves_the_client_served_least_recently_first() -> None:
+    """Sixth audit: six addresses asking hints all the time had another client's hints
+    refused half the time; the queue was first come, first served. Now the engine names
+    the client (`AI_OWNER`), and a process that comes free goes to the client served
+    least recently: b's search, asked last, starts before a's second."""
+    loop = LoopThread()
+    server = AiServer("127.0.0.1", 0, AI_KEY)
+    position = dump_position(new_game("standard", seed=6).view(0))
+    finished: list[str] = []
+    try:
+        address = loop.call(server.start())
+        with grpc.insecure_channel(address) as channel:
+            stub = ai_pb2_grpc.AiServiceStub(channel)
+
+            def ask(owner: str, budget_ms: int) -> grpc.Future:
+                future = stub.Suggest.future(
+                    ai_pb2.SuggestRequest(position=position, bot="ismcts:iterations=none",
+                                          budget_ms=budget_ms),
+                    metadata=[("authorization", f"Bearer {AI_KEY}"), (AI_OWNER, owner)],
+                    timeout=60)
+                future.add_done_callback(lambda _f: finished.append(f"{owner}:{budget_ms}"))
+                return future
+
+            assert stub.Suggest(ai_pb2.SuggestRequest(position=position, bot="heuristic"),
+                                metadata=[("authorization", f"Bearer {AI_KEY}")],
+                                timeout=60).action  # the search process is up
+            calls = [ask("a", 1500)]
+            time.sleep(0.3)
+            calls.append(ask("a", 1000))
+            time.sleep(0.1)
+            calls.append(ask("b", 300))
+            assert all(call.result().action for call in calls)
+    finally:
+        loop.call(server.stop())
+        loop.end()
+    assert finished == ["a:1500", "b:300", "a:1000"]

@@ -8,19 +8,23 @@ responsive and hints scale with AI capacity, not engine capacity.
 Who may call: holders of the AI's key (the engines asking for hints, operators'
 harnesses), sent as `authorization: Bearer <key>`; players get hints through the
 engine's GetHint, which checks their seat. Capacity is shared: one search per
-seat (a view's match and viewer) at a time, and no more than `QUEUE_PER_PROCESS`
-searches per search process running or waiting; past that the call is refused at
-once (RESOURCE_EXHAUSTED) instead of timing out behind others. A review takes one
-such place, and one review per match runs at a time.
+seat (a view's match and viewer) at a time, at most `PER_OWNER` searches running or
+waiting for one client (the engine names it in `AI_OWNER`) and `QUEUE_PER_PROCESS`
+per search process; past that the call is refused at once (RESOURCE_EXHAUSTED)
+instead of timing out behind others. A process that comes free goes to the client
+served least recently (`processes.DeadlinePool`), so a few clients asking all the
+time do not crowd out the others. A review takes one such place, and one review per
+match runs at a time.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import random
 import re
+import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
@@ -30,7 +34,7 @@ import grpc.aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from battleline.v1 import ai_pb2, ai_pb2_grpc, review_pb2, types_pb2
-from battleline_engine.auth import AiKey, Callers, bearer
+from battleline_engine.auth import AI_OWNER, AiKey, Callers, bearer
 from battleline_engine.errors import Kind, Refusal, invalid
 from battleline_engine.health import CappedHealthServicer
 from battleline_engine.listening import host_port, listen
@@ -40,7 +44,7 @@ from battleline_engine.status import abort
 from battleline_rules import MAX_REPEAT
 
 from .decide import decide, level_spec
-from .processes import search_processes
+from .processes import DeadlinePool, search_processes
 from .review import EVALUATOR, MAX_ACTIONS, GameReview, review_record
 
 log = logging.getLogger("battleline.ai")
@@ -49,7 +53,10 @@ T = TypeVar("T")
 DEFAULT_BUDGET_MS = 2000
 MAX_BUDGET_MS = 30_000
 MAX_ITERATIONS = 100_000
-QUEUE_PER_PROCESS = 3
+QUEUE_PER_PROCESS = 16
+PER_OWNER = 2  # one search running and one waiting
+REVIEW_SECONDS = 1.0  # what a review takes of a process at most (about 0.3-0.5 s)
+DEFAULT_WAIT_S = 15.0  # how long a call without a deadline may wait for a process
 # A whole position is under 1,000 characters; no deck holds more than 60 cards of a kind.
 MAX_POSITION_CHARS = 4096
 _REPEAT = re.compile(r"\*(\d+)")
@@ -102,13 +109,17 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
     def __init__(self, key: AiKey, processes: int = 1,
                  key_guesses: Rate = KEY_GUESSES) -> None:
         self.processes = processes
-        self.pool = search_processes(processes)
+        self._start_searchers()
         self.key = key
         self.callers = Callers()
         self.guesses = RateLimiter(key_guesses, "wrong AI keys")
         self.max_searches = QUEUE_PER_PROCESS * processes
         self.searching: set[str] = set()  # seats with a search running or waiting
-        self.searches = 0
+        self.queued: Counter[str] = Counter()  # searches running or waiting, per owner
+
+    def _start_searchers(self) -> None:
+        self.pool = search_processes(self.processes)
+        self.turns = DeadlinePool(self.pool, self.processes)
 
     async def Suggest(self, request: ai_pb2.SuggestRequest,
                       context: grpc.aio.ServicerContext[Any, Any]) -> ai_pb2.SuggestResponse:
@@ -131,29 +142,40 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
             raise invalid("record-too-large",
                           f"actions: at most {MAX_ACTIONS}, each under 64 characters")
         key = f"review:{request.match_id}" if request.match_id else ""
-        async with self._slot(key, "review-running",
+        owner = _owner(context)
+        async with self._slot(key, owner, "review-running",
                               "a review of this match is running: one at a time", 1.0):
             try:
-                review = await self._run(review_record, request.ruleset, request.options,
-                                         request.seed, list(request.actions))
+                review = await self._run(context, REVIEW_SECONDS, owner, review_record,
+                                         request.ruleset, request.options, request.seed,
+                                         list(request.actions))
             except ValueError as err:
                 raise invalid("bad-record", str(err)) from None
         return ai_pb2.ReviewResponse(review=review_message(review, request.game or 1))
 
-    async def _run(self, fn: Callable[..., T], *args: object) -> T:
-        """`fn(*args)` in a search process. One that died (the OOM killer, a crash in
-        compiled code) broke the pool for good: it is replaced, and the call refused
-        UNAVAILABLE for its caller to retry."""
+    async def _run(self, context: grpc.aio.ServicerContext[Any, Any], seconds: float,
+                   owner: str, fn: Callable[..., T], *args: object) -> T:
+        """`fn(*args)` in a search process, which must start in time to take `seconds`
+        before the call's deadline (else RESOURCE_EXHAUSTED `ai-busy`). A process that
+        died (the OOM killer, a crash in compiled code) broke the pool for good: it is
+        replaced, and the call refused UNAVAILABLE for its caller to retry."""
+        remaining = context.time_remaining()
+        start_by = time.time() + (remaining if remaining is not None else DEFAULT_WAIT_S) - seconds
         pool = self.pool
         try:
-            return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+            done = await self.turns.run(start_by, fn, *args, owner=owner)
         except BrokenProcessPool:
             if self.pool is pool:
                 log.error("a search process died: starting new search processes")
                 pool.shutdown(wait=False, cancel_futures=True)
-                self.pool = search_processes(self.processes)
+                self._start_searchers()
             raise Refusal(Kind.UNAVAILABLE, "ai-restarting",
                           "a search process of the AI service died: retry") from None
+        if done is None:
+            raise Refusal(Kind.EXHAUSTED, "ai-busy",
+                          "no search process came free in time: retry shortly",
+                          retry_after_s=1.0)
+        return done
 
     def close(self) -> None:
         self.pool.shutdown(cancel_futures=True)
@@ -173,24 +195,28 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
                           "engine (GameService.GetHint, RecordService.GetReview)")
 
     @contextlib.asynccontextmanager
-    async def _slot(self, key: str, reason: str, busy: str,
+    async def _slot(self, key: str, owner: str, reason: str, busy: str,
                     retry_after_s: float) -> AsyncIterator[None]:
-        """Hold one place of the pool's queue, and ``key`` (a seat or a match; "": none)
-        while it runs; refused at once (RESOURCE_EXHAUSTED) when either is taken."""
+        """Hold one of the queue's places and one of `owner`'s, and ``key`` (a seat or a
+        match; "": none) while it runs; refused at once (RESOURCE_EXHAUSTED) when any is
+        taken."""
         if key in self.searching:
             raise Refusal(Kind.EXHAUSTED, reason, busy,
                           retry_after_s=retry_after_s)
-        if self.searches >= self.max_searches:
+        total = sum(self.queued.values())
+        if total >= self.max_searches or self.queued[owner] >= PER_OWNER:
             raise Refusal(Kind.EXHAUSTED, "ai-busy",
-                          f"{self.searches} searches running or waiting: retry shortly",
+                          f"{total} searches running or waiting: retry shortly",
                           retry_after_s=1.0)
-        self.searches += 1
+        self.queued[owner] += 1
         if key:
             self.searching.add(key)
         try:
             yield
         finally:
-            self.searches -= 1
+            self.queued[owner] -= 1
+            if not self.queued[owner]:
+                del self.queued[owner]
             self.searching.discard(key)
 
     async def _suggest(self, request: ai_pb2.SuggestRequest,
@@ -210,11 +236,13 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
             raise invalid("bad-bot", str(err)) from None
         seat = f"{request.view.match_id}/{request.view.viewer}" if request.view.match_id else ""
         seed = request.seed or random.SystemRandom().getrandbits(63)
-        async with self._slot(seat, "seat-busy",
+        owner = _owner(context)
+        async with self._slot(seat, owner, "seat-busy",
                               "a search for this seat is running: one at a time",
                               budget_ms / 1000):
             try:
-                decision = await self._run(decide, position, spec, budget_ms / 1000, seed)
+                decision = await self._run(context, budget_ms / 1000, owner, decide, position,
+                                           spec, budget_ms / 1000, seed)
             except ValueError as err:
                 raise invalid("bad-position", str(err)) from None
         return ai_pb2.SuggestResponse(
@@ -223,6 +251,15 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
             top_actions=[ai_pb2.ActionStats(action=a, visits=v, value=m)
                          for a, v, m in decision.top],
         )
+
+
+def _owner(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+    """Whom the call is for: the engine's `AI_OWNER` (read once the key is checked), else
+    the calling harness itself."""
+    for key, value in context.invocation_metadata() or ():
+        if key == AI_OWNER and isinstance(value, str):
+            return value[:128]
+    return ""
 
 
 # The largest request is a review's record (MAX_ACTIONS actions under 64 characters each,

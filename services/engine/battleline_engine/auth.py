@@ -33,6 +33,9 @@ FORWARDED_FOR = "x-forwarded-for"
 # Sent by the web gateway: its per-deployment secret, and the address of its client.
 GATEWAY_SECRET = "x-battleline-gateway-secret"
 GATEWAY_CLIENT = "x-battleline-client"
+# Sent by an engine to the AI service with a hint: the client (its limiter key) that
+# asked, whose searches share the service's processes fairly with other clients'.
+AI_OWNER = "x-battleline-owner"
 
 
 class Callers:

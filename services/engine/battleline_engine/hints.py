@@ -28,6 +28,7 @@ from battleline.v1 import ai_pb2, ai_pb2_grpc, game_pb2
 from battleline.v1 import types_pb2 as pb
 
 from . import views
+from .auth import AI_OWNER
 from .errors import Kind, Refusal, precondition
 from .model import Opponent
 from .runtime import Runtime, match_id_of
@@ -54,11 +55,13 @@ class HintClient:
         self._metadata = (("authorization", f"Bearer {key}"),)
         self._stub: ai_pb2_grpc.AiServiceAsyncStub | None = None
 
-    async def suggest(self, request: ai_pb2.SuggestRequest,
-                      timeout_s: float) -> ai_pb2.SuggestResponse:
+    async def suggest(self, request: ai_pb2.SuggestRequest, timeout_s: float,
+                      owner: str) -> ai_pb2.SuggestResponse:
+        """A hint for `owner` (the asking client's limiter key), whose searches the AI
+        service shares fairly with other clients'."""
         with self._refusals("hint"):
             response: ai_pb2.SuggestResponse = await self._ai().Suggest(
-                request, timeout=timeout_s, metadata=self._metadata)
+                request, timeout=timeout_s, metadata=(*self._metadata, (AI_OWNER, owner)))
         return response
 
     async def review(self, request: ai_pb2.ReviewRequest,
@@ -106,10 +109,11 @@ async def get_hint(runtime: Runtime, request: game_pb2.GetHintRequest,
     if not view.legal_actions:
         raise precondition("not-your-turn", "a hint is for a seat that has something to do")
     budget_ms = min(request.budget_ms or DEFAULT_BUDGET_MS, MAX_BUDGET_MS)
-    runtime.hint_limit.take(runtime.callers.key(context), max(budget_ms, MIN_CHARGE_MS) / 1000)
+    client = runtime.callers.key(context)
+    runtime.hint_limit.take(client, max(budget_ms, MIN_CHARGE_MS) / 1000)
     suggestion = await runtime.hints.suggest(
         ai_pb2.SuggestRequest(view=view, bot=HINT_BOT, budget_ms=budget_ms),
-        timeout_s=budget_ms / 1000 + QUEUE_WAIT_S)
+        timeout_s=budget_ms / 1000 + QUEUE_WAIT_S, owner=client)
     return game_pb2.GetHintResponse(version=view.version, suggestion=suggestion)
 
 
