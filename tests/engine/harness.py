@@ -87,6 +87,18 @@ def auth(token: str | None) -> list[tuple[str, str]]:
     return [("authorization", f"Bearer {token}")] if token else []
 
 
+def view_status(client: Client, match_id: str, token: str | None,
+                address: str) -> grpc.StatusCode:
+    """GetView's status for `token` (None: a spectator), asked through a proxy for
+    `address` (the engine must trust loopback as a proxy)."""
+    try:
+        client.game.GetView(game_pb2.GetViewRequest(match_id=match_id),
+                            metadata=[*auth(token), ("x-forwarded-for", address)], timeout=10)
+        return grpc.StatusCode.OK
+    except grpc.RpcError as error:
+        return error.code()  # type: ignore[attr-defined, no-any-return]
+
+
 @dataclass
 class Client:
     """Stubs over one channel; every response is also handed to `sink`."""

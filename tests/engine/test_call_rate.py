@@ -8,24 +8,13 @@ import dataclasses
 
 import grpc
 
-from battleline.v1 import game_pb2
 from battleline_engine.ratelimit import Rate
 
-from .harness import AI_KEY, OPEN_LIMITS, Client, Engine, auth
+from .harness import AI_KEY, OPEN_LIMITS, Client, Engine, view_status
 
 CALLS = 5
 LIMITED = dataclasses.replace(OPEN_LIMITS, call_rate=Rate(per_s=0.001, burst=CALLS),
                               trusted_proxies=("127.0.0.0/8",))
-
-
-def _view(client: Client, match_id: str, address: str, token: str | None = None,
-          ) -> grpc.StatusCode:
-    try:
-        client.game.GetView(game_pb2.GetViewRequest(match_id=match_id),
-                            metadata=[*auth(token), ("x-forwarded-for", address)], timeout=10)
-        return grpc.StatusCode.OK
-    except grpc.RpcError as error:
-        return error.code()  # type: ignore[attr-defined, no-any-return]
 
 
 def test_an_address_past_its_call_rate_is_refused_and_others_and_the_ai_are_not(
@@ -34,10 +23,12 @@ def test_an_address_past_its_call_rate_is_refused_and_others_and_the_ai_are_not(
     client = Client.to(engine.address)
     try:
         created = client.create()  # one call of the proxy's own address
-        flood = [_view(client, created.match_id, "203.0.113.9") for _ in range(CALLS + 2)]
+        flood = [view_status(client, created.match_id, None, "203.0.113.9")
+                 for _ in range(CALLS + 2)]
         assert flood == [grpc.StatusCode.OK] * CALLS + [grpc.StatusCode.RESOURCE_EXHAUSTED] * 2
-        assert _view(client, created.match_id, "203.0.113.10") == grpc.StatusCode.OK
-        ai = [_view(client, created.match_id, "203.0.113.9", AI_KEY) for _ in range(CALLS + 2)]
+        assert view_status(client, created.match_id, None, "203.0.113.10") == grpc.StatusCode.OK
+        ai = [view_status(client, created.match_id, AI_KEY, "203.0.113.9")
+              for _ in range(CALLS + 2)]
         assert ai == [grpc.StatusCode.PERMISSION_DENIED] * (CALLS + 2)  # not its seat, not limited
     finally:
         client.channel.close()

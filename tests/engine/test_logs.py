@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -26,51 +27,54 @@ from .test_transport_limits import (
 END_STREAM = 0x1
 
 
-def test_records_go_to_the_stderr_of_the_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def configured() -> Iterator[None]:
+    """Logging configured as every process of the service does (`logs.configure`, JSON);
+    the root logger as it was afterwards. Records go to the sys.stderr of the moment,
+    which a test swaps within its own call (pytest swaps it again between phases)."""
     root = logging.getLogger()
     saved = (root.handlers[:], root.level)
-    first = io.StringIO()
-    monkeypatch.setattr(sys, "stderr", first)
     try:
         logs.configure(logs.LogLevel.INFO, logs.LogFormat.JSON)
-        first.close()  # the stream logging was configured with goes away
-        second = io.StringIO()
-        monkeypatch.setattr(sys, "stderr", second)
-        logging.getLogger("battleline.test").info("after the swap")
-        lines = [json.loads(line) for line in second.getvalue().splitlines()]
-        assert [line["message"] for line in lines] == ["after the swap"]
+        yield
     finally:
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
+
+
+def test_records_go_to_the_stderr_of_the_moment(configured: None,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    first = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    logging.getLogger("battleline.test").info("before the swap")
+    first.close()  # the stream of the first record goes away
+    second = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", second)
+    logging.getLogger("battleline.test").info("after the swap")
+    lines = [json.loads(line) for line in second.getvalue().splitlines()]
+    assert [line["message"] for line in lines] == ["after the swap"]
 
 
 def test_a_metadata_value_that_is_not_utf8_is_logged_without_its_bytes(
-        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+        engine: Engine, configured: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """Sixth audit: grpc logged such a value at error level, with up to 1 KB of the
     caller's bytes and a traceback, for every call carrying one."""
-    root = logging.getLogger()
-    saved = (root.handlers[:], root.level)
-    out = io.StringIO()
-    monkeypatch.setattr(sys, "stderr", out)
-    try:
-        logs.configure(logs.LogLevel.INFO, logs.LogFormat.JSON)
-        with _http2(engine.address) as (frames, _):
-            value = b"MARKER\x7f\x81\xff"
-            frames.sock.sendall(_frame(HEADERS, END_HEADERS, 1, b"".join([
-                _literal(":method", "POST"), _literal(":scheme", "http"),
-                _literal(":path", "/battleline.v1.LobbyService/ListOpenMatches"),
-                _literal(":authority", engine.address),
-                _literal("content-type", "application/grpc"), _literal("te", "trailers"),
-                b"\x00\x05x-abc" + bytes([len(value)]) + value])))
-            frames.sock.sendall(_frame(DATA, END_STREAM, 1, _grpc_message(b"")))
-            while (frame := frames.next()) is not None and not (
-                    frame[0] == HEADERS and frame[1] & END_STREAM):
-                pass  # until the call's trailers
-        lines = [json.loads(line) for line in out.getvalue().splitlines()]
-    finally:
-        root.handlers[:] = saved[0]
-        root.setLevel(saved[1])
+    stderr = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    with _http2(engine.address) as (frames, _):
+        value = b"MARKER\x7f\x81\xff"
+        frames.sock.sendall(_frame(HEADERS, END_HEADERS, 1, b"".join([
+            _literal(":method", "POST"), _literal(":scheme", "http"),
+            _literal(":path", "/battleline.v1.LobbyService/ListOpenMatches"),
+            _literal(":authority", engine.address),
+            _literal("content-type", "application/grpc"), _literal("te", "trailers"),
+            b"\x00\x05x-abc" + bytes([len(value)]) + value])))
+        frames.sock.sendall(_frame(DATA, END_STREAM, 1, _grpc_message(b"")))
+        while (frame := frames.next()) is not None and not (
+                frame[0] == HEADERS and frame[1] & END_STREAM):
+            pass  # until the call's trailers
+    lines = [json.loads(line) for line in stderr.getvalue().splitlines()]
     mentions = [line for line in lines if "UTF-8" in line["message"]]
     assert mentions and all(line["level"] == "warning" and "error" not in line
                             for line in mentions)
-    assert "MARKER" not in out.getvalue()
+    assert "MARKER" not in stderr.getvalue()

@@ -15,7 +15,7 @@ import pytest
 from battleline.v1 import game_pb2
 from battleline_engine.ratelimit import Rate
 
-from .harness import OPEN_LIMITS, Client, Engine, auth
+from .harness import OPEN_LIMITS, Client, Engine, auth, view_status
 from .test_errors import details
 
 GUESSES = 3
@@ -37,15 +37,6 @@ def engines(redis_url: str) -> Iterator[tuple[Engine, Engine]]:
     second.close()
 
 
-def _view(client: Client, match_id: str, token: str, address: str) -> grpc.StatusCode:
-    try:
-        client.game.GetView(game_pb2.GetViewRequest(match_id=match_id),
-                            metadata=[*auth(token), ("x-forwarded-for", address)], timeout=10)
-        return grpc.StatusCode.OK
-    except grpc.RpcError as error:
-        return error.code()  # type: ignore[attr-defined, no-any-return]
-
-
 def test_wrong_tokens_are_refused_before_a_lookup_once_an_address_spent_its_guesses(
         engines: tuple[Engine, Engine]) -> None:
     maker = Client.to(engines[0].address)
@@ -53,10 +44,10 @@ def test_wrong_tokens_are_refused_before_a_lookup_once_an_address_spent_its_gues
     created = made[0]
     client = Client.to(engines[1].address)  # which looks the tokens up in Redis
     guesser, other = "203.0.113.5", "203.0.113.6"
-    right = [_view(client, match.match_id, token, guesser)
+    right = [view_status(client, match.match_id, token, guesser)
              for match in made for token in (match.seat_token, match.other_seat_token)]
     assert right == [grpc.StatusCode.OK] * 4  # more than GUESSES: found ones are given back
-    codes = [_view(client, created.match_id, secrets.token_urlsafe(32), guesser)
+    codes = [view_status(client, created.match_id, secrets.token_urlsafe(32), guesser)
              for _ in range(GUESSES + 2)]
     assert codes == [UNAUTHENTICATED] * GUESSES + [EXHAUSTED] * 2
     with pytest.raises(grpc.RpcError) as refused:
@@ -65,8 +56,8 @@ def test_wrong_tokens_are_refused_before_a_lookup_once_an_address_spent_its_gues
     assert details(refused.value)["ErrorInfo"].reason == "rate-limited"  # type: ignore[attr-defined]
     # A token already known still works from the guessing address, and other addresses
     # keep their own budget.
-    assert _view(client, created.match_id, created.seat_token, guesser) == grpc.StatusCode.OK
-    assert _view(client, created.match_id, "wrong", other) == UNAUTHENTICATED
+    assert view_status(client, created.match_id, created.seat_token, guesser) == grpc.StatusCode.OK
+    assert view_status(client, created.match_id, "wrong", other) == UNAUTHENTICATED
     client.channel.close()
     maker.channel.close()
 
@@ -81,7 +72,7 @@ def test_a_lookup_the_store_cannot_answer_is_not_charged_as_a_guess() -> None:
     engine = Engine(unreachable, config=LIMITED)
     client = Client.to(engine.address)
     try:
-        codes = [_view(client, "m1", f"m1.{secrets.token_urlsafe(32)}", "203.0.113.7")
+        codes = [view_status(client, "m1", f"m1.{secrets.token_urlsafe(32)}", "203.0.113.7")
                  for _ in range(GUESSES + 1)]
     finally:
         client.channel.close()
