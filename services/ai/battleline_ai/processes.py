@@ -8,20 +8,11 @@ import multiprocessing
 import multiprocessing.pool
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from battleline_client.processes import die_with_parent
-
 T = TypeVar("T")
-
-
-def search_processes(processes: int) -> ProcessPoolExecutor:
-    """An executor of fresh interpreters for searches (spawned, not forked: see
-    `spawned_pool`), which die with this process even when it is SIGKILLed."""
-    return ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=die_with_parent)
 
 
 def spawned_pool(processes: int) -> multiprocessing.pool.Pool:

@@ -44,7 +44,8 @@ from battleline_engine.status import abort
 from battleline_rules import MAX_REPEAT
 
 from .decide import decide, level_spec
-from .processes import DeadlinePool, search_processes
+from .processes import DeadlinePool
+from .searchers import search_processes
 from .review import EVALUATOR, MAX_ACTIONS, GameReview, review_record
 
 log = logging.getLogger("battleline.ai")

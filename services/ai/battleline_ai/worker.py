@@ -71,7 +71,8 @@ from .decide import (
     level_spec,
     needs_search,
 )
-from .processes import DeadlinePool, search_processes
+from .processes import DeadlinePool
+from .searchers import search_processes
 
 log = logging.getLogger("battleline.ai")
 

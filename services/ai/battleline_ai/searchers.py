@@ -1,0 +1,20 @@
+"""The search processes of the hosted AI's workers and of the AI service.
+
+A module of its own, apart from `processes`: the compiled modules' types reach
+`processes`, and the build that compiles them cannot see the client package.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
+from battleline_client.processes import die_with_parent
+
+
+def search_processes(processes: int) -> ProcessPoolExecutor:
+    """An executor of fresh interpreters for searches, which die with this process even
+    when it is SIGKILLed. Spawned, not forked: this process runs gRPC threads, which a
+    fork would copy half-way."""
+    return ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=die_with_parent)
