@@ -45,8 +45,8 @@ from battleline_rules import MAX_REPEAT
 
 from .decide import decide, level_spec
 from .processes import DeadlinePool
-from .searchers import search_processes
 from .review import EVALUATOR, MAX_ACTIONS, GameReview, review_record
+from .searchers import search_processes
 
 log = logging.getLogger("battleline.ai")
 T = TypeVar("T")
