@@ -255,8 +255,8 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
 
 
 def _owner(context: grpc.aio.ServicerContext[Any, Any]) -> str:
-    """Whom the call is for: the engine's `AI_OWNER` (read once the key is checked), else
-    the calling harness itself."""
+    """Whom the call is for: the client the engine names in `AI_OWNER` (read once the
+    key is checked); callers that name none (operators' harnesses) count as one."""
     for key, value in context.invocation_metadata() or ():
         if key == AI_OWNER and isinstance(value, str):
             return value[:128]
