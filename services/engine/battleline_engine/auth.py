@@ -6,7 +6,7 @@ import hmac
 import ipaddress
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any
 from urllib.parse import unquote
 
 import grpc
@@ -84,7 +84,7 @@ class Callers:
                                      for net in self.trusted)
 
 
-LOOPBACK: Final = "loopback"  # the key of every loopback address
+LOOPBACK = "loopback"  # the key of every loopback address
 
 
 def address_key(host: str) -> str:
