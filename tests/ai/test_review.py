@@ -216,8 +216,8 @@ def test_get_review_through_a_real_engine_and_ai_service(
 
 
 def test_the_ai_service_refuses_reviews_past_its_limits(ai_engine: LocalService) -> None:
-    """One review per match at a time, and no more than the search queue holds (3 for
-    the test service's one search process): the rest RESOURCE_EXHAUSTED at once."""
+    """One review per match at a time, and no more than the search queue holds for one
+    client (2; every caller naming none is one): the rest RESOURCE_EXHAUSTED at once."""
     record = recorded_game("standard", 1501)
     assert ai_engine.config is not None
     stub = ai_pb2_grpc.AiServiceStub(grpc.insecure_channel(ai_engine.config.ai_address))
@@ -250,7 +250,8 @@ def test_get_review_shares_one_review_per_match_and_is_refused_past_the_ais_queu
         ai_engine: LocalService) -> None:
     """Callers of one match's review while it is made wait for that one review (the AI
     service would refuse a second); reviews of more matches than the AI's queue holds
-    (3 for one search process) are refused at once, RESOURCE_EXHAUSTED with a reason."""
+    for the engine (2: reviews name no client) are refused at once, RESOURCE_EXHAUSTED
+    with a reason."""
     with Client(ai_engine.address, timeout=60) as client:
         created = [client.create(opponent="local", clock="none", seed=1510 + i)
                    for i in range(6)]

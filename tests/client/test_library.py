@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 
+import grpc
 import pytest
 
 from battleline.v1 import types_pb2
@@ -148,3 +149,18 @@ def test_asyncio_errors_are_typed_too(service: LocalService) -> None:
                 await client.seat(created.seat).act("draw troop")
 
     asyncio.run(main())
+
+
+def test_a_short_rate_limit_is_waited_out_and_a_long_one_raised(redis_url: str) -> None:
+    """A script playing quickly (the browser tests' own set-up did) slows to the
+    server's rate instead of failing: a `rate-limited` refusal asking at most a second
+    is waited out and the call sent again (a longer one raises RateLimited: above)."""
+    codes: list[grpc.StatusCode] = []
+    strict = EngineConfig(call_rate=Rate(per_s=20, burst=2))
+    with (LocalService(redis_url, config=strict) as service,
+          Client(service.address, observer=lambda _n, _s, code: codes.append(code)) as client):
+        created = client.create(opponent="local")
+        views = [client.view(created.match_id, created.seat.token) for _ in range(5)]
+    assert len(views) == 5
+    assert grpc.StatusCode.RESOURCE_EXHAUSTED in codes  # refused, then waited out
+    assert codes[-1] == grpc.StatusCode.OK

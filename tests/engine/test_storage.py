@@ -303,9 +303,10 @@ def test_ai_requests_through_consumer_group(redis_url: str, cluster: bool) -> No
     async def body(s: Storage) -> None:
         await s.ai.ensure_group()
         await s.ai.ensure_group()  # idempotent
-        request_id = await s.ai.request("m1", 1, 4)
+        request_id = await s.ai.request("m1", 1, 4, owner="203.0.113.4")
         got = await s.ai.read("w1", block_ms=1000)
-        assert got == [(request_id, {"match": "m1", "seat": "1", "level": "4"})]
+        assert got == [(request_id, {"match": "m1", "seat": "1", "level": "4",
+                                     "owner": "203.0.113.4"})]
         assert await s.ai.read("w2", block_ms=100) == []  # delivered once per group
         await s.ai.ack(request_id)
         pending = await s.redis.xpending(REQUESTS_KEY, GROUP)

@@ -76,11 +76,8 @@ class Client:
 
     def _unary(self, name: str, method: Callable[..., R], request: Any,
                token: str | None = None, *, idempotent: bool = True) -> R:
-        """Call, time it for the observer, and turn a failure into a typed error.
-
-        An idempotent call (everything but create and join: actions carry their
-        action id) is resent after UNAVAILABLE, so a restarting server costs no error.
-        """
+        """Call, time it for the observer, and turn a failure into a typed error; some
+        failures are waited out and the call sent again (`common.retry_wait`)."""
         delays = common.backoff(0.2, 2.0)
         for attempt in range(common.UNARY_RETRIES + 1):
             start = time.perf_counter()
@@ -89,13 +86,14 @@ class Client:
                 return method(request, metadata=common.metadata(token), timeout=self.timeout)
             except grpc.RpcError as err:
                 code = err.code()
-                if not (idempotent and code in common.UNARY_RETRY_CODES
-                        and attempt < common.UNARY_RETRIES):
-                    raise from_rpc_error(err) from None
+                error = from_rpc_error(err)
+                wait = common.retry_wait(error, idempotent, attempt, delays)
+                if wait is None:
+                    raise error from None
             finally:
                 if self.observer is not None:
                     self.observer(name, time.perf_counter() - start, code)
-            time.sleep(next(delays))
+            time.sleep(wait)
         raise AssertionError("unreachable")
 
     # -- lobby ------------------------------------------------------------------------

@@ -9,7 +9,7 @@ back off. A fix made here holds for both clients.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
@@ -19,6 +19,7 @@ from google.protobuf import duration_pb2
 from battleline.v1 import game_pb2, lobby_pb2, record_pb2, types_pb2, watch_pb2
 
 from .backoff import backoff
+from .errors import BattleLineError
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 DEFAULT_TIMEOUT_S = 10.0
@@ -37,6 +38,26 @@ STREAM_RETRY_CODES = frozenset({
 # Unary calls that may be resent as they are (see Client._unary), and how often.
 UNARY_RETRY_CODES = frozenset({grpc.StatusCode.UNAVAILABLE})
 UNARY_RETRIES = 4
+# The longest wait a server's rate refusal may ask for that a call waits out itself
+# (and is sent again) instead of raising RateLimited.
+RATE_WAIT_S = 1.0
+
+def retry_wait(error: BattleLineError, idempotent: bool, attempt: int,
+               delays: Iterator[float]) -> float | None:
+    """Seconds to wait before sending a failed unary call again, or None to raise `error`.
+    Any call refused for a rate (nothing was done) waits a short RetryInfo delay out: a
+    script playing quickly slows to the server's rate instead of failing. An idempotent
+    one (everything but create and join: actions carry their action id) is resent
+    after UNAVAILABLE, so a restarting server costs no error."""
+    if attempt >= UNARY_RETRIES:
+        return None
+    if (error.reason == "rate-limited" and error.retry_after is not None
+            and error.retry_after <= RATE_WAIT_S):
+        return error.retry_after
+    if idempotent and error.code in UNARY_RETRY_CODES:
+        return next(delays)
+    return None
+
 
 # Called after every unary RPC with (method name, seconds, status code): the load
 # tester's latency figures come from here, so no timing code is duplicated.
