@@ -9,7 +9,8 @@ measures how long the AI took to answer each move.
 
 Prints `name: value` lines: matches, finished, ai_moves, ai_late_moves
 (answers slower than the clock), ai_timeouts (matches the AI lost on time),
-ai_answer_s_p50 / p90 / max, wall_s, and cpu_cores.
+ai_answer_s_p50 / p90 / max (to the AI's first action of a turn), ai_turn_s_p50 /
+p90 / max (to its last: the draw, what the player waits for), wall_s, and cpu_cores.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from engine import start_listening
 from battleline.v1 import types_pb2
 from battleline_client.bots import choose
 from battleline_client.client import Client
-from battleline_client.common import answer_times, is_finished, is_my_turn
+from battleline_client.common import answer_times, is_finished, is_my_turn, turn_times
 
 BATTLELINE = str(Path(sys.executable).with_name("battleline"))
 
@@ -38,7 +39,10 @@ def start_serve(data_dir: Path, ai_workers: int, matches: int) -> tuple[subproce
     return start_listening(
         [BATTLELINE, "serve", "--port", "0", "--no-web", "--grace", "1",
          "--data-dir", str(data_dir), "--ai-workers", str(ai_workers),
-         "--ai-matches-per-client", str(matches), "--log-level", "warning"], {})
+         # One client plays every human seat, polling each match 20 times a second: as
+         # many people would, each from an address of its own.
+         "--ai-matches-per-client", str(matches), "--call-rate", "1000000",
+         "--log-level", "warning"], {})
 
 
 def main() -> None:
@@ -77,6 +81,7 @@ def main() -> None:
             serve.wait(60)
     ai = types_pb2.SEAT_FIRST
     gaps = sorted(g for r in records for g in answer_times(r, ai))
+    turns = sorted(t for r in records for t in turn_times(r, ai))
     timeouts = sum(
         1 for v in finals if v.end_reason == types_pb2.END_REASON_TIMEOUT and v.winner != ai
     )
@@ -88,6 +93,9 @@ def main() -> None:
     print(f"ai_answer_s_p50: {statistics.median(gaps):.2f}")
     print(f"ai_answer_s_p90: {gaps[int(0.9 * (len(gaps) - 1))]:.2f}")
     print(f"ai_answer_s_max: {gaps[-1]:.2f}")
+    print(f"ai_turn_s_p50: {statistics.median(turns):.2f}")
+    print(f"ai_turn_s_p90: {turns[int(0.9 * (len(turns) - 1))]:.2f}")
+    print(f"ai_turn_s_max: {turns[-1]:.2f}")
     print(f"wall_s: {wall:.0f}")
     print(f"cpu_cores: {os.cpu_count()}")
 

@@ -9,12 +9,12 @@ import random
 import grpc
 import pytest
 
-from battleline.v1 import types_pb2
+from battleline.v1 import record_pb2, types_pb2
 from battleline_client import errors
 from battleline_client.aio import AsyncClient
 from battleline_client.bots import aplay_local, choose, play_local
 from battleline_client.client import Client
-from battleline_client.common import is_finished, is_my_turn
+from battleline_client.common import answer_times, is_finished, is_my_turn, turn_times
 from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
 from battleline_host.local import LocalService
@@ -164,3 +164,15 @@ def test_a_short_rate_limit_is_waited_out_and_a_long_one_raised(redis_url: str) 
     assert len(views) == 5
     assert grpc.StatusCode.RESOURCE_EXHAUSTED in codes  # refused, then waited out
     assert codes[-1] == grpc.StatusCode.OK
+
+
+def test_answer_and_turn_times_read_a_records_commit_times() -> None:
+    """An answer ends at the seat's first action after the other seat's; a turn at its
+    last (its draw): the hosted AI's load figures report both."""
+    record = record_pb2.GetRecordResponse()
+    for seat, at in ((1, 0.0), (1, 0.5), (0, 2.0), (0, 2.25), (1, 3.0), (0, 4.0)):
+        event = record.events.add(seat=seat)
+        event.commit_time.FromNanoseconds(int(at * 1e9))
+    assert answer_times(record, 0) == [1.5, 1.0]
+    assert turn_times(record, 0) == [1.75, 1.0]
+    assert answer_times(record, 1) == [0.75]

@@ -222,14 +222,29 @@ def is_my_turn(view: types_pb2.MatchView) -> bool:
 def answer_times(record: record_pb2.GetRecordResponse, seat: int) -> list[float]:
     """Seconds ``seat`` took to answer each move of the other seat, from a record's commit
     times: how a hosted AI kept to its clock."""
-    gaps: list[float] = []
+    return [first - waited for waited, first, _ in _turns(record, seat)]
+
+
+def turn_times(record: record_pb2.GetRecordResponse, seat: int) -> list[float]:
+    """Seconds from the other seat's last move to ``seat``'s last action of each of its
+    turns (its play, claims and draw): what the other player waits for."""
+    return [last - waited for waited, _, last in _turns(record, seat)]
+
+
+def _turns(record: record_pb2.GetRecordResponse, seat: int) -> list[tuple[float, float, float]]:
+    """(the other seat's last commit, ``seat``'s first, ``seat``'s last) of each turn of
+    ``seat`` that answers one of the other seat's."""
+    turns: list[tuple[float, float, float]] = []
     last: tuple[int, float] | None = None
     for event in record.events:
         at = event.commit_time.ToNanoseconds() / 1e9
-        if event.seat == seat and last is not None and last[0] != seat:
-            gaps.append(at - last[1])
+        if event.seat == seat and last is not None:
+            if last[0] != seat:
+                turns.append((last[1], at, at))
+            elif turns:
+                turns[-1] = (turns[-1][0], turns[-1][1], at)
         last = (event.seat, at)
-    return gaps
+    return turns
 
 
 def is_finished(view: types_pb2.MatchView) -> bool:
