@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import redis
 from typer.testing import CliRunner
 
 from battleline_client.bots import choose
@@ -51,6 +52,9 @@ def test_play_gives_up_when_no_ai_worker_comes(redis_url: str) -> None:
                                 "--wait", "1"], answer=False)
     assert session.exitstatus == 2
     assert "nobody took the other seat within 1 s" in session.output
+    store = redis.Redis.from_url(redis_url)  # the match it gave up on was cancelled
+    assert {store.hget(key, "status") for key in store.scan_iter("bl:{*}:m")} == {b"finished"}
+    store.close()
 
 
 def test_watch_follows_a_match_to_its_result(service: LocalService) -> None:

@@ -11,11 +11,11 @@ import re
 
 from rich.console import Console
 
-from battleline.v1 import types_pb2
+from battleline.v1 import types_pb2, watch_pb2
 from battleline_client import tui
 from battleline_client.bots import choose
 from battleline_client.client import Client
-from battleline_client.common import is_finished, is_my_turn
+from battleline_client.common import WatchCursor, is_finished, is_my_turn
 from tests.rules.positions import position
 
 
@@ -248,3 +248,15 @@ def test_only_the_viewers_seat_is_you_and_names_cannot_drive_the_terminal() -> N
     assert label == "]0;pwnedBob[2J" and not any(ch < " " for ch in label)
     line = _text(tui.event_line(_event("play R7@3\x1b]52;c;ZXZpbA==\x07"), view))
     assert "\x1b" not in line and "\x07" not in line
+
+
+def test_a_cancelled_match_is_told_as_such_and_ends_a_followed_stream() -> None:
+    view = types_pb2.MatchView(phase=types_pb2.MATCH_PHASE_FINISHED,
+                               end_reason=types_pb2.END_REASON_CANCELLED)
+    assert tui.result(view) == "match cancelled: nobody took the other seat"
+    cursor = WatchCursor("m", resume_after=1)
+    assert not cursor.finished
+    cursor.accept(watch_pb2.WatchResponse(
+        event=_event("cancelled: no hosted AI took its seat within 60 s",
+                     types_pb2.SEAT_UNSPECIFIED, types_pb2.EVENT_KIND_CANCELLED)))
+    assert cursor.finished  # the stream ends with that event: no reconnect waits for more

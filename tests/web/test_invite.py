@@ -76,3 +76,19 @@ def test_invite_link_watch_and_reload(service: Service, browser: BrowserContext)
     # At 375 px the flags stack: neither the page nor the board scrolls sideways.
     assert friend.evaluate("document.documentElement.scrollWidth") <= 375
     assert friend.get_by_test_id("board").evaluate("b => b.scrollWidth <= b.clientWidth")
+
+
+@pytest.mark.timeout(120)
+def test_cancelling_an_invitation_ends_the_match_and_its_link(service: Service,
+                                                             browser: BrowserContext) -> None:
+    host = browser.new_page()
+    host.goto(service.web_url)
+    host.get_by_test_id("invite").click()
+    link = host.get_by_test_id("invite-link").input_value()
+    expect(host.get_by_test_id("status")).to_contain_text("Waiting for the other player")
+    host.get_by_test_id("leave").click()  # "Cancel the match"
+    expect(host.get_by_test_id("invite")).to_be_visible()  # back at the start
+
+    friend = browser.new_page()
+    friend.goto(link)  # the engine cancelled the match: the link no longer seats anyone
+    expect(friend.get_by_test_id("error")).to_contain_text("cancelled")

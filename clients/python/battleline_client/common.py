@@ -299,7 +299,9 @@ class WatchCursor:
 
     def _follow(self, event: types_pb2.MatchEvent) -> None:
         """Notice the match's end from the events alone (streams without views)."""
-        if event.kind in (types_pb2.EVENT_KIND_RESIGNED, types_pb2.EVENT_KIND_TIMEOUT):
+        if event.kind == types_pb2.EVENT_KIND_CANCELLED:
+            self.finished = True
+        elif event.kind in (types_pb2.EVENT_KIND_RESIGNED, types_pb2.EVENT_KIND_TIMEOUT):
             self._forced = True
         elif event.kind == types_pb2.EVENT_KIND_GAME_OVER and self._games:
             self._done += 1

@@ -42,6 +42,7 @@ END_REASONS = {
     types_pb2.END_REASON_TIMEOUT: "time out",
     types_pb2.END_REASON_DRAW: "a draw",
     types_pb2.END_REASON_STALEMATE: "stalemate (provable flags awarded)",
+    types_pb2.END_REASON_CANCELLED: "cancellation before the first game",
 }
 STEPS = {
     types_pb2.TURN_STEP_PLAY: "play a card",
@@ -197,6 +198,8 @@ def header(view: types_pb2.MatchView) -> Text:
 def result(view: types_pb2.MatchView) -> str:
     """Who won and how, in words."""
     reason = END_REASONS.get(view.end_reason, "the end")
+    if view.end_reason == types_pb2.END_REASON_CANCELLED:
+        return "match cancelled: nobody took the other seat"
     if view.winner == types_pb2.SEAT_UNSPECIFIED:
         return f"match over: no winner ({reason})"
     who = seat_label(view, view.winner)

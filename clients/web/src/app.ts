@@ -75,8 +75,8 @@ function renderGame(state: State, game: Game): HTMLElement {
         onclick: () => { if (confirm("Resign this match?")) void game.resign(); },
       }, "Resign")),
     view.phase === MatchPhase.WAITING && h("div", { class: "buttons" },
-      h("button", { type: "button", class: "quiet", "data-testid": "leave", onclick: () => game.leave() },
-        "Back to the start")),
+      h("button", { type: "button", class: "quiet", "data-testid": "leave", onclick: () => void game.cancel() },
+        "Cancel the match")),
     !(over && state.record !== null) && renderLog(state.events.values(), names, ruleset, "Moves", "log", true));
 }
 

@@ -44,6 +44,13 @@ export class Game {
     }, this.stream.signal);
   }
 
+  /** Withdraw a match nobody has taken the other seat of (the engine cancels it, so it
+   * no longer counts against this browser's limits), then leave it. */
+  async cancel(): Promise<void> {
+    await this.resign();
+    this.leave();
+  }
+
   /** Stop following and forget the seat. */
   leave(): void {
     this.close();

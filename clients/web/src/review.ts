@@ -17,6 +17,7 @@ const REASONS: Partial<Record<EndReason, string>> = {
   [EndReason.TIMEOUT]: "time out",
   [EndReason.DRAW]: "a draw",
   [EndReason.STALEMATE]: "stalemate (provable flags awarded)",
+  [EndReason.CANCELLED]: "cancellation before the first game",
 };
 
 /** The result, decided by seat: the winner seat against the view's own (`viewer`), never
@@ -24,13 +25,17 @@ const REASONS: Partial<Record<EndReason, string>> = {
 export function renderResult(view: MatchView, names: Map<Seat, string>, newGame: () => void): HTMLElement {
   const reason = REASONS[view.endReason] ?? "the end of the match";
   const winner = view.winner === Seat.UNSPECIFIED ? null : names.get(view.winner) ?? "?";
-  const outcome = winner === null ? "draw" : !isPlayer(view) ? "other" : view.winner === view.viewer ? "win" : "loss";
+  const outcome = view.endReason === EndReason.CANCELLED ? "cancelled"
+    : winner === null ? "draw" : !isPlayer(view) ? "other" : view.winner === view.viewer ? "win" : "loss";
   const headline = {
-    draw: "No winner: a draw", win: "You win!", loss: `You lost: ${winner} wins`, other: `${winner} wins`,
+    cancelled: "Match cancelled", draw: "No winner: a draw", win: "You win!",
+    loss: `You lost: ${winner} wins`, other: `${winner} wins`,
   }[outcome];
+  const detail = outcome === "cancelled" ? "It ended before its first game: nobody took the other seat."
+    : `Winner: ${winner ?? "nobody"}, by ${reason}.`;
   return h("section", { class: "result", "data-testid": "result", "data-outcome": outcome, "aria-live": "polite" },
     h("h2", {}, headline),
-    h("p", {}, `Winner: ${winner ?? "nobody"}, by ${reason}.`),
+    h("p", {}, detail),
     h("button", { type: "button", class: "primary", "data-testid": "new-game", onclick: newGame }, "New game"));
 }
 

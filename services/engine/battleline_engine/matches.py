@@ -37,6 +37,7 @@ from battleline_rules import Kind as ActionKind
 from .clocks import ClockState, advance, start_clock
 from .errors import Kind, Refusal, from_rule_error, invalid, not_found, precondition, shown
 from .model import (
+    CANCELLED,
     Match,
     Meta,
     Opponent,
@@ -144,16 +145,18 @@ class Matches:
     """Match operations over one Storage; keeps a cache of parsed states."""
 
     def __init__(self, storage: Storage, lobby_ttl_s: int = 15 * 60,
-                 max_scan: int = 200) -> None:
+                 max_scan: int = 200, ai_join_ms: int = 60_000) -> None:
         self.storage = storage
         self.cache = StateCache()
         self.lobby_ttl_s = lobby_ttl_s  # an OPEN match nobody joined expires after this
         self.max_scan = max_scan  # lobby entries one list_open call looks at, at most
+        self.ai_join_ms = ai_join_ms  # an AI match no hosted AI took by then is cancelled
 
     # -- reading --------------------------------------------------------------------
 
     async def read(self, match_id: str) -> Match:
-        """The match, after ending it if the running clock has run out."""
+        """The match, after ending it if its deadline has passed (the running clock, or
+        the hosted AI's time to take its seat)."""
         known = self.cache.latest(match_id)
         record = await self.storage.matches.load(match_id, known.record if known else None)
         if record is None:
@@ -165,9 +168,13 @@ class Matches:
     async def _checked(self, found: MatchRecord | Match) -> Match:
         match = found if isinstance(found, Match) else parse_match(found, self.cache)
         for _ in range(5):
-            if not self.clock_expired(match):
+            if match.status == Status.WAITING and self._past_deadline(match):
+                await self._write(match, self._cancelled(match, "cancelled: no hosted AI "
+                                  f"took its seat within {self.ai_join_ms / 1000:g} s"), None, b"")
+            elif self.clock_expired(match):
+                await self._time_out(match)
+            else:
                 return match
-            await self._time_out(match)
             fresh = await self.storage.matches.load(match.match_id)
             if fresh is None:
                 raise not_found(match.match_id)
@@ -176,8 +183,14 @@ class Matches:
 
     @staticmethod
     def clock_expired(match: Match, at_ms: int | None = None) -> bool:
+        return match.status == Status.PLAYING and Matches._past_deadline(match, at_ms)
+
+    @staticmethod
+    def _past_deadline(match: Match, at_ms: int | None = None) -> bool:
+        """Whether the match's deadline (0: none) has passed: a playing match's running
+        clock, or the time a waiting AI match gives the hosted AI to take its seat."""
         deadline = match.record.deadline_ms
-        return match.status == Status.PLAYING and deadline > 0 and (at_ms or now_ms()) >= deadline
+        return deadline > 0 and (at_ms or now_ms()) >= deadline
 
     # -- creating and joining -------------------------------------------------------
 
@@ -210,17 +223,20 @@ class Matches:
         events = [stored_event("created", 1, now, creator,
                                      text=f"created: {meta.ruleset}, {seat_name(creator)}")]
         clock = start_clock(meta)
+        # A match waits for a person up to the lobby's TTL, for the hosted AI (which joins
+        # at once unless every worker is full or down) only until its deadline.
+        deadline = now + self.ai_join_ms if meta.opponent == Opponent.AI else 0
         if status == Status.PLAYING:
             events.append(stored_event("game_started", 1, now, text="game 1 started"))
             clock = advance(meta, clock, state, True, now)
+            deadline = clock.deadline_ms(meta)
         fields = {"meta": meta.to_json(), **progress_fields(1, (0, 0), None, ""),
                   **clock.fields()}
         created = False
         try:
             result = await self.storage.matches.create(
                 match_id, dump_position(state), status=status, seats=seats, fields=fields,
-                events=events,
-                deadline_ms=clock.deadline_ms(meta) if status == Status.PLAYING else 0,
+                events=events, deadline_ms=deadline,
                 ttl_s=self.lobby_ttl_s if meta.opponent == Opponent.OPEN else None,
             )
             created = result.status is CommitStatus.OK
@@ -255,8 +271,8 @@ class Matches:
         if not await self.storage.lobby.hold_place(kind, client, match_id, cap, ttl_s):
             what = "unjoined open matches" if kind == Opponent.OPEN else \
                 "unfinished matches against the hosted AI"
-            step = ("wait for someone to join one" if kind == Opponent.OPEN
-                    else "finish or resign one")
+            step = ("wait for someone to join one, or cancel one (Resign)"
+                    if kind == Opponent.OPEN else "finish or resign one")
             raise Refusal(Kind.EXHAUSTED, f"{kind}-matches-per-client",
                           f"at most {cap} {what} per client: {step} first")
 
@@ -292,6 +308,9 @@ class Matches:
             raise Refusal(Kind.FORBIDDEN, "not-ai-seat",
                           "the AI key joins only matches against the hosted AI")
         seat = meta.open_seat
+        if match.status == Status.FINISHED and seat >= 0:
+            raise precondition("cancelled", "the match was cancelled before anyone took "
+                               "the other seat")
         if match.status != Status.WAITING or seat < 0:
             return await self._joined_again(match_id, meta, ai_key_hash)
         if ai_key_hash:
@@ -459,7 +478,9 @@ class Matches:
         return self._outcome(match, state, events, seat)
 
     async def resign(self, match_id: str, seat: int, action_id: str, answer: Answer[A]) -> A:
-        """End the match: the seat resigning loses the game and the series."""
+        """End the match: the seat resigning loses the game and the series. A match still
+        waiting for its other seat is cancelled instead (its creator, the only seat with
+        a token, withdraws it): no winner, and it holds none of the creator's places."""
         key = f"r:{seat}:{action_id}"
         for _ in range(5):
             record, prior = await self.storage.matches.load_for_action(match_id, key)
@@ -468,10 +489,14 @@ class Matches:
             if record is None:
                 raise not_found(match_id)
             match = await self._checked(record)
-            self._check_playing(match)
-            state = match.state.clone()
-            state.resign(seat)
-            outcome = self._outcome(match, state, [], seat, end="resignation", loser=seat)
+            if match.status == Status.WAITING:
+                outcome = self._cancelled(match, f"cancelled by the {seat_name(seat)} "
+                                          "before anyone took the other seat")
+            else:
+                self._check_playing(match)
+                state = match.state.clone()
+                state.resign(seat)
+                outcome = self._outcome(match, state, [], seat, end="resignation", loser=seat)
             reply = answer.build(outcome, seat)
             result = await self._write(match, outcome, key, answer.encode(reply))
             if result.status is not CommitStatus.CONFLICT:
@@ -539,6 +564,23 @@ class Matches:
         )
         new = Match(record, meta, state, game, score, winner, end, fields)
         return Outcome(state, stored, new)
+
+    @staticmethod
+    def _cancelled(match: Match, why: str) -> Outcome:
+        """A waiting match ended before its first game: no winner, nothing played."""
+        now = now_ms()
+        old = match.record
+        version = old.version + 1
+        events = [stored_event("cancelled", version, now, text=why, final=True)]
+        fields = {**match.fields, **progress_fields(match.game, match.score, None, CANCELLED)}
+        record = MatchRecord(
+            match_id=old.match_id, state=old.state, version=version,
+            last_event=old.last_event + 1, status=Status.FINISHED, deadline_ms=0,
+            created_ms=old.created_ms, updated_ms=now, fields=fields,
+        )
+        new = Match(record, match.meta, match.state, match.game, match.score, None, CANCELLED,
+                    fields)
+        return Outcome(match.state, events, new)
 
     async def _write(self, match: Match, outcome: Outcome, key: str | None,
                      response: bytes) -> CommitResult:

@@ -14,6 +14,7 @@ import json
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
+from typing import Final
 
 from battleline_rules import (
     Action,
@@ -135,6 +136,9 @@ def deal(meta: Meta, game: int, first_player: int) -> GameState:
     return new_game(meta.ruleset, meta.options(first_player), meta.game_seed(game))
 
 
+CANCELLED: Final = "cancelled"  # Match.end of a match that ended before its first game
+
+
 @dataclass(slots=True)
 class Match:
     """One read of a match: the record plus its parsed settings and state."""
@@ -145,7 +149,7 @@ class Match:
     game: int = 1
     score: tuple[int, int] = (0, 0)
     winner: int | None = None  # of the match, once finished
-    end: str = ""  # "resignation" or "timeout" when the game ended that way
+    end: str = ""  # "resignation", "timeout" or CANCELLED when the match ended that way
     fields: dict[str, str] = field(default_factory=dict)
     # What every viewer's MatchView of this version shares, encoded once (views.py).
     public_view: bytes | None = None

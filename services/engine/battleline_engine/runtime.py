@@ -63,6 +63,9 @@ class EngineConfig:
     ai_address: str = ""  # AiService (`battleline ai --port`) for hints; "": no hints
     ai_matches_per_client: int = 4  # unfinished AI matches one client may hold at once
     ai_idle_ms: int = 15 * 60 * 1000  # the per-move limit of an AI match asked without a clock
+    # An AI match no hosted AI took by then is cancelled (every worker full or down): it
+    # would otherwise wait for ever and hold one of its creator's AI-match places.
+    ai_join_ms: int = 60_000
 
 
 class Runtime:
@@ -74,7 +77,8 @@ class Runtime:
 
         self.storage = storage
         self.config = config
-        self.matches = Matches(storage, lobby_ttl_s=config.lobby_ttl_s)
+        self.matches = Matches(storage, lobby_ttl_s=config.lobby_ttl_s,
+                               ai_join_ms=config.ai_join_ms)
         self.ai_key = AiKey(config.ai_key)
         self.callers = Callers(config.trusted_proxies, config.gateway_secret)
         self.seats = Seats(storage, self.callers,

@@ -1,4 +1,5 @@
-"""The clock sweeper: ends matches whose running clock has run out, even if nobody calls.
+"""The clock sweeper: ends matches whose deadline has passed, even if nobody calls: a
+running clock that ran out, or an AI match no hosted AI took in time.
 
 Every replica runs one; the version check of the commit lets only one of them
 record a given timeout. Reads also check the clock (matches.read), so the
@@ -41,10 +42,10 @@ class Sweeper:
         due = await self.storage.clocks.due(now_ms())
         for match_id, _ in due:
             record = await self.storage.matches.load(match_id)
-            if record is None or record.status != Status.PLAYING or record.deadline_ms == 0:
+            if record is None or record.status == Status.FINISHED or record.deadline_ms == 0:
                 await self.storage.clocks.unindex(match_id)
                 continue
-            await self.matches.read(match_id)  # times it out if the deadline has passed
+            await self.matches.read(match_id)  # ends it if the deadline has passed
         return len(due)
 
     async def _run(self) -> None:

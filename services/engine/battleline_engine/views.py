@@ -36,7 +36,7 @@ from battleline_rules.cards import CARD_COUNT, is_tactic
 from battleline_rules.notation import flag_text
 
 from .clocks import ClockState, left_ms
-from .model import ClockKind, Match, Meta, Status, action_text
+from .model import CANCELLED, ClockKind, Match, Meta, Status, action_text
 from .storage import StoredEvent
 
 FULL: Final = -2  # viewer of a finished match's record: nothing hidden
@@ -76,7 +76,7 @@ EVENT_KINDS: Final = {
     "created": pb.EVENT_KIND_CREATED, "joined": pb.EVENT_KIND_JOINED,
     "action": pb.EVENT_KIND_ACTION, "game_started": pb.EVENT_KIND_GAME_STARTED,
     "game_over": pb.EVENT_KIND_GAME_OVER, "resigned": pb.EVENT_KIND_RESIGNED,
-    "timeout": pb.EVENT_KIND_TIMEOUT,
+    "timeout": pb.EVENT_KIND_TIMEOUT, CANCELLED: pb.EVENT_KIND_CANCELLED,
 }
 
 
@@ -162,6 +162,8 @@ def summary(match: Match) -> pb.MatchSummary:
 
 def end_reason(match: Match) -> pb.EndReason.ValueType:
     """Why the current game ended (END_REASON_UNSPECIFIED while it goes on)."""
+    if match.end == CANCELLED:
+        return pb.END_REASON_CANCELLED
     outcome = match.state.outcome()
     if outcome is None:
         return pb.END_REASON_UNSPECIFIED

@@ -183,7 +183,7 @@ def _gave_up(term: Terminal, seat: Seat, wait_s: float, ai: bool) -> int:
     why = ("no hosted-AI worker is serving this engine (`battleline serve` starts one "
            "unless given --no-ai)" if ai else "nobody joined")
     term.console.print(f"[red]nobody took the other seat within {wait_s:g} s[/]: {why}; "
-                       "resigning the match.")
+                       "cancelling the match.")
     with contextlib.suppress(BattleLineError):
         seat.resign()
     return 2

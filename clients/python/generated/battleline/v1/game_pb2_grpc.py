@@ -108,7 +108,9 @@ class GameServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Resign(self, request, context):
-        """Resign the current game (and, for a series, the match).
+        """Resign the current game (and, for a series, the match). On a match still
+        waiting for its other seat, its creator cancels it: it ends with no winner
+        (END_REASON_CANCELLED) and no longer counts against the creator's limits.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

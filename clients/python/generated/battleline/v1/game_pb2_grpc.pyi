@@ -55,7 +55,10 @@ class GameServiceStub:
     SubmitAction: _grpc.UnaryUnaryMultiCallable[_game_pb2.SubmitActionRequest, _game_pb2.SubmitActionResponse]
     """Apply one or more actions of the caller's seat, atomically."""
     Resign: _grpc.UnaryUnaryMultiCallable[_game_pb2.ResignRequest, _game_pb2.ResignResponse]
-    """Resign the current game (and, for a series, the match)."""
+    """Resign the current game (and, for a series, the match). On a match still
+    waiting for its other seat, its creator cancels it: it ends with no winner
+    (END_REASON_CANCELLED) and no longer counts against the creator's limits.
+    """
     GetHint: _grpc.UnaryUnaryMultiCallable[_game_pb2.GetHintRequest, _game_pb2.GetHintResponse]
     """The hosted AI's suggestion for the caller's own seat, from that seat's view.
     Only where the match allows hints: against the hosted AI and in LOCAL
@@ -90,7 +93,10 @@ class GameServiceAsyncStub(GameServiceStub):
     SubmitAction: _aio.UnaryUnaryMultiCallable[_game_pb2.SubmitActionRequest, _game_pb2.SubmitActionResponse]  # type: ignore[assignment]
     """Apply one or more actions of the caller's seat, atomically."""
     Resign: _aio.UnaryUnaryMultiCallable[_game_pb2.ResignRequest, _game_pb2.ResignResponse]  # type: ignore[assignment]
-    """Resign the current game (and, for a series, the match)."""
+    """Resign the current game (and, for a series, the match). On a match still
+    waiting for its other seat, its creator cancels it: it ends with no winner
+    (END_REASON_CANCELLED) and no longer counts against the creator's limits.
+    """
     GetHint: _aio.UnaryUnaryMultiCallable[_game_pb2.GetHintRequest, _game_pb2.GetHintResponse]  # type: ignore[assignment]
     """The hosted AI's suggestion for the caller's own seat, from that seat's view.
     Only where the match allows hints: against the hosted AI and in LOCAL
@@ -140,7 +146,10 @@ class GameServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _game_pb2.ResignRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_game_pb2.ResignResponse, _abc.Awaitable[_game_pb2.ResignResponse]]:
-        """Resign the current game (and, for a series, the match)."""
+        """Resign the current game (and, for a series, the match). On a match still
+        waiting for its other seat, its creator cancels it: it ends with no winner
+        (END_REASON_CANCELLED) and no longer counts against the creator's limits.
+        """
 
     @_abc_1.abstractmethod
     def GetHint(

@@ -239,6 +239,11 @@ class _EndReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EndReason.V
     """Two turns in a row changed nothing: provable flags were awarded and the
     seat with more flags won (docs/RULES.md, "Stalemate").
     """
+    END_REASON_CANCELLED: _EndReason.ValueType  # 8
+    """The match ended before its first game began, with no winner: its creator
+    resigned while waiting for the other seat, or no hosted AI took its seat
+    in time (docs/API.md, "Cancelled matches").
+    """
 
 class EndReason(_EndReason, metaclass=_EndReasonEnumTypeWrapper):
     """Why a game ended."""
@@ -260,6 +265,11 @@ END_REASON_DRAW: EndReason.ValueType  # 6
 END_REASON_STALEMATE: EndReason.ValueType  # 7
 """Two turns in a row changed nothing: provable flags were awarded and the
 seat with more flags won (docs/RULES.md, "Stalemate").
+"""
+END_REASON_CANCELLED: EndReason.ValueType  # 8
+"""The match ended before its first game began, with no winner: its creator
+resigned while waiting for the other seat, or no hosted AI took its seat
+in time (docs/API.md, "Cancelled matches").
 """
 Global___EndReason: _TypeAlias = EndReason  # noqa: Y015
 
@@ -285,6 +295,8 @@ class _EventKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EventKind.V
     """A player resigned."""
     EVENT_KIND_TIMEOUT: _EventKind.ValueType  # 7
     """A player's clock ran out."""
+    EVENT_KIND_CANCELLED: _EventKind.ValueType  # 8
+    """The match ended before anyone took the other seat (see END_REASON_CANCELLED)."""
 
 class EventKind(_EventKind, metaclass=_EventKindEnumTypeWrapper):
     """The kind of a numbered match event."""
@@ -305,6 +317,8 @@ EVENT_KIND_RESIGNED: EventKind.ValueType  # 6
 """A player resigned."""
 EVENT_KIND_TIMEOUT: EventKind.ValueType  # 7
 """A player's clock ran out."""
+EVENT_KIND_CANCELLED: EventKind.ValueType  # 8
+"""The match ended before anyone took the other seat (see END_REASON_CANCELLED)."""
 Global___EventKind: _TypeAlias = EventKind  # noqa: Y015
 
 class _OpponentKind:

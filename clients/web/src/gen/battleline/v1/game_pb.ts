@@ -310,7 +310,9 @@ export const GameService: GenService<{
     output: typeof SubmitActionResponseSchema;
   },
   /**
-   * Resign the current game (and, for a series, the match).
+   * Resign the current game (and, for a series, the match). On a match still
+   * waiting for its other seat, its creator cancels it: it ends with no winner
+   * (END_REASON_CANCELLED) and no longer counts against the creator's limits.
    *
    * @generated from rpc battleline.v1.GameService.Resign
    */
