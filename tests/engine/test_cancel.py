@@ -79,8 +79,8 @@ def test_the_creator_cancels_a_match_nobody_joined(
     _assert_cancelled(_view(client, created.match_id))
     events = list(client.watcher.Watch(watch_pb2.WatchRequest(
         match_id=created.match_id, resume_after=0), timeout=10))  # every event; then it ends
-    assert [e.event.kind for e in events if e.HasField("event")][-1] == \
-        types_pb2.EVENT_KIND_CANCELLED
+    last = [e.event for e in events if e.HasField("event")][-1]
+    assert (last.kind, last.seat) == (types_pb2.EVENT_KIND_CANCELLED, created.seat)
 
     _create(client, kind)  # the cancelled match holds no place
     client.channel.close()

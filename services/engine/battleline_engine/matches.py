@@ -491,7 +491,7 @@ class Matches:
             match = await self._checked(record)
             if match.status == Status.WAITING:
                 outcome = self._cancelled(match, f"cancelled by the {seat_name(seat)} "
-                                          "before anyone took the other seat")
+                                          "before anyone took the other seat", seat)
             else:
                 self._check_playing(match)
                 state = match.state.clone()
@@ -566,12 +566,13 @@ class Matches:
         return Outcome(state, stored, new)
 
     @staticmethod
-    def _cancelled(match: Match, why: str) -> Outcome:
-        """A waiting match ended before its first game: no winner, nothing played."""
+    def _cancelled(match: Match, why: str, seat: int | None = None) -> Outcome:
+        """A waiting match ended before its first game (by `seat`, or by the engine): no
+        winner, nothing played."""
         now = now_ms()
         old = match.record
         version = old.version + 1
-        events = [stored_event("cancelled", version, now, text=why, final=True)]
+        events = [stored_event(CANCELLED, version, now, seat, text=why, final=True)]
         fields = {**match.fields, **progress_fields(match.game, match.score, None, CANCELLED)}
         record = MatchRecord(
             match_id=old.match_id, state=old.state, version=version,
