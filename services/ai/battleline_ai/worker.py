@@ -232,8 +232,10 @@ class AiWorker:
                           "%s: set the same BATTLELINE_AI_KEY on engines and AI; left for "
                           "reclaim", self.name, match_id)
                 return  # a worker with the right key takes it over after claim_idle_s
-            log.warning("ai worker %s: request %s for match %s dropped: %s", self.name,
-                        entry_id, match_id, err)
+            # A match the engine cancelled while every worker was busy is routine.
+            level = logging.INFO if err.reason == "cancelled" else logging.WARNING
+            log.log(level, "ai worker %s: request %s for match %s dropped: %s", self.name,
+                    entry_id, match_id, err)
         except asyncio.CancelledError:
             raise
         except Exception:
