@@ -26,7 +26,7 @@ WITH_AI = replace(open_limits(), ai_key=AI_KEY)
 
 
 def start_worker(engine: str, redis_url: str, log: Path, *, claim_idle: float = 30.0,
-                 move_cap: float = 0.3, concurrency: int = 8,
+                 move_cap: float = 0.3, concurrency: int = 8, park_after: float = 60.0,
                  key: str = AI_KEY) -> subprocess.Popen[bytes]:
     """One worker process; its log goes to `log` (appended)."""
     env = {**os.environ, "BATTLELINE_AI_KEY": key, "REDIS_URL": redis_url}
@@ -34,7 +34,7 @@ def start_worker(engine: str, redis_url: str, log: Path, *, claim_idle: float = 
         return subprocess.Popen(
             [sys.executable, "-m", "battleline_ai.worker", "--engine", engine,
              "--claim-idle", str(claim_idle), "--move-cap", str(move_cap),
-             "--concurrency", str(concurrency)],
+             "--concurrency", str(concurrency), "--park-after", str(park_after)],
             stdout=out, stderr=subprocess.STDOUT, env=env)
 
 

@@ -93,13 +93,17 @@ class WorkerConfig:
     redis_url: str = field(repr=False)  # may carry the Redis password
     key: str = field(repr=False)  # the AI's key: acts for the AI's seats
     # Matches held by this process at once. A match waiting for its human costs a
-    # watch stream and no CPU (searches queue for `search_processes`), so this is high:
-    # 16 clients holding 4 idle matches each filled 64 places (sixth audit). Its streams
-    # share one connection, which an engine lets carry 600.
+    # watch stream and no CPU (searches queue for `search_processes`), and for at most
+    # `park_after_s`, so this is high. Its streams share one connection, which an
+    # engine lets carry 600.
     concurrency: int = 512
     search_processes: int = 1  # the decision pool
     claim_idle_s: float = 30.0  # a request idle this long is taken from its silent holder
     move_cap_s: float = 5.0  # longest think per move (also without a clock)
+    # A match whose human has not moved for this long is parked: the worker lets go of
+    # it (its place and its watch stream) and the engine asks again once the human moves,
+    # so idle matches cannot fill the workers (sixth audit).
+    park_after_s: float = 60.0
     name: str = ""  # consumer name; unique per process by default
 
 
@@ -223,9 +227,14 @@ class AiWorker:
 
     async def _serve(self, entry_id: str, fields: dict[str, str]) -> None:
         match_id = fields.get("match", "")
+        outcome = "done"
         try:
             handle = await self._seat(fields)
-            await self._play(AsyncSeat(self.client, handle), fields)
+            seat = AsyncSeat(self.client, handle)
+            while not await self._play(seat, fields):
+                if await self._park(seat, fields):
+                    outcome = "parked until its human moves"
+                    break
         except _HOPELESS as err:
             if err.reason == "seat-reserved":  # our key is not the engine's: not hopeless,
                 log.error("ai worker %s: the engine refused this worker's AI key for match "
@@ -243,7 +252,7 @@ class AiWorker:
             log.exception("ai worker %s: match %s failed; left for reclaim", self.name, match_id)
             return
         await self.storage.ai.ack(entry_id)
-        log.info("ai worker %s: match %s done", self.name, match_id)
+        log.info("ai worker %s: match %s %s", self.name, match_id, outcome)
 
     async def _seat(self, fields: dict[str, str]) -> SeatHandle:
         """The AI's seat, joined with the AI's key (again, after a takeover: the same seat).
@@ -260,31 +269,61 @@ class AiWorker:
             raise PermissionDenied(f"match {match_id}: the AI holds another seat than asked")
         return SeatHandle(match_id, self.config.key, handle.seat)
 
-    async def _play(self, seat: AsyncSeat, fields: dict[str, str]) -> None:
-        """Answer every view that asks this seat to act, until the match is over."""
+    async def _play(self, seat: AsyncSeat, fields: dict[str, str]) -> bool:
+        """Answer every view that asks this seat to act, until the match is over (True)
+        or its human has not moved for `park_after_s` (False)."""
         spec = level_spec(int(fields.get("level", "5") or 5))
+        owner = fields.get("owner") or seat.match_id
         acted = -1
-        async for _message in seat.watch(include_views=True):
-            view = seat.last_view
-            while view is not None and is_my_turn(view) and view.version > acted:
-                acted = view.version
-                if not view.position:  # an engine that fills positions only on request
-                    view = await seat.view()
-                decision = await self._decide(view.position, spec,
-                                              move_deadline(view, self.config.move_cap_s),
-                                              owner=fields.get("owner") or seat.match_id)
-                log.debug("match %s v%d: %s (%d iterations, %.2f s, win %.2f)", seat.match_id,
-                          view.version, decision.action, decision.iterations, decision.seconds,
-                          decision.value)
-                try:
-                    view = seat.remember((await seat.act(decision.action)).view)
-                except (StaleVersion, NotYourTurn, IllegalAction):
-                    view = await seat.view()  # the match moved on (a timeout, a resign)
-            if view is not None and is_finished(view):
-                return
+        clock = asyncio.get_running_loop().time
+        try:
+            async with asyncio.timeout(None) as idle:
+                async for _message in seat.watch(include_views=True):
+                    idle.reschedule(None)  # a search of ours is not the human's idleness
+                    view, acted = await self._answer(seat, spec, owner, acted)
+                    if view is not None and is_finished(view):
+                        return True
+                    idle.reschedule(clock() + self.config.park_after_s)
+        except TimeoutError:
+            return False
         view = await seat.view()
         if not is_finished(view):
             raise BattleLineError(f"watch of match {seat.match_id} ended before the match")
+        return True
+
+    async def _answer(self, seat: AsyncSeat, spec: str, owner: str, acted: int,
+                      ) -> tuple[types_pb2.MatchView | None, int]:
+        """Act on the newest view while it asks this seat to, once per version; the last
+        view and the last version acted on."""
+        view = seat.last_view
+        while view is not None and is_my_turn(view) and view.version > acted:
+            acted = view.version
+            if not view.position:  # an engine that fills positions only on request
+                view = await seat.view()
+            decision = await self._decide(view.position, spec,
+                                          move_deadline(view, self.config.move_cap_s), owner)
+            log.debug("match %s v%d: %s (%d iterations, %.2f s, win %.2f)", seat.match_id,
+                      view.version, decision.action, decision.iterations, decision.seconds,
+                      decision.value)
+            try:
+                view = seat.remember((await seat.act(decision.action)).view)
+            except (StaleVersion, NotYourTurn, IllegalAction):
+                view = await seat.view()  # the match moved on (a timeout, a resign)
+        return view, acted
+
+    async def _park(self, seat: AsyncSeat, fields: dict[str, str]) -> bool:
+        """Leave the match to the engine until its human moves; False if the AI is to act
+        after all (the human moved meanwhile), so this worker plays on.
+
+        Parked first, looked at second: a move committed before the park is seen in the
+        view, one after it wakes the AI. Whichever of this worker and the engine takes
+        the parked request (`unpark`) serves the match."""
+        await self.storage.ai.park(fields)
+        view = await seat.view()
+        if is_finished(view):
+            await self.storage.ai.unpark(seat.match_id)  # nothing left to wake it for
+            return True
+        return not is_my_turn(view) or await self.storage.ai.unpark(seat.match_id) is None
 
     async def _decide(self, position: str, spec: str, deadline: float, owner: str) -> Decision:
         """The level's search in a search process if one is ours before `deadline` is
@@ -331,6 +370,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--search-processes", type=int, default=1)
     parser.add_argument("--claim-idle", type=float, default=30.0)
     parser.add_argument("--move-cap", type=float, default=5.0)
+    parser.add_argument("--park-after", type=float, default=WorkerConfig.park_after_s,
+                        help="seconds a human may think before the match is parked")
     parser.add_argument("--name", default="")
     parser.add_argument("--log-level", type=LogLevel, choices=list(LogLevel),
                         default=LogLevel.INFO)
@@ -341,8 +382,9 @@ def main(argv: list[str] | None = None) -> None:
     redis_url, key = os.environ.get("REDIS_URL", ""), os.environ.get(KEY_ENV, "")
     if not redis_url or not key:
         parser.error(f"set REDIS_URL and {KEY_ENV} in the environment")
-    config = WorkerConfig(args.engine, redis_url, key, args.concurrency, args.search_processes,
-                          args.claim_idle, args.move_cap, args.name)
+    config = WorkerConfig(args.engine, redis_url, key, concurrency=args.concurrency,
+                          search_processes=args.search_processes, claim_idle_s=args.claim_idle,
+                          move_cap_s=args.move_cap, park_after_s=args.park_after, name=args.name)
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_main(config))

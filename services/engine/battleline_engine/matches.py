@@ -11,6 +11,7 @@ since it is stored with the commit (a repeated action id gets the same answer).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from collections.abc import Callable
@@ -64,6 +65,7 @@ A = TypeVar("A")  # an action's answer, as the servicer layer sends it
 
 MAX_ACTIONS = 16  # per request; a full turn is play + claims + draw
 _STORE_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+_WAKE_RETRIES_S = (0.1, 0.3, 1.0, None)  # pauses before each new try of `_wake_ai`
 log = logging.getLogger(__name__)
 
 
@@ -599,7 +601,29 @@ class Matches:
         )
         if result.status is CommitStatus.OK:
             self.cache.remember(new)
+            if _turn_passed_to_ai(match, new):
+                await self._wake_ai(match.match_id)
         return result
+
+    async def _wake_ai(self, match_id: str) -> None:
+        """Ask a hosted AI again for a match a worker parked while its human thought.
+
+        The move is committed whatever happens here, so a store that fails is asked
+        again for about 1.5 s (the request once taken is kept); after that the failure
+        is logged, and the AI of that match will lose on time."""
+        parked: dict[str, str] | None = None
+        for retry_s in _WAKE_RETRIES_S:
+            try:
+                parked = parked or await self.storage.ai.unpark(match_id)
+                if parked is not None:
+                    await self.storage.ai.request(match_id, int(parked["seat"]),
+                                                  int(parked["level"]), parked.get("owner", ""))
+                return
+            except _STORE_ERRORS:
+                if retry_s is None:
+                    log.exception("match %s: the parked hosted AI could not be woken", match_id)
+                    return
+                await asyncio.sleep(retry_s)
 
     def _answered(self, match: Match, result: CommitResult, reply: A, answer: Answer[A]) -> A:
         """The answer after a checked write: the stored one for a repeated action id,
@@ -617,6 +641,14 @@ class Matches:
                           f"the match changed (now version {result.version}): refetch the view")
         if result.status is CommitStatus.NOT_FOUND:
             raise not_found(match.match_id)
+
+
+def _turn_passed_to_ai(before: Match, after: Match) -> bool:
+    """Whether a commit made the hosted AI's seat the one to act (its human moved)."""
+    seat = after.meta.ai_seat
+    return (after.meta.opponent == Opponent.AI and after.status == Status.PLAYING
+            and after.state.current_player == seat
+            and not (before.status == Status.PLAYING and before.state.current_player == seat))
 
 
 def _auto_claims(state: GameState, auto: tuple[bool, bool]) -> list[Event]:

@@ -1,15 +1,19 @@
 """The AI request stream: matches waiting for a hosted AI to take a seat.
 
-    bl:ai:requests     stream  match, seat, level; read by the consumer group below
+    bl:ai:requests         stream  match, seat, level, owner; read by the consumer group below
+    bl:ai:parked:<match>   string  a parked match's request (JSON), until its human moves
 
 An engine appends a request when an AI match is created; AI workers read it
 through one consumer group, keep the entries they serve pending (claiming them
 again as a heartbeat), ack them when the match is done, and take over entries
-whose worker has been silent too long.
+whose worker has been silent too long. A worker whose match has waited long for
+its human parks it (`park`, then ack) and holds nothing for it; the engine that
+commits the human's move takes the parked request (`unpark`) and appends it again.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
@@ -19,8 +23,14 @@ from .connection import PREFIX, Connection, check_id, text
 
 REQUESTS_KEY: Final = f"{PREFIX}:ai:requests"  # public for tests that inspect the stream
 GROUP: Final = "ai-workers"
+# A parked match's human thinks at most a day (the longest clock), then loses on time.
+PARKED_TTL_S: Final = 2 * 24 * 3600
 
 Request = tuple[str, dict[str, str]]  # (entry id, fields)
+
+
+def _parked_key(match_id: str) -> str:
+    return f"{PREFIX}:ai:parked:{check_id(match_id)}"
 
 
 def _request(entry_id: bytes | str, fields: Mapping[bytes, bytes]) -> Request:
@@ -40,6 +50,18 @@ class AiRequests:
         except aioredis.ResponseError as err:
             if "BUSYGROUP" not in str(err):
                 raise
+
+    async def park(self, fields: Mapping[str, str]) -> None:
+        """Leave a request's match until its human moves: the engine appends `fields`
+        again then (`unpark`)."""
+        await self._redis.set(_parked_key(fields["match"]), json.dumps(dict(fields)),
+                              ex=PARKED_TTL_S)
+
+    async def unpark(self, match_id: str) -> dict[str, str] | None:
+        """Take a parked match's request (None: not parked). One caller gets it: the
+        engine waking the AI, or the parking worker finding the AI to act after all."""
+        stored = await self._redis.getdel(_parked_key(match_id))
+        return None if stored is None else cast("dict[str, str]", json.loads(stored))
 
     async def request(self, match_id: str, seat: int, level: int, owner: str = "") -> str:
         """Ask an AI worker to play `seat` of a match; returns the request id. `owner`:

@@ -1,0 +1,86 @@
+"""What an AI match holds of a worker: an AI worker that comes after the engine cancelled
+a match (no worker took it in time) drops that request for good, and a worker lets go of
+a match whose human thinks long (parks it) and plays it again once the human moves."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import redis
+
+from battleline.v1 import types_pb2
+from battleline_client.bots import choose
+from battleline_client.client import Client
+from battleline_client.common import is_my_turn
+from battleline_engine.storage.ai import GROUP, REQUESTS_KEY
+from battleline_host.local import LocalService
+from tests.ai.service_harness import WITH_AI, start_worker, stop
+
+
+def _phase_within(client: Client, match_id: str, timeout_s: float) -> int:
+    """The match's phase once it left WAITING (or WAITING after `timeout_s`)."""
+    deadline = time.monotonic() + timeout_s
+    phase = client.view(match_id).phase
+    while phase == types_pb2.MATCH_PHASE_WAITING and time.monotonic() < deadline:
+        time.sleep(0.1)
+        phase = client.view(match_id).phase
+    return phase
+
+
+def test_a_late_worker_drops_a_cancelled_match_and_serves_the_next(redis_url: str,
+                                                                    tmp_path: Path) -> None:
+    store = redis.Redis.from_url(redis_url)
+    with LocalService(redis_url, config=replace(WITH_AI, ai_join_ms=500)) as engine, \
+            Client(engine.address) as client:
+        early = client.create(opponent="ai", ai_level=1)
+        assert _phase_within(client, early.match_id, 10) == types_pb2.MATCH_PHASE_FINISHED
+        assert client.view(early.match_id).end_reason == types_pb2.END_REASON_CANCELLED
+        worker = start_worker(engine.address, redis_url, tmp_path / "worker.log")
+        try:
+            later = client.create(opponent="ai", ai_level=1)
+            assert _phase_within(client, later.match_id, 30) == types_pb2.MATCH_PHASE_PLAYING
+            pending = store.xpending_range(REQUESTS_KEY, GROUP, min="-", max="+", count=10)
+            assert len(pending) == 1  # the cancelled match's request was acknowledged
+        finally:
+            stop(worker)
+    assert "dropped" in (tmp_path / "worker.log").read_text()
+    store.close()
+
+
+def _pending(store: redis.Redis) -> int:
+    return len(store.xpending_range(REQUESTS_KEY, GROUP, min="-", max="+", count=100))
+
+
+def test_a_worker_parks_a_match_whose_human_thinks_and_plays_it_when_the_human_moves(
+        redis_url: str, tmp_path: Path) -> None:
+    store = redis.Redis.from_url(redis_url)
+    log = tmp_path / "worker.log"
+    with LocalService(redis_url, config=WITH_AI) as engine, Client(engine.address) as client:
+        worker = start_worker(engine.address, redis_url, log, park_after=1.0)
+        try:
+            created = client.create(opponent="ai", ai_level=4)
+            seat = client.seat(created.seat)
+            deadline = time.monotonic() + 30
+            while not (is_my_turn(seat.view()) and "parked" in log.read_text()):
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            assert _pending(store) == 0  # the worker holds nothing for it
+            rng = random.Random(2)
+            for _ in range(3):  # each human turn wakes the AI, which answers it
+                view = seat.view()
+                while is_my_turn(view):
+                    seat.act(*choose(view, rng))
+                    view = seat.view()
+                deadline = time.monotonic() + 30
+                while not is_my_turn(view):
+                    assert time.monotonic() < deadline, log.read_text()
+                    time.sleep(0.1)
+                    view = seat.view()
+                time.sleep(1.5)  # long enough to be parked again
+        finally:
+            stop(worker)
+    assert log.read_text().count("parked until its human moves") >= 3
+    store.close()

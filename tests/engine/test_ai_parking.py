@@ -1,0 +1,84 @@
+"""A hosted-AI worker parks a match whose human thinks long (it lets go of its place and
+its stream); the engine that commits the human's move asks for the AI again, exactly
+once, with the parked request's fields."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from battleline.v1 import lobby_pb2, types_pb2
+from battleline_client.bots import choose
+from battleline_engine.storage.ai import REQUESTS_KEY
+
+from .harness import AI_KEY, SEATS, Client, Engine, auth
+
+
+@pytest.fixture
+def store(redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    client.close()
+
+
+def _ai_match(client: Client) -> tuple[lobby_pb2.CreateMatchResponse, int]:
+    """An AI match the test's AI has joined, with the human to act; the human's seat."""
+    for _ in range(20):  # the seat is random: until the human moves first
+        created = client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
+            opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_AI, ai_level=4),
+            options=types_pb2.MatchOptions(ruleset="standard")), timeout=10)
+        client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id),
+                               metadata=auth(AI_KEY), timeout=10)
+        human = SEATS.index(created.seat)
+        if client.view(created.match_id, created.seat_token).current_seat == created.seat:
+            return created, human
+    raise AssertionError("the human never moved first")
+
+
+def _requests(store: redis.Redis, match_id: str) -> list[dict[str, str]]:
+    return [fields for _id, fields in store.xrange(REQUESTS_KEY) if fields["match"] == match_id]
+
+
+def _human_turn(client: Client, created: lobby_pb2.CreateMatchResponse) -> None:
+    """The human plays and draws: the turn passes to the AI."""
+    rng = random.Random(1)
+    view = client.view(created.match_id, created.seat_token)
+    while view.current_seat == created.seat:
+        client.submit(created.match_id, created.seat_token, view.version, choose(view, rng))
+        view = client.view(created.match_id, created.seat_token)
+
+
+def test_the_humans_move_wakes_a_parked_ai_once(engine: Engine, client: Client,
+                                                 store: redis.Redis) -> None:
+    created, human = _ai_match(client)
+    asked = _requests(store, created.match_id)
+    assert len(asked) == 1  # at creation
+    engine.call(engine.storage.ai.park(asked[0]))
+    _human_turn(client, created)
+    again = _requests(store, created.match_id)
+    assert again == [asked[0], asked[0]]  # asked once more, with the same fields
+    assert engine.call(engine.storage.ai.unpark(created.match_id)) is None  # taken
+    assert int(asked[0]["seat"]) == 1 - human
+
+
+def test_a_match_not_parked_asks_for_nothing_more(engine: Engine, client: Client,
+                                                  store: redis.Redis) -> None:
+    created, _ = _ai_match(client)
+    _human_turn(client, created)
+    assert len(_requests(store, created.match_id)) == 1
+
+
+def test_one_of_two_racing_unparks_gets_the_request(engine: Engine) -> None:
+    fields = {"match": "m" * 24, "seat": "1", "level": "5", "owner": "LOOPBACK"}
+
+    async def race() -> list[dict[str, str] | None]:
+        await engine.storage.ai.park(fields)
+        return list(await asyncio.gather(*(engine.storage.ai.unpark(fields["match"])
+                                           for _ in range(8))))
+
+    taken = engine.call(race())
+    assert [t for t in taken if t is not None] == [fields]
