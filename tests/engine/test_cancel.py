@@ -13,8 +13,10 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
+import redis
 
 from battleline.v1 import game_pb2, lobby_pb2, types_pb2, watch_pb2
+from battleline_engine.storage.matches import match_key
 
 from .harness import AI_KEY, OPEN_LIMITS, Client, Engine
 from .test_errors import details
@@ -132,3 +134,44 @@ def test_an_ai_match_the_ai_took_plays_on_past_the_join_deadline(capped: Engine)
     assert view.phase == types_pb2.MATCH_PHASE_PLAYING
     assert view.end_reason == types_pb2.END_REASON_UNSPECIFIED
     client.channel.close()
+
+
+def test_a_waiting_creator_sees_no_hand_and_the_game_is_dealt_at_join(
+        capped: Engine, redis_url: str) -> None:
+    """The seventh audit re-dealt for free: create, look at the hand, cancel, again (40
+    deals in 10 s) until an opening wedge came, then wait for a stranger. Now nothing of a
+    hand shows while waiting, and the game played is dealt when the seat is taken."""
+    creator, joiner = Client.to(capped.address), Client.to(capped.address)
+    created = _create(creator, types_pb2.OPPONENT_KIND_OPEN)
+    waiting = creator.view(created.match_id, created.seat_token)
+    assert waiting.phase == types_pb2.MATCH_PHASE_WAITING
+    assert not waiting.hand and not waiting.legal_actions
+    hands = [line.split(":", 1)[1].split() for line in waiting.position.splitlines()
+             if line.startswith("hand ")]
+    assert len(hands) == 2 and all(card.startswith("?") for hand in hands for card in hand)
+    store = redis.Redis.from_url(redis_url)
+    dealt_at_creation = store.hget(match_key(created.match_id, "m"), "state")
+    joiner.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id), timeout=10)
+    playing = creator.view(created.match_id, created.seat_token)
+    assert playing.phase == types_pb2.MATCH_PHASE_PLAYING and len(playing.hand) == 7
+    assert store.hget(match_key(created.match_id, "m"), "state") != dealt_at_creation
+    store.close()
+    creator.channel.close()
+    joiner.channel.close()
+
+
+def test_a_cancel_only_resign_leaves_a_game_that_has_begun(capped: Engine) -> None:
+    """A cancel button pressed as a stranger takes the seat must not lose that game
+    (the seventh audit saw 2 of 15 such races end in a resignation)."""
+    creator, joiner = Client.to(capped.address), Client.to(capped.address)
+    created = _create(creator, types_pb2.OPPONENT_KIND_OPEN)
+    joiner.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id), timeout=10)
+    with pytest.raises(grpc.RpcError) as refused:
+        creator.game.Resign(game_pb2.ResignRequest(
+            match_id=created.match_id, action_id="cancel", cancel_only=True),
+            metadata=[("authorization", f"Bearer {created.seat_token}")], timeout=10)
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert _reason(refused.value) == "joined"
+    assert _view(creator, created.match_id).phase == types_pb2.MATCH_PHASE_PLAYING
+    creator.channel.close()
+    joiner.channel.close()

@@ -137,12 +137,10 @@ class AsyncClient:
                                         action_id or common.new_action_id())
         return await self._unary("SubmitAction", self._game.SubmitAction, request, handle.token)
 
-    async def resign(self, handle: SeatHandle,
-                     action_id: str | None = None) -> types_pb2.MatchView:
-        """Resign the match for this seat; returns the seat's final view."""
-        request = game_pb2.ResignRequest(match_id=handle.match_id,
-                                         action_id=action_id or common.new_action_id(),
-                                         include_position=common.POSITIONS)
+    async def resign(self, handle: SeatHandle, action_id: str | None = None,
+                     cancel_only: bool = False) -> types_pb2.MatchView:
+        """Resign the match for this seat (see `Client.resign`); the seat's final view."""
+        request = common.resign_request(handle, action_id, cancel_only)
         response = await self._unary("Resign", self._game.Resign, request, handle.token)
         return response.view
 
@@ -226,8 +224,12 @@ class AsyncSeat(SeatMemory["AsyncClient"]):
         return response
 
     async def resign(self) -> types_pb2.MatchView:
-        """Resign the match."""
+        """Resign the match (cancel it while nobody has taken the other seat)."""
         return self.remember(await self.client.resign(self.handle))
+
+    async def cancel(self) -> types_pb2.MatchView:
+        """Cancel the match while nobody has taken the other seat (see `Seat.cancel`)."""
+        return self.remember(await self.client.resign(self.handle, cancel_only=True))
 
     async def hint(self, budget_ms: int = 0) -> game_pb2.GetHintResponse:
         """The hosted AI's suggestion for this seat's move (see `AsyncClient.hint`)."""

@@ -139,11 +139,12 @@ class Client:
                                         action_id or common.new_action_id())
         return self._unary("SubmitAction", self._game.SubmitAction, request, handle.token)
 
-    def resign(self, handle: SeatHandle, action_id: str | None = None) -> types_pb2.MatchView:
-        """Resign the match for this seat; returns the seat's final view."""
-        request = game_pb2.ResignRequest(match_id=handle.match_id,
-                                         action_id=action_id or common.new_action_id(),
-                                         include_position=common.POSITIONS)
+    def resign(self, handle: SeatHandle, action_id: str | None = None,
+               cancel_only: bool = False) -> types_pb2.MatchView:
+        """Resign the match for this seat; returns the seat's final view. A match still
+        waiting for its other seat is cancelled instead (no winner); `cancel_only` does
+        only that, and raises IllegalAction ("joined") once the game has begun."""
+        request = common.resign_request(handle, action_id, cancel_only)
         return self._unary("Resign", self._game.Resign, request, handle.token).view
 
     def hint(self, handle: SeatHandle, budget_ms: int = 0) -> game_pb2.GetHintResponse:
@@ -235,8 +236,13 @@ class Seat(SeatMemory["Client"]):
         return response
 
     def resign(self) -> types_pb2.MatchView:
-        """Resign the match."""
+        """Resign the match (cancel it while nobody has taken the other seat)."""
         return self.remember(self.client.resign(self.handle))
+
+    def cancel(self) -> types_pb2.MatchView:
+        """Cancel the match while nobody has taken the other seat; once someone has,
+        IllegalAction ("joined") and the game goes on."""
+        return self.remember(self.client.resign(self.handle, cancel_only=True))
 
     def hint(self, budget_ms: int = 0) -> game_pb2.GetHintResponse:
         """The hosted AI's suggestion for this seat's move (see `Client.hint`)."""

@@ -135,6 +135,14 @@ def new_action_id() -> str:
     return uuid.uuid4().hex
 
 
+def resign_request(handle: SeatHandle, action_id: str | None,
+                   cancel_only: bool) -> game_pb2.ResignRequest:
+    """The Resign request of the sync and asyncio clients."""
+    return game_pb2.ResignRequest(match_id=handle.match_id,
+                                  action_id=action_id or new_action_id(),
+                                  include_position=POSITIONS, cancel_only=cancel_only)
+
+
 def seat_index(seat: int) -> int:
     """0 for SEAT_FIRST, 1 for SEAT_SECOND (the rules core's numbering)."""
     if seat not in (types_pb2.SEAT_FIRST, types_pb2.SEAT_SECOND):

@@ -45,10 +45,17 @@ export class Game {
   }
 
   /** Withdraw a match nobody has taken the other seat of (the engine cancels it, so it
-   * no longer counts against this browser's limits), then leave it. */
+   * no longer counts against this browser's limits), then leave it. If the seat was
+   * taken meanwhile the engine refuses and the game stays on screen: a cancel never
+   * resigns a game its player has not seen. */
   async cancel(): Promise<void> {
-    await this.resign();
-    this.leave();
+    const { matchId } = this.store.state;
+    try {
+      await game.resign({ matchId, actionId: crypto.randomUUID(), cancelOnly: true });
+      this.leave();
+    } catch (err) {
+      this.store.update({ error: errorText(err) });
+    }
   }
 
   /** Stop following and forget the seat. */

@@ -99,6 +99,7 @@ class GameServicer(game_pb2_grpc.GameServiceServicer):
         seat = await self.rt.seats.require(context, match_id)
         self.rt.action_limit.take(f"{match_id}/{seat}")
         return await self.rt.matches.resign(match_id, seat, action_id,
-                                            RESIGNED[request.include_position])
+                                            RESIGNED[request.include_position],
+                                            cancel_only=request.cancel_only)
 
     GetHint = unary(hints.servicer_get_hint)

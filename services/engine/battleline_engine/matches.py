@@ -324,12 +324,13 @@ class Matches:
         new_meta = meta.with_seat(seat, name, auto_claim)
         now = now_ms()
         version = match.version + 1
-        clock = advance(new_meta, ClockState.parse(match.fields), match.state, True, now)
+        state = deal(new_meta, 1, 0)  # not the deal made at creation: nobody chose this one
+        clock = advance(new_meta, ClockState.parse(match.fields), state, True, now)
         events = [stored_event("joined", version, now, seat, text=f"{seat_name(seat)} "
                                      f"joined: {name}" if name else f"{seat_name(seat)} joined"),
                   stored_event("game_started", version, now, text="game 1 started")]
         result = await self.storage.matches.commit(
-            match_id, expected_version=match.version, state=match.record.state, events=events,
+            match_id, expected_version=match.version, state=dump_position(state), events=events,
             status=Status.PLAYING, deadline_ms=clock.deadline_ms(new_meta),
             fields={"meta": new_meta.to_json(), **clock.fields()},
             claim_seat=(seat, token_hash),
@@ -479,10 +480,13 @@ class Matches:
         events += _auto_claims(state, auto)
         return self._outcome(match, state, events, seat)
 
-    async def resign(self, match_id: str, seat: int, action_id: str, answer: Answer[A]) -> A:
+    async def resign(self, match_id: str, seat: int, action_id: str, answer: Answer[A],
+                     cancel_only: bool = False) -> A:
         """End the match: the seat resigning loses the game and the series. A match still
         waiting for its other seat is cancelled instead (its creator, the only seat with
-        a token, withdraws it): no winner, and it holds none of the creator's places."""
+        a token, withdraws it): no winner, and it holds none of the creator's places.
+        `cancel_only`: a match that has begun is left alone (the seat was taken while
+        its creator asked to cancel)."""
         key = f"r:{seat}:{action_id}"
         for _ in range(5):
             record, prior = await self.storage.matches.load_for_action(match_id, key)
@@ -491,6 +495,9 @@ class Matches:
             if record is None:
                 raise not_found(match_id)
             match = await self._checked(record)
+            if cancel_only and match.status == Status.PLAYING:
+                raise precondition("joined", "the other seat was taken: the game has begun "
+                                   "(Resign without cancel_only gives it up)")
             if match.status == Status.WAITING:
                 outcome = self._cancelled(match, f"cancelled by the {seat_name(seat)} "
                                           "before anyone took the other seat", seat)

@@ -257,6 +257,7 @@ def write_view(out: pb.MatchView, match: Match, viewer: int, now_ms: int,
     out.viewer = seat_enum(viewer)
     if match.meta.clock != ClockKind.NONE:
         out.clocks.extend(_clocks(match, now_ms))
+    viewer = _shown_to(match, viewer)
     seated = viewer in (0, 1)
     if not (seated or position):
         return  # a spectator sees the shared part only
@@ -326,4 +327,12 @@ def position_text(match: Match, viewer: int) -> str:
     """The position for a record: full once over, else the viewer's redacted view."""
     if viewer == FULL:
         return dump_position(match.state)
-    return dump_position(match.state.view(viewer))
+    return dump_position(match.state.view(_shown_to(match, viewer)))
+
+
+def _shown_to(match: Match, viewer: int) -> int:
+    """Whose view `viewer` gets: while the match waits for its other seat, a spectator's.
+    The waiting deal is thrown away when the seat is taken (`Matches.join` deals again):
+    a creator who saw its hand could otherwise cancel and create again until it liked
+    one (seventh audit)."""
+    return SPECTATOR if match.status == Status.WAITING else viewer

@@ -184,8 +184,8 @@ def _gave_up(term: Terminal, seat: Seat, wait_s: float, ai: bool) -> int:
            "unless given --no-ai)" if ai else "nobody joined")
     term.console.print(f"[red]nobody took the other seat within {wait_s:g} s[/]: {why}; "
                        "cancelling the match.")
-    with contextlib.suppress(BattleLineError):
-        seat.resign()
+    with contextlib.suppress(BattleLineError):  # taken meanwhile: "joined", left to play
+        seat.cancel()
     return 2
 
 

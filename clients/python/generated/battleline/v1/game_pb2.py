@@ -26,7 +26,7 @@ from battleline.v1 import ai_pb2 as battleline_dot_v1_dot_ai__pb2
 from battleline.v1 import types_pb2 as battleline_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x62\x61ttleline/v1/game.proto\x12\rbattleline.v1\x1a\x16\x62\x61ttleline/v1/ai.proto\x1a\x19\x62\x61ttleline/v1/types.proto\"<\n\x0eGetViewRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x18\n\x10include_position\x18\x02 \x01(\x08\"9\n\x0fGetViewResponse\x12&\n\x04view\x18\x01 \x01(\x0b\x32\x18.battleline.v1.MatchView\"\x7f\n\x13SubmitActionRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x02 \x01(\x04\x12\x11\n\taction_id\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x63tions\x18\x04 \x03(\t\x12\x18\n\x10include_position\x18\x05 \x01(\x08\"z\n\x14SubmitActionResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12)\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x19.battleline.v1.MatchEvent\x12&\n\x04view\x18\x03 \x01(\x0b\x32\x18.battleline.v1.MatchView\"N\n\rResignRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x11\n\taction_id\x18\x02 \x01(\t\x12\x18\n\x10include_position\x18\x03 \x01(\x08\"8\n\x0eResignResponse\x12&\n\x04view\x18\x01 \x01(\x0b\x32\x18.battleline.v1.MatchView\"5\n\x0eGetHintRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x11\n\tbudget_ms\x18\x02 \x01(\r\"V\n\x0fGetHintResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x32\n\nsuggestion\x18\x02 \x01(\x0b\x32\x1e.battleline.v1.SuggestResponse2\xc1\x02\n\x0bGameService\x12H\n\x07GetView\x12\x1d.battleline.v1.GetViewRequest\x1a\x1e.battleline.v1.GetViewResponse\x12W\n\x0cSubmitAction\x12\".battleline.v1.SubmitActionRequest\x1a#.battleline.v1.SubmitActionResponse\x12\x45\n\x06Resign\x12\x1c.battleline.v1.ResignRequest\x1a\x1d.battleline.v1.ResignResponse\x12H\n\x07GetHint\x12\x1d.battleline.v1.GetHintRequest\x1a\x1e.battleline.v1.GetHintResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x62\x61ttleline/v1/game.proto\x12\rbattleline.v1\x1a\x16\x62\x61ttleline/v1/ai.proto\x1a\x19\x62\x61ttleline/v1/types.proto\"<\n\x0eGetViewRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x18\n\x10include_position\x18\x02 \x01(\x08\"9\n\x0fGetViewResponse\x12&\n\x04view\x18\x01 \x01(\x0b\x32\x18.battleline.v1.MatchView\"\x7f\n\x13SubmitActionRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x02 \x01(\x04\x12\x11\n\taction_id\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x63tions\x18\x04 \x03(\t\x12\x18\n\x10include_position\x18\x05 \x01(\x08\"z\n\x14SubmitActionResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12)\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x19.battleline.v1.MatchEvent\x12&\n\x04view\x18\x03 \x01(\x0b\x32\x18.battleline.v1.MatchView\"c\n\rResignRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x11\n\taction_id\x18\x02 \x01(\t\x12\x18\n\x10include_position\x18\x03 \x01(\x08\x12\x13\n\x0b\x63\x61ncel_only\x18\x04 \x01(\x08\"8\n\x0eResignResponse\x12&\n\x04view\x18\x01 \x01(\x0b\x32\x18.battleline.v1.MatchView\"5\n\x0eGetHintRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x11\n\tbudget_ms\x18\x02 \x01(\r\"V\n\x0fGetHintResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x32\n\nsuggestion\x18\x02 \x01(\x0b\x32\x1e.battleline.v1.SuggestResponse2\xc1\x02\n\x0bGameService\x12H\n\x07GetView\x12\x1d.battleline.v1.GetViewRequest\x1a\x1e.battleline.v1.GetViewResponse\x12W\n\x0cSubmitAction\x12\".battleline.v1.SubmitActionRequest\x1a#.battleline.v1.SubmitActionResponse\x12\x45\n\x06Resign\x12\x1c.battleline.v1.ResignRequest\x1a\x1d.battleline.v1.ResignResponse\x12H\n\x07GetHint\x12\x1d.battleline.v1.GetHintRequest\x1a\x1e.battleline.v1.GetHintResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,13 +42,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SUBMITACTIONRESPONSE']._serialized_start=344
   _globals['_SUBMITACTIONRESPONSE']._serialized_end=466
   _globals['_RESIGNREQUEST']._serialized_start=468
-  _globals['_RESIGNREQUEST']._serialized_end=546
-  _globals['_RESIGNRESPONSE']._serialized_start=548
-  _globals['_RESIGNRESPONSE']._serialized_end=604
-  _globals['_GETHINTREQUEST']._serialized_start=606
-  _globals['_GETHINTREQUEST']._serialized_end=659
-  _globals['_GETHINTRESPONSE']._serialized_start=661
-  _globals['_GETHINTRESPONSE']._serialized_end=747
-  _globals['_GAMESERVICE']._serialized_start=750
-  _globals['_GAMESERVICE']._serialized_end=1071
+  _globals['_RESIGNREQUEST']._serialized_end=567
+  _globals['_RESIGNRESPONSE']._serialized_start=569
+  _globals['_RESIGNRESPONSE']._serialized_end=625
+  _globals['_GETHINTREQUEST']._serialized_start=627
+  _globals['_GETHINTREQUEST']._serialized_end=680
+  _globals['_GETHINTRESPONSE']._serialized_start=682
+  _globals['_GETHINTRESPONSE']._serialized_end=768
+  _globals['_GAMESERVICE']._serialized_start=771
+  _globals['_GAMESERVICE']._serialized_end=1092
 # @@protoc_insertion_point(module_scope)

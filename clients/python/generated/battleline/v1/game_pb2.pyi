@@ -164,22 +164,30 @@ class ResignRequest(_message.Message):
     MATCH_ID_FIELD_NUMBER: _builtins.int
     ACTION_ID_FIELD_NUMBER: _builtins.int
     INCLUDE_POSITION_FIELD_NUMBER: _builtins.int
+    CANCEL_ONLY_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """The match id."""
     action_id: _builtins.str
     """A client-chosen id, as in SubmitActionRequest.action_id."""
     include_position: _builtins.bool
     """Also fill view.position, as in GetViewRequest."""
+    cancel_only: _builtins.bool
+    """Only cancel a match still waiting for its other seat: once the game has
+    begun (the seat was taken meanwhile), FAILED_PRECONDITION "joined" and
+    nothing changes. What a "cancel" button sends, so that it never resigns
+    a game its player has not seen.
+    """
     def __init__(
         self,
         *,
         match_id: _builtins.str = ...,
         action_id: _builtins.str = ...,
         include_position: _builtins.bool = ...,
+        cancel_only: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_id", b"action_id", "include_position", b"include_position", "match_id", b"match_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_id", b"action_id", "cancel_only", b"cancel_only", "include_position", b"include_position", "match_id", b"match_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
