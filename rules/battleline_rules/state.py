@@ -282,6 +282,15 @@ class GameState:
             )
         return False
 
+    def claim_actions(self) -> list[Action]:
+        """The claims the player to act may make now (the first entries of
+        `legal_actions`), without listing the rest. They rest on the cards face up
+        alone, so a server can make a seat's automatic claims in a time that tells
+        nothing of that seat's hand."""
+        if self.is_over or self.viewer not in (None, self.current_player):
+            return []
+        return self._claim_actions() if self.claims_allowed() else []
+
     def _claim_actions(self) -> list[Action]:
         seat = self.player
         return [
@@ -712,17 +721,14 @@ class GameState:
         return world
 
 
-def _hide(card: int, known: set[int]) -> int:
-    if card in known:
-        return card
-    return UNKNOWN_TACTIC if is_tactic(card) else UNKNOWN_TROOP
-
-
 def _hidden(cards: list[int], known: set[int]) -> list[int]:
-    """``[_hide(c, known) for c in cards]``, without a call per card."""
-    if known:
-        return [_hide(c, known) for c in cards]
-    return [UNKNOWN_TACTIC if c in TACTIC_CARDS else UNKNOWN_TROOP for c in cards]
+    """A hand as a viewer sees it: the cards it knows (its own Scout returns) in card
+    order, then a placeholder per troop, then per tactic. Never the hand's own order:
+    which slot a played card leaves would tell how long it was held (seventh audit)."""
+    shown = sorted(c for c in cards if c in known) if known else []
+    tactics = sum(1 for c in cards if c in TACTIC_CARDS and c not in known)
+    troops = len(cards) - len(shown) - tactics
+    return shown + [UNKNOWN_TROOP] * troops + [UNKNOWN_TACTIC] * tactics
 
 
 def _hidden_deck(deck: list[int], placeholder: int, known: set[int]) -> list[int]:

@@ -117,15 +117,20 @@ def check_views(state: GameState) -> None:
             secret.update(deck)
         secret -= known
         hidden = [*state.removed, *state.decks[0], *state.decks[1]]
-        hidden += [c for s in (0, 1) if s != viewer for c in state.hands[s]]
         shown = [*view.removed, *view.decks[0], *view.decks[1]]
-        shown += [c for s in (0, 1) if s != viewer for c in view.hands[s]]
         assert len(shown) == len(hidden)
         for real, seen in zip(hidden, shown, strict=True):
             if real in known:
                 assert seen == real
             else:
                 assert seen == (UNKNOWN_TACTIC if is_tactic(real) else UNKNOWN_TROOP)
+        for seat in (0, 1):  # a hidden hand in a fixed order: known cards, troops, tactics
+            if seat != viewer:
+                hand = state.hands[seat]
+                tactics = sum(1 for c in hand if is_tactic(c) and c not in known)
+                troops = len(hand) - tactics - sum(1 for c in hand if c in known)
+                assert view.hands[seat] == sorted(c for c in hand if c in known) + \
+                    [UNKNOWN_TROOP] * troops + [UNKNOWN_TACTIC] * tactics
         assert all(c == UNKNOWN_TROOP for c in view.removed)
         names = tokens(text)
         leaked = [card_name(c) for c in secret if card_name(c).upper() in names]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from battleline_rules import SPECTATOR, dump_position, load_position, new_game
+from battleline_rules import SPECTATOR, Kind, dump_position, load_position, new_game
 
 
 def test_views_hide_the_same_and_only_the_viewer_to_act_sees_legal_actions() -> None:
@@ -72,3 +72,43 @@ def test_clones_share_flags_until_changed_and_stay_independent() -> None:
                 kept = state.clone()
                 state.apply(rng.choice(state.legal_actions()))
                 assert dump_position(kept) == before
+
+
+def test_a_view_tells_nothing_of_the_order_of_a_hidden_hand() -> None:
+    """A hand's order is when each card came into it: the seventh audit read from the
+    slot a played card left whether it was the card drawn last turn (37% of plays). Any
+    order of the other seat's hand gives the viewer the same view: the cards it knows
+    (its own Scout returns) first, then the troops' placeholders, then the tactics'."""
+    rng = random.Random(17)
+    for ruleset in ("standard", "deck52"):
+        for seed in range(12):
+            state = new_game(ruleset, seed=seed)
+            while not state.is_over:
+                for viewer in (0, 1, SPECTATOR):
+                    text = dump_position(state.view(viewer))
+                    for seat in (0, 1):
+                        if seat == viewer or len(state.hands[seat]) < 2:
+                            continue
+                        shuffled = state.clone()
+                        shuffled.hands[seat] = rng.sample(state.hands[seat],
+                                                          len(state.hands[seat]))
+                        assert dump_position(shuffled.view(viewer)) == text
+                        hidden = [c for c in state.view(viewer).hands[seat] if c < 0]
+                        assert hidden == sorted(hidden, reverse=True)  # ?troop before ?tactic
+                state.apply(rng.choice(state.legal_actions()))
+
+
+def test_the_claims_alone_are_the_claims_of_the_legal_actions() -> None:
+    """`claim_actions` (what the engine's automatic claims list, in a time that does not
+    depend on the seat's hand) offers exactly the claims `legal_actions` starts with."""
+    rng = random.Random(23)
+    for ruleset in ("standard", "basic", "deck52"):
+        for seed in range(12):
+            state = new_game(ruleset, seed=seed)
+            while not state.is_over:
+                fresh = state.clone()  # nothing listed yet
+                claims = fresh.claim_actions()
+                assert claims == [a for a in state.legal_actions() if a.kind is Kind.CLAIM]
+                other = state.view(1 - state.current_player)
+                assert other.claim_actions() == []  # not the viewer's to act
+                state.apply(rng.choice(state.legal_actions()))

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2, status_pb2
 
 DOMAIN = "battleline.v1"
@@ -113,23 +114,28 @@ _BY_REASON: dict[str, type[BattleLineError]] = {"not-your-turn": NotYourTurn}
 
 
 def _status_details(trailing: Iterable[tuple[str, Any]] | None) -> tuple[str, float | None]:
-    """(ErrorInfo reason, RetryInfo seconds) from a call's trailing metadata."""
+    """(ErrorInfo reason, RetryInfo seconds) from a call's trailing metadata. A server's
+    details are its own text: undecodable ones are ignored and a delay is never below 0,
+    so a hostile or broken server cannot turn its error into a client's traceback."""
     reason, retry = "", None
     for key, value in trailing or ():
         if key != _DETAILS_KEY:
             continue
-        status = status_pb2.Status.FromString(value)
-        for detail in status.details:
-            # types-protobuf: Message.DESCRIPTOR may be upb's Descriptor, which Any.Is does not
-            # take in its stub (upb's is a descriptor.Descriptor at runtime)
-            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):  # type: ignore[arg-type]
-                info = error_details_pb2.ErrorInfo()
-                detail.Unpack(info)
-                reason = info.reason
-            elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):  # type: ignore[arg-type]
-                delay = error_details_pb2.RetryInfo()
-                detail.Unpack(delay)
-                retry = delay.retry_delay.ToNanoseconds() / 1e9
+        try:
+            status = status_pb2.Status.FromString(value)
+            for detail in status.details:
+                # types-protobuf: Message.DESCRIPTOR may be upb's Descriptor, which Any.Is
+                # does not take in its stub (upb's is a descriptor.Descriptor at runtime)
+                if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):  # type: ignore[arg-type]
+                    info = error_details_pb2.ErrorInfo()
+                    detail.Unpack(info)
+                    reason = info.reason
+                elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):  # type: ignore[arg-type]
+                    delay = error_details_pb2.RetryInfo()
+                    detail.Unpack(delay)
+                    retry = max(0.0, delay.retry_delay.ToNanoseconds() / 1e9)
+        except (DecodeError, TypeError):  # TypeError: details that are not bytes
+            continue
     return reason, retry
 
 

@@ -663,13 +663,16 @@ def _auto_claims(state: GameState, auto: tuple[bool, bool]) -> list[Event]:
 
     Applied before each non-claim action and at the end of every commit, so a
     seat's view never offers a play at a flag that will be claimed under it.
+    Only the claims are listed, never the seat's other actions: those depend on its
+    hidden hand, and the time to list them would tell the other seat of it (seventh
+    audit: 2.5 to 22 µs, with and without Redeploy or Traitor in hand).
     """
     events = []
     while not state.is_over and auto[state.current_player]:
-        legal = state.legal_actions()
-        if not legal or legal[0].kind is not ActionKind.CLAIM:  # claims come first
+        claims = state.claim_actions()
+        if not claims:
             break
-        events.append(state.apply(legal[0]))
+        events.append(state.apply_unchecked(claims[0]))
     return events
 
 
