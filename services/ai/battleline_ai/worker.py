@@ -231,6 +231,9 @@ class AiWorker:
         try:
             handle = await self._seat(fields)
             seat = AsyncSeat(self.client, handle)
+            # Ours now: a park left by a worker that died before its ack would have the
+            # engine ask for a second player at the human's next move.
+            await self.storage.ai.unpark(match_id)
             while not await self._play(seat, fields):
                 if await self._park(seat, fields):
                     outcome = "parked until its human moves"
