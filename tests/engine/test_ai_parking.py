@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Iterator
 
 import pytest
 import redis
 
-from battleline.v1 import lobby_pb2, types_pb2
+from battleline.v1 import game_pb2, lobby_pb2, types_pb2
 from battleline_client.bots import choose
-from battleline_engine.storage.ai import REQUESTS_KEY
+from battleline_engine.storage.ai import PARKED_KEY, REQUESTS_KEY
 
 from .harness import AI_KEY, SEATS, Client, Engine, auth
 
@@ -82,3 +83,42 @@ def test_one_of_two_racing_unparks_gets_the_request(engine: Engine) -> None:
 
     taken = engine.call(race())
     assert [t for t in taken if t is not None] == [fields]
+
+
+def test_the_sweeper_makes_a_wake_its_engine_never_finished(engine: Engine, client: Client,
+                                                            store: redis.Redis) -> None:
+    """The eighth audit cancelled the human's turn-ending call (a 1-3 ms deadline) while
+    the engine was waking the AI: the move was written, the AI stayed parked and lost on
+    time. Whatever stops a wake (an engine that dies mid-call too), the sweeper looks at
+    parked matches in turn and wakes one whose AI is to act."""
+    created, _ = _ai_match(client)
+    asked = _requests(store, created.match_id)
+    _human_turn(client, created)  # the AI is to act; nothing was parked, nothing woken
+    engine.call(engine.storage.ai.park(asked[0]))  # as if the wake had been lost
+    deadline = time.monotonic() + 10
+    while len(_requests(store, created.match_id)) < 2:
+        assert time.monotonic() < deadline, "the sweeper never woke the parked AI"
+        time.sleep(0.1)
+    assert engine.call(engine.storage.ai.unpark(created.match_id)) is None
+    assert store.zscore(PARKED_KEY, created.match_id) is None
+
+
+def test_the_sweeper_forgets_parked_matches_that_are_over(engine: Engine, client: Client,
+                                                          store: redis.Redis) -> None:
+    created, _ = _ai_match(client)
+    engine.call(engine.storage.ai.park(_requests(store, created.match_id)[0]))
+    client.game.Resign(game_pb2.ResignRequest(match_id=created.match_id, action_id="r"),
+                       metadata=auth(created.seat_token), timeout=10)
+    deadline = time.monotonic() + 10
+    while store.zscore(PARKED_KEY, created.match_id) is not None:
+        assert time.monotonic() < deadline, "a finished match stayed parked"
+        time.sleep(0.1)
+    assert engine.call(engine.storage.ai.unpark(created.match_id)) is None
+
+
+def test_requests_older_than_a_week_are_trimmed(engine: Engine, client: Client,
+                                                store: redis.Redis) -> None:
+    for n in range(1, 151):  # a week and more ago (ids are milliseconds)
+        store.xadd(REQUESTS_KEY, {"match": "old", "seat": "1", "level": "1"}, id=f"1-{n}")
+    _ai_match(client)
+    assert store.xlen(REQUESTS_KEY) < 100  # whole stream nodes of old entries went

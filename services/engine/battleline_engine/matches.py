@@ -153,6 +153,7 @@ class Matches:
         self.lobby_ttl_s = lobby_ttl_s  # an OPEN match nobody joined expires after this
         self.max_scan = max_scan  # lobby entries one list_open call looks at, at most
         self.ai_join_ms = ai_join_ms  # an AI match no hosted AI took by then is cancelled
+        self._wakes: set[asyncio.Task[None]] = set()  # wakes running on (`_write`)
 
     # -- reading --------------------------------------------------------------------
 
@@ -609,8 +610,26 @@ class Matches:
         if result.status is CommitStatus.OK:
             self.cache.remember(new)
             if _turn_passed_to_ai(match, new):
-                await self._wake_ai(match.match_id)
+                # Not the caller's to cancel: a client that gives up on its call as soon
+                # as the move is written must not leave the AI asleep (eighth audit).
+                wake = asyncio.create_task(self._wake_ai(match.match_id))
+                self._wakes.add(wake)
+                wake.add_done_callback(self._wakes.discard)
+                await asyncio.shield(wake)
         return result
+
+    async def wake_parked(self, count: int) -> None:
+        """The backstop of the wake at each move: look at the `count` parked matches
+        looked at least recently, wake those whose AI is to act (a wake its engine never
+        finished: it died mid-call) and forget those that are over."""
+        ids = await self.storage.ai.parked_to_look_at(count)
+        for match_id, record in zip(ids, await self.storage.matches.load_many(ids), strict=True):
+            if record is None or record.status == Status.FINISHED:
+                await self.storage.ai.unpark(match_id)
+            elif record.status == Status.PLAYING:
+                match = parse_match(record, self.cache)
+                if match.state.current_player == match.meta.ai_seat:
+                    await self._wake_ai(match_id)
 
     async def _wake_ai(self, match_id: str) -> None:
         """Ask a hosted AI again for a match a worker parked while its human thought.

@@ -1,5 +1,6 @@
-"""The clock sweeper: ends matches whose deadline has passed, even if nobody calls: a
-running clock that ran out, or an AI match no hosted AI took in time.
+"""The clock sweeper: ends matches whose deadline has passed, even if nobody calls (a
+running clock that ran out, or an AI match no hosted AI took in time), and wakes a
+parked hosted AI whose wake was lost.
 
 Every replica runs one; the version check of the commit lets only one of them
 record a given timeout. Reads also check the clock (matches.read), so the
@@ -17,6 +18,9 @@ from .model import Status
 from .storage import Storage, log_failure, now_ms, raise_lost_cancellation
 
 log = logging.getLogger(__name__)
+# Parked AI matches looked at per sweep (two a second): a lost wake is made within
+# (parked matches / 20) half-seconds, at 40 match reads a second.
+PARKED_PER_SWEEP = 20
 
 
 class Sweeper:
@@ -38,7 +42,9 @@ class Sweeper:
                 await self._task
 
     async def sweep_once(self) -> int:
-        """Time out every due match; returns how many due entries were handled."""
+        """Time out every due match, and look at a few parked AI matches; returns how
+        many due entries were handled."""
+        await self.matches.wake_parked(PARKED_PER_SWEEP)
         due = await self.storage.clocks.due(now_ms())
         for match_id, _ in due:
             record = await self.storage.matches.load(match_id)

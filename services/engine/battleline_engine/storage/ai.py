@@ -2,13 +2,17 @@
 
     bl:ai:requests         stream  match, seat, level, owner; read by the consumer group below
     bl:ai:parked:<match>   string  a parked match's request (JSON), until its human moves
+    bl:ai:parked           zset    parked match -> when the sweeper last looked at it (ms)
 
 An engine appends a request when an AI match is created; AI workers read it
 through one consumer group, keep the entries they serve pending (claiming them
 again as a heartbeat), ack them when the match is done, and take over entries
 whose worker has been silent too long. A worker whose match has waited long for
 its human parks it (`park`, then ack) and holds nothing for it; the engine that
-commits the human's move takes the parked request (`unpark`) and appends it again.
+commits the human's move takes the parked request (`unpark`) and appends it again;
+the sweeper looks at parked matches in turn, so a wake that engine never finished
+(it died, the call was cancelled) is made anyway. Requests older than a week are
+trimmed: a match is parked, and its request acked, after a minute without a move.
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ from typing import Any, Final, cast
 
 import redis.asyncio as aioredis
 
-from .connection import PREFIX, Connection, check_id, text
+from .connection import PREFIX, Connection, check_id, now_ms, text
 
 REQUESTS_KEY: Final = f"{PREFIX}:ai:requests"  # public for tests that inspect the stream
 GROUP: Final = "ai-workers"
+PARKED_KEY: Final = f"{PREFIX}:ai:parked"
 # A parked match's human thinks at most a day (the longest clock), then loses on time.
 PARKED_TTL_S: Final = 2 * 24 * 3600
+KEEP_REQUESTS_MS: Final = 7 * 24 * 3600 * 1000  # then trimmed, acked or not
 
 Request = tuple[str, dict[str, str]]  # (entry id, fields)
 
@@ -54,14 +60,25 @@ class AiRequests:
     async def park(self, fields: Mapping[str, str]) -> None:
         """Leave a request's match until its human moves: the engine appends `fields`
         again then (`unpark`)."""
-        await self._redis.set(_parked_key(fields["match"]), json.dumps(dict(fields)),
-                              ex=PARKED_TTL_S)
+        match_id = fields["match"]
+        await self._redis.set(_parked_key(match_id), json.dumps(dict(fields)), ex=PARKED_TTL_S)
+        await self._redis.zadd(PARKED_KEY, {match_id: now_ms()})
 
     async def unpark(self, match_id: str) -> dict[str, str] | None:
         """Take a parked match's request (None: not parked). One caller gets it: the
-        engine waking the AI, or the parking worker finding the AI to act after all."""
+        engine waking the AI, the sweeper, or the parking worker finding the AI to act
+        after all."""
         stored = await self._redis.getdel(_parked_key(match_id))
+        await self._redis.zrem(PARKED_KEY, match_id)
         return None if stored is None else cast("dict[str, str]", json.loads(stored))
+
+    async def parked_to_look_at(self, count: int) -> list[str]:
+        """The `count` parked matches looked at least recently, now marked as looked at."""
+        found = cast("list[bytes]", await self._redis.zrange(PARKED_KEY, 0, count - 1))
+        ids = [text(m) for m in found]
+        if ids:
+            await self._redis.zadd(PARKED_KEY, dict.fromkeys(ids, now_ms()), xx=True)
+        return ids
 
     async def request(self, match_id: str, seat: int, level: int, owner: str = "") -> str:
         """Ask an AI worker to play `seat` of a match; returns the request id. `owner`:
@@ -72,7 +89,9 @@ class AiRequests:
         """
         entry = {"match": check_id(match_id), "seat": str(seat), "level": str(level),
                  "owner": owner}
-        return text(await self._redis.xadd(REQUESTS_KEY, entry))  # type: ignore[arg-type]
+        oldest = f"{now_ms() - KEEP_REQUESTS_MS}-0"
+        return text(await self._redis.xadd(
+            REQUESTS_KEY, entry, minid=oldest, approximate=True))  # type: ignore[arg-type]
 
     async def read(self, consumer: str, count: int = 10, block_ms: int = 5000,
                    ) -> list[Request]:
