@@ -636,7 +636,8 @@ class Matches:
 
         The move is committed whatever happens here, so a store that fails is asked
         again for about 1.5 s (the request once taken is kept); after that the failure
-        is logged, and the AI of that match will lose on time."""
+        is logged, and the sweeper's round of the parked matches (`wake_parked`) wakes
+        the AI later, if the request was not taken."""
         parked: dict[str, str] | None = None
         for retry_s in _WAKE_RETRIES_S:
             try:
