@@ -12,6 +12,7 @@ since it is stored with the commit (a repeated action id gets the same answer).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Callable
@@ -635,9 +636,9 @@ class Matches:
         """Ask a hosted AI again for a match a worker parked while its human thought.
 
         The move is committed whatever happens here, so a store that fails is asked
-        again for about 1.5 s (the request once taken is kept); after that the failure
-        is logged, and the sweeper's round of the parked matches (`wake_parked`) wakes
-        the AI later, if the request was not taken."""
+        again for about 1.5 s (the request once taken is kept, and parked again if it
+        cannot be sent); after that the failure is logged, and the sweeper's round of
+        the parked matches (`wake_parked`) wakes the AI later."""
         parked: dict[str, str] | None = None
         for retry_s in _WAKE_RETRIES_S:
             try:
@@ -649,6 +650,9 @@ class Matches:
             except _STORE_ERRORS:
                 if retry_s is None:
                     log.exception("match %s: the parked hosted AI could not be woken", match_id)
+                    if parked is not None:
+                        with contextlib.suppress(*_STORE_ERRORS):
+                            await self.storage.ai.park(parked)
                     return
                 await asyncio.sleep(retry_s)
 
