@@ -19,13 +19,9 @@ from battleline.v1 import game_pb2, lobby_pb2, types_pb2, watch_pb2
 from battleline_engine.storage.matches import match_key
 
 from .harness import AI_KEY, OPEN_LIMITS, Client, Engine
-from .test_errors import details
+from .test_errors import reason
 
 AI_JOIN_MS = 1500
-
-
-def _reason(err: grpc.RpcError) -> str:
-    return details(err)["ErrorInfo"].reason  # type: ignore[attr-defined, no-any-return]
 
 
 @pytest.fixture
@@ -51,11 +47,6 @@ def _resign(client: Client, created: lobby_pb2.CreateMatchResponse, action_id: s
         metadata=[("authorization", f"Bearer {created.seat_token}")], timeout=10)
 
 
-def _view(client: Client, match_id: str) -> types_pb2.MatchView:
-    return client.game.GetView(  # type: ignore[no-any-return]
-        game_pb2.GetViewRequest(match_id=match_id), timeout=10).view
-
-
 def _assert_cancelled(view: types_pb2.MatchView) -> None:
     assert view.phase == types_pb2.MATCH_PHASE_FINISHED
     assert view.end_reason == types_pb2.END_REASON_CANCELLED
@@ -78,7 +69,7 @@ def test_the_creator_cancels_a_match_nobody_joined(
     with pytest.raises(grpc.RpcError) as again:
         _resign(client, created, str(uuid.uuid4()))
     assert again.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    _assert_cancelled(_view(client, created.match_id))
+    _assert_cancelled(client.view(created.match_id, None))
     events = list(client.watcher.Watch(watch_pb2.WatchRequest(
         match_id=created.match_id, resume_after=0), timeout=10))  # every event; then it ends
     last = [e.event for e in events if e.HasField("event")][-1]
@@ -114,12 +105,12 @@ def test_an_ai_match_no_ai_takes_is_cancelled_at_its_deadline(capped: Engine) ->
     waited = time.monotonic() - started
     assert kinds[-1] == types_pb2.EVENT_KIND_CANCELLED
     assert AI_JOIN_MS / 1000 - 0.5 < waited < AI_JOIN_MS / 1000 + 5
-    _assert_cancelled(_view(client, created.match_id))
+    _assert_cancelled(client.view(created.match_id, None))
     with pytest.raises(grpc.RpcError) as late:  # a worker that comes now is told
         client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id),
                                metadata=[("authorization", f"Bearer {AI_KEY}")], timeout=10)
     assert late.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert _reason(late.value) == "cancelled"
+    assert reason(late.value) == "cancelled"
     _create(client, types_pb2.OPPONENT_KIND_AI)  # its place is free again
     client.channel.close()
 
@@ -130,7 +121,7 @@ def test_an_ai_match_the_ai_took_plays_on_past_the_join_deadline(capped: Engine)
     client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id),
                            metadata=[("authorization", f"Bearer {AI_KEY}")], timeout=10)
     time.sleep(AI_JOIN_MS / 1000 + 0.5)  # the sweeper runs every 0.1 s
-    view = _view(client, created.match_id)
+    view = client.view(created.match_id, None)
     assert view.phase == types_pb2.MATCH_PHASE_PLAYING
     assert view.end_reason == types_pb2.END_REASON_UNSPECIFIED
     client.channel.close()
@@ -171,7 +162,7 @@ def test_a_cancel_only_resign_leaves_a_game_that_has_begun(capped: Engine) -> No
             match_id=created.match_id, action_id="cancel", cancel_only=True),
             metadata=[("authorization", f"Bearer {created.seat_token}")], timeout=10)
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert _reason(refused.value) == "joined"
-    assert _view(creator, created.match_id).phase == types_pb2.MATCH_PHASE_PLAYING
+    assert reason(refused.value) == "joined"
+    assert creator.view(created.match_id, None).phase == types_pb2.MATCH_PHASE_PLAYING
     creator.channel.close()
     joiner.channel.close()

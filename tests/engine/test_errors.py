@@ -52,6 +52,11 @@ def details(err: grpc.RpcError) -> dict[str, object]:
     return out
 
 
+def reason(err: grpc.RpcError) -> str:
+    """The ErrorInfo reason of a rejection."""
+    return details(err)["ErrorInfo"].reason  # type: ignore[attr-defined, no-any-return]
+
+
 card = st.sampled_from(["R7", "B10", "HQ", "S2", "FOG", "SCOUT", "X9", "R0", "?troop", ""])
 flag = st.sampled_from(["1", "3", "9", "10", "0", "-1", "x", ""])
 action_text = st.one_of(

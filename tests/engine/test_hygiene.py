@@ -21,12 +21,7 @@ from battleline_engine.metrics import REGISTRY
 from battleline_engine.ratelimit import Rate
 
 from .harness import AI_KEY, OPEN_LIMITS, Client, Engine, auth
-from .test_errors import details
-
-
-def _reason(err: grpc.RpcError) -> str:
-    info = details(err)["ErrorInfo"]
-    return info.reason  # type: ignore[attr-defined, no-any-return]
+from .test_errors import reason
 
 
 def test_a_private_match_is_joined_only_by_its_invite_code(client: Client) -> None:
@@ -37,7 +32,7 @@ def test_a_private_match_is_joined_only_by_its_invite_code(client: Client) -> No
     with pytest.raises(grpc.RpcError) as refused:
         client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id), timeout=10)
     assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
-    assert _reason(refused.value) == "invite-required"
+    assert reason(refused.value) == "invite-required"
     joined = client.lobby.JoinMatch(
         lobby_pb2.JoinMatchRequest(invite_code=created.invite_code), timeout=10)
     assert joined.match_id == created.match_id
@@ -173,7 +168,7 @@ def test_a_non_ascii_page_token_is_invalid_argument(client: Client) -> None:
             client.lobby.ListOpenMatches(lobby_pb2.ListOpenMatchesRequest(page_token=token),
                                          timeout=10)
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, token
-        assert _reason(refused.value) == "bad-page-token"
+        assert reason(refused.value) == "bad-page-token"
 
 
 def test_a_huge_input_is_refused_without_echoing_it(client: Client) -> None:
@@ -181,7 +176,7 @@ def test_a_huge_input_is_refused_without_echoing_it(client: Client) -> None:
     with pytest.raises(grpc.RpcError) as refused:
         client.view(huge + "!", None)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert _reason(refused.value) == "bad-match-id"
+    assert reason(refused.value) == "bad-match-id"
     assert len(refused.value.details()) < 200
     with pytest.raises(grpc.RpcError) as refused:
         client.create(ruleset=huge)
@@ -196,7 +191,7 @@ def test_request_bytes_that_are_not_protobuf_are_invalid_argument(engine: Engine
         with pytest.raises(grpc.RpcError) as refused:
             raw(garbage, timeout=10)
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, garbage
-        assert _reason(refused.value) == "bad-request"
+        assert reason(refused.value) == "bad-request"
         assert "Traceback" not in refused.value.details()
     channel.close()
 

@@ -17,11 +17,7 @@ from battleline_engine.runtime import EngineConfig
 from battleline_engine.storage.matches import match_key
 
 from .harness import OPEN_LIMITS, Client, Engine
-from .test_errors import details
-
-
-def _reason(err: grpc.RpcError) -> str:
-    return details(err)["ErrorInfo"].reason  # type: ignore[attr-defined, no-any-return]
+from .test_errors import reason
 
 
 def _open(client: Client, ruleset: str = "standard", private: bool = False,
@@ -52,7 +48,7 @@ def test_a_creator_holds_a_few_unjoined_matches_at_most(capped: Engine) -> None:
     with pytest.raises(grpc.RpcError) as refused:
         _open(creator)
     assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-    assert _reason(refused.value) == "open-matches-per-client"
+    assert reason(refused.value) == "open-matches-per-client"
     joiner.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=made[0].match_id), timeout=10)
     _open(creator)  # a joined match no longer counts
     creator.channel.close()
