@@ -90,12 +90,10 @@ def main() -> None:
     print(f"ai_moves: {len(gaps)}")
     print(f"ai_late_moves: {sum(1 for g in gaps if g >= args.clock)}")
     print(f"ai_timeouts: {timeouts}")
-    print(f"ai_answer_s_p50: {statistics.median(gaps):.2f}")
-    print(f"ai_answer_s_p90: {gaps[int(0.9 * (len(gaps) - 1))]:.2f}")
-    print(f"ai_answer_s_max: {gaps[-1]:.2f}")
-    print(f"ai_turn_s_p50: {statistics.median(turns):.2f}")
-    print(f"ai_turn_s_p90: {turns[int(0.9 * (len(turns) - 1))]:.2f}")
-    print(f"ai_turn_s_max: {turns[-1]:.2f}")
+    for name, values in (("ai_answer_s", gaps), ("ai_turn_s", turns)):
+        print(f"{name}_p50: {statistics.median(values):.2f}")
+        print(f"{name}_p90: {values[int(0.9 * (len(values) - 1))]:.2f}")
+        print(f"{name}_max: {values[-1]:.2f}")
     print(f"wall_s: {wall:.0f}")
     print(f"cpu_cores: {os.cpu_count()}")
 
