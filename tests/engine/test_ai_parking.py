@@ -16,7 +16,7 @@ from battleline.v1 import game_pb2, lobby_pb2, types_pb2
 from battleline_client.bots import choose
 from battleline_engine.storage.ai import PARKED_KEY, REQUESTS_KEY
 
-from .harness import AI_KEY, SEATS, Client, Engine, auth
+from .harness import AI_KEY, Client, Engine, auth
 
 
 @pytest.fixture
@@ -26,18 +26,17 @@ def store(redis_url: str) -> Iterator[redis.Redis]:
     client.close()
 
 
-def _ai_match(client: Client) -> tuple[lobby_pb2.CreateMatchResponse, int]:
-    """An AI match the test's AI has joined, with the human to act; the human's seat."""
-    for _ in range(20):  # the seat is random: until the human moves first
-        created = client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
-            opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_AI, ai_level=4),
-            options=types_pb2.MatchOptions(ruleset="standard")), timeout=10)
-        client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id),
-                               metadata=auth(AI_KEY), timeout=10)
-        human = SEATS.index(created.seat)
-        if client.view(created.match_id, created.seat_token).current_seat == created.seat:
-            return created, human
-    raise AssertionError("the human never moved first")
+def _ai_match(client: Client) -> lobby_pb2.CreateMatchResponse:
+    """An AI match the test's AI has joined, its human (the first seat: it starts game 1)
+    to act."""
+    created = client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
+        opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_AI, ai_level=4),
+        options=types_pb2.MatchOptions(ruleset="standard"),
+        seat=types_pb2.SEAT_CHOICE_FIRST), timeout=10)
+    client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id),
+                           metadata=auth(AI_KEY), timeout=10)
+    assert client.view(created.match_id, created.seat_token).current_seat == created.seat
+    return created
 
 
 def _requests(store: redis.Redis, match_id: str) -> list[dict[str, str]]:
@@ -55,7 +54,7 @@ def _human_turn(client: Client, created: lobby_pb2.CreateMatchResponse) -> None:
 
 def test_the_humans_move_wakes_a_parked_ai_once(engine: Engine, client: Client,
                                                  store: redis.Redis) -> None:
-    created, human = _ai_match(client)
+    created = _ai_match(client)
     asked = _requests(store, created.match_id)
     assert len(asked) == 1  # at creation
     engine.call(engine.storage.ai.park(asked[0]))
@@ -63,12 +62,12 @@ def test_the_humans_move_wakes_a_parked_ai_once(engine: Engine, client: Client,
     again = _requests(store, created.match_id)
     assert again == [asked[0], asked[0]]  # asked once more, with the same fields
     assert engine.call(engine.storage.ai.unpark(created.match_id)) is None  # taken
-    assert int(asked[0]["seat"]) == 1 - human
+    assert asked[0]["seat"] == "1"  # the AI's
 
 
 def test_a_match_not_parked_asks_for_nothing_more(engine: Engine, client: Client,
                                                   store: redis.Redis) -> None:
-    created, _ = _ai_match(client)
+    created = _ai_match(client)
     _human_turn(client, created)
     assert len(_requests(store, created.match_id)) == 1
 
@@ -91,7 +90,7 @@ def test_the_sweeper_makes_a_wake_its_engine_never_finished(engine: Engine, clie
     the engine was waking the AI: the move was written, the AI stayed parked and lost on
     time. Whatever stops a wake (an engine that dies mid-call too), the sweeper looks at
     parked matches in turn and wakes one whose AI is to act."""
-    created, _ = _ai_match(client)
+    created = _ai_match(client)
     asked = _requests(store, created.match_id)
     _human_turn(client, created)  # the AI is to act; nothing was parked, nothing woken
     engine.call(engine.storage.ai.park(asked[0]))  # as if the wake had been lost
@@ -105,7 +104,7 @@ def test_the_sweeper_makes_a_wake_its_engine_never_finished(engine: Engine, clie
 
 def test_the_sweeper_forgets_parked_matches_that_are_over(engine: Engine, client: Client,
                                                           store: redis.Redis) -> None:
-    created, _ = _ai_match(client)
+    created = _ai_match(client)
     engine.call(engine.storage.ai.park(_requests(store, created.match_id)[0]))
     client.game.Resign(game_pb2.ResignRequest(match_id=created.match_id, action_id="r"),
                        metadata=auth(created.seat_token), timeout=10)
