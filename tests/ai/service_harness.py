@@ -38,6 +38,16 @@ def start_worker(engine: str, redis_url: str, log: Path, *, claim_idle: float = 
             stdout=out, stderr=subprocess.STDOUT, env=env)
 
 
+def wait_phase(client: Client, match_id: str, phase: int, timeout_s: float) -> bool:
+    """Whether the match reaches `phase` within `timeout_s` (polled ten times a second)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if client.view(match_id).phase == phase:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def stop(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM, then SIGKILL."""
     if process.poll() is None:

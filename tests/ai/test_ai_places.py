@@ -17,17 +17,7 @@ from battleline_client.client import Client
 from battleline_client.common import is_my_turn
 from battleline_engine.storage.ai import GROUP, REQUESTS_KEY
 from battleline_host.local import LocalService
-from tests.ai.service_harness import WITH_AI, start_worker, stop
-
-
-def _phase_within(client: Client, match_id: str, timeout_s: float) -> int:
-    """The match's phase once it left WAITING (or WAITING after `timeout_s`)."""
-    deadline = time.monotonic() + timeout_s
-    phase = client.view(match_id).phase
-    while phase == types_pb2.MATCH_PHASE_WAITING and time.monotonic() < deadline:
-        time.sleep(0.1)
-        phase = client.view(match_id).phase
-    return phase
+from tests.ai.service_harness import WITH_AI, start_worker, stop, wait_phase
 
 
 def test_a_late_worker_drops_a_cancelled_match_and_serves_the_next(redis_url: str,
@@ -36,12 +26,12 @@ def test_a_late_worker_drops_a_cancelled_match_and_serves_the_next(redis_url: st
     with LocalService(redis_url, config=replace(WITH_AI, ai_join_ms=500)) as engine, \
             Client(engine.address) as client:
         early = client.create(opponent="ai", ai_level=1)
-        assert _phase_within(client, early.match_id, 10) == types_pb2.MATCH_PHASE_FINISHED
+        assert wait_phase(client, early.match_id, types_pb2.MATCH_PHASE_FINISHED, 10)
         assert client.view(early.match_id).end_reason == types_pb2.END_REASON_CANCELLED
         worker = start_worker(engine.address, redis_url, tmp_path / "worker.log")
         try:
             later = client.create(opponent="ai", ai_level=1)
-            assert _phase_within(client, later.match_id, 30) == types_pb2.MATCH_PHASE_PLAYING
+            assert wait_phase(client, later.match_id, types_pb2.MATCH_PHASE_PLAYING, 30)
             pending = store.xpending_range(REQUESTS_KEY, GROUP, min="-", max="+", count=10)
             assert len(pending) == 1  # the cancelled match's request was acknowledged
         finally:

@@ -26,7 +26,7 @@ from battleline.v1 import lobby_pb2, lobby_pb2_grpc, types_pb2
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 from battleline_client.errors import BattleLineError, InvalidRequest, RateLimited
-from tests.ai.service_harness import play_random
+from tests.ai.service_harness import play_random, wait_phase
 from tests.processes import command_line, descendants, start_serve, stop_serve
 
 _URL = re.compile(r"redis://:([^@\s]+)@[\w.:]+/\d+")
@@ -61,15 +61,6 @@ def _redis_url(process: subprocess.Popen[str]) -> str:
             if found:
                 return found.group(0)
     raise AssertionError("no Redis URL found below serve")
-
-
-def _wait_phase(client: Client, match_id: str, phase: int, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if client.view(match_id).phase == phase:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_no_secret_is_on_the_command_line_of_serve_or_any_child(tmp_path: Path) -> None:
@@ -109,7 +100,7 @@ def test_nothing_read_from_redis_takes_the_ai_seat(tmp_path: Path) -> None:
         with Client(address) as client, grpc.insecure_channel(address) as channel:
             created = client.create(opponent="ai", ai_level=1, clock="per-move",
                                     clock_seconds=60)
-            assert _wait_phase(client, created.match_id, types_pb2.MATCH_PHASE_PLAYING, 30)
+            assert wait_phase(client, created.match_id, types_pb2.MATCH_PHASE_PLAYING, 30)
             store = redis.Redis.from_url(_redis_url(process), decode_responses=True)
             found: set[str] = set()
             for _id, fields in store.xrange("bl:ai:requests"):
@@ -186,7 +177,7 @@ def test_idle_ai_matches_do_not_starve_the_ai(tmp_path: Path) -> None:
                 time.sleep(0.2)
             assert not waiting, f"{len(waiting)} of 17 AI matches never got their AI"
             late = client.create(opponent="ai", ai_level=1, clock="none", seat="first")
-            assert _wait_phase(client, late.match_id, types_pb2.MATCH_PHASE_PLAYING, 10)
+            assert wait_phase(client, late.match_id, types_pb2.MATCH_PHASE_PLAYING, 10)
     finally:
         stop_serve(process)
 
@@ -206,7 +197,7 @@ def test_ai_matches_are_capped_per_client_and_none_is_endless(tmp_path: Path) ->
             view = client.seat(held[0].seat).view()
             assert view.options.time_control.kind == types_pb2.TIME_CONTROL_KIND_PER_MOVE
             assert view.options.time_control.limit.seconds == 900
-            assert _wait_phase(client, held[0].match_id, types_pb2.MATCH_PHASE_PLAYING, 30)
+            assert wait_phase(client, held[0].match_id, types_pb2.MATCH_PHASE_PLAYING, 30)
             client.seat(held[0].seat).resign()
             client.create(opponent="ai", ai_level=1, seat="first")  # a place again
             client.create(opponent="local", seed=3)  # LOCAL: both seats are the caller's
