@@ -16,7 +16,7 @@ import grpc
 import pytest
 import redis
 
-from battleline.v1 import ai_pb2, ai_pb2_grpc, record_pb2, types_pb2
+from battleline.v1 import ai_pb2, ai_pb2_grpc, record_pb2, record_pb2_grpc, types_pb2
 from battleline_ai.bots import make_bot
 from battleline_ai.odds import seen_position_value
 from battleline_ai.review import COSTLIEST, MIN_LOSS, GameReview, judge_move, review_game
@@ -250,8 +250,7 @@ def test_get_review_shares_one_review_per_match_and_is_refused_past_the_ais_queu
         ai_engine: LocalService) -> None:
     """Callers of one match's review while it is made wait for that one review (the AI
     service would refuse a second); reviews of more matches than the AI's queue holds
-    for the engine (2: reviews name no client) are refused at once, RESOURCE_EXHAUSTED
-    with a reason."""
+    for one client (2) are refused at once, RESOURCE_EXHAUSTED with a reason."""
     with Client(ai_engine.address, timeout=60) as client:
         created = [client.create(opponent="local", clock="none", seed=1510 + i)
                    for i in range(6)]
@@ -274,6 +273,34 @@ def test_get_review_shares_one_review_per_match_and_is_refused_past_the_ais_queu
         assert refused and set(refused) == {"review-busy"}, many
         assert len(refused) < len(many)
         assert all(isinstance(ask(i), bytes) for i in ids)  # later, every one is answered
+
+
+def test_one_clients_reviews_do_not_take_another_clients_places(
+        redis_url: str, ai_service: str) -> None:
+    """The engine names the asking client to the AI service, so two clients asking two
+    new reviews each at once are all answered (until the twenty-fourth session every
+    review named no client and shared one client's 2 places: two of the four were
+    refused)."""
+    config = replace(WITH_AI, ai_address=ai_service, trusted_proxies=("127.0.0.0/8",))
+    with LocalService(redis_url, config=config) as engine, \
+            Client(engine.address, timeout=60) as client, \
+            grpc.insecure_channel(engine.address) as channel:
+        ids = [played_match(client, seed=1530 + i) for i in range(4)]
+        stub = record_pb2_grpc.RecordServiceStub(channel)
+
+        def ask(asked: tuple[str, str]) -> grpc.StatusCode:
+            match_id, address = asked
+            try:
+                stub.GetReview(record_pb2.GetReviewRequest(match_id=match_id),
+                               metadata=(("x-forwarded-for", address),), timeout=60)
+                return grpc.StatusCode.OK
+            except grpc.RpcError as err:
+                return err.code()  # type: ignore[attr-defined]
+
+        clients = ["203.0.113.1", "203.0.113.1", "203.0.113.2", "203.0.113.2"]
+        with ThreadPoolExecutor(4) as pool:
+            codes = list(pool.map(ask, zip(ids, clients, strict=True)))
+        assert codes == [grpc.StatusCode.OK] * 4
 
 
 def test_new_reviews_are_limited_per_client_and_made_ones_are_free(

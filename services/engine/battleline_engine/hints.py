@@ -64,11 +64,13 @@ class HintClient:
                 request, timeout=timeout_s, metadata=(*self._metadata, (AI_OWNER, owner)))
         return response
 
-    async def review(self, request: ai_pb2.ReviewRequest,
-                     timeout_s: float) -> ai_pb2.ReviewResponse:
+    async def review(self, request: ai_pb2.ReviewRequest, timeout_s: float,
+                     owner: str) -> ai_pb2.ReviewResponse:
+        """A review asked by `owner`: its places in the AI's queue are that client's own,
+        so one client's reviews cannot keep another's (or its hints) waiting."""
         with self._refusals("review"):
             response: ai_pb2.ReviewResponse = await self._ai().Review(
-                request, timeout=timeout_s, metadata=self._metadata)
+                request, timeout=timeout_s, metadata=(*self._metadata, (AI_OWNER, owner)))
         return response
 
     def _ai(self) -> ai_pb2_grpc.AiServiceAsyncStub:

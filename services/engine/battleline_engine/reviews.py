@@ -12,8 +12,8 @@ match is over. Limits: a client may have a few reviews made at once and then
 one per `EngineConfig.review_rate` (reading one already made is free), so that
 throwaway matches cannot fill the queue players' hints wait in; one review per
 match at a time in this process (a second caller waits for the first's answer)
-and the AI service's own (one per match, its queue): RESOURCE_EXHAUSTED when it
-is full.
+and the AI service's own (one per match, and the asking client's places in its
+queue, as for hints): RESOURCE_EXHAUSTED when it is full.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ class Reviews:
             making = self._making.get(match_id)
             if making is None:
                 self.rt.review_limit.take(caller)
-                making = self._making[match_id] = asyncio.ensure_future(self._make(match))
+                making = self._making[match_id] = asyncio.ensure_future(
+                    self._make(match, caller))
                 making.add_done_callback(self._done)
             # A caller that gives up does not cancel the review others wait for.
             stored = await asyncio.shield(making)
@@ -79,7 +80,7 @@ class Reviews:
         if not making.cancelled():
             making.exception()  # read: no "never retrieved" warning when all callers left
 
-    async def _make(self, match: Match) -> bytes:
+    async def _make(self, match: Match, caller: str) -> bytes:
         page = await self.rt.storage.events.events_after(match.match_id, 0, MAX_EVENTS)
         state = match.state
         if state.seed is None:  # a full state always has its deal's seed
@@ -89,7 +90,7 @@ class Reviews:
                 ruleset=state.ruleset.name, options=state.options.text(), seed=state.seed,
                 actions=last_game_actions(page.events), match_id=match.match_id,
                 game=match.game),
-            timeout_s=REVIEW_TIMEOUT_S)
+            timeout_s=REVIEW_TIMEOUT_S, owner=caller)
         data = record_pb2.GetReviewResponse(review=reply.review).SerializeToString()
         await self.rt.storage.reviews.put(match.match_id, data)
         return data
