@@ -295,7 +295,7 @@ def test_one_clients_reviews_do_not_take_another_clients_places(
                                metadata=(("x-forwarded-for", address),), timeout=60)
                 return grpc.StatusCode.OK
             except grpc.RpcError as err:
-                return err.code()  # type: ignore[attr-defined]
+                return err.code()
 
         clients = ["203.0.113.1", "203.0.113.1", "203.0.113.2", "203.0.113.2"]
         with ThreadPoolExecutor(4) as pool:
