@@ -290,13 +290,16 @@ def test_compose_web_container_shares_no_network_with_redis() -> None:
 # -- Kubernetes (finding 3) ------------------------------------------------------------
 
 
-def test_kubernetes_ships_no_redis_password_and_names_the_secrets_to_create() -> None:
+def test_kubernetes_ships_no_secret_and_names_the_secrets_to_create() -> None:
     """The manifests shipped Redis's password as a placeholder (`change-me`, in
-    REDIS_URL and in the example Redis's Secret). No Secret carrying it is shipped now:
-    the engines and AI workers read `battleline-redis`, the example Redis `redis-auth`,
-    both created by the operator with the commands in deploy/README.md."""
-    shipped = {d["metadata"]["name"] for d in _resources() if d["kind"] == "Secret"}
-    assert not shipped & {"battleline-redis", "redis-auth"}
+    REDIS_URL and in the example Redis's Secret), and until the twenty-fourth session
+    the AI's key and the gateway secret too (refused at start, but a published value to
+    forget). No Secret is shipped now: the pods read `battleline-redis`, `redis-auth`,
+    `battleline-ai` and `battleline-gateway`, each created by the operator from a file
+    with the commands in deploy/README.md."""
+    assert not [d for d in _resources() if d["kind"] == "Secret"]
+    for path in K8S_FILES:
+        assert "change-me" not in path.read_text(), path
     for path in K8S_FILES:
         assert not re.search(r"rediss?://[^/@\s]*@", path.read_text()), path
     for name in ("battleline-engine", "battleline-ai"):
@@ -308,6 +311,9 @@ def test_kubernetes_ships_no_redis_password_and_names_the_secrets_to_create() ->
     readme = README.read_text()
     assert "create secret generic redis-auth --from-file=password=" in readme
     assert "create secret generic battleline-redis --from-env-file=" in readme
+    assert "create secret generic battleline-ai --from-file=BATTLELINE_AI_KEY=" in readme
+    assert "--from-file=BATTLELINE_GATEWAY_SECRET=" in readme
+    assert "--from-literal" not in readme.replace("rather than `--from-literal`", "")
 
 
 def test_only_the_engines_reach_the_ai_service() -> None:

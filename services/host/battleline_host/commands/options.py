@@ -55,13 +55,14 @@ def log_args(level: LogLevel, fmt: LogFormat) -> list[str]:
     return ["--log-level", level.value, "--log-format", fmt.value]
 
 
-# What deploy/'s manifests hold until an operator sets real secrets.
+# What deploy/'s manifests shipped as secrets until the twenty-fourth session (old copies
+# of them may still hold it).
 PLACEHOLDER = "change-me"
 
 
 def checked_secret(name: str, value: str) -> str:
     """A secret from the environment variable `name` ("" when unset), refused when it is
-    short or still the manifests' placeholder: a published key would let anyone act for
+    short or an old manifest's placeholder: a published key would let anyone act for
     the hosted AI or pick the address a gateway's caller is counted under."""
     if value and len(value) < 16:
         raise typer.BadParameter(f"{name}: at least 16 characters")
