@@ -31,6 +31,7 @@ from battleline.v1 import types_pb2
 from battleline_client.bots import choose
 from battleline_client.client import Client
 from battleline_client.common import answer_times, is_finished, is_my_turn, turn_times
+from battleline_client.loadtest import percentile
 
 BATTLELINE = str(Path(sys.executable).with_name("battleline"))
 
@@ -92,7 +93,7 @@ def main() -> None:
     print(f"ai_timeouts: {timeouts}")
     for name, values in (("ai_answer_s", gaps), ("ai_turn_s", turns)):
         print(f"{name}_p50: {statistics.median(values):.2f}")
-        print(f"{name}_p90: {values[int(0.9 * (len(values) - 1))]:.2f}")
+        print(f"{name}_p90: {percentile(values, 90):.2f}")
         print(f"{name}_max: {values[-1]:.2f}")
     print(f"wall_s: {wall:.0f}")
     print(f"cpu_cores: {os.cpu_count()}")

@@ -64,6 +64,7 @@ from battleline.v1 import (
     lobby_pb2_grpc,
     types_pb2,
 )
+from battleline_client import loadtest
 from battleline_rules import is_compiled
 
 BATTLELINE = str(Path(sys.executable).parent / "battleline")
@@ -140,10 +141,9 @@ class Load:
 
 
 def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    """The `q` quantile (0-1) of unsorted values, nearest rank, as `battleline loadtest`
+    reports it (0 for none)."""
+    return loadtest.percentile(sorted(values), q * 100)
 
 
 # -- the echo server (a subprocess of this script) -------------------------------------
