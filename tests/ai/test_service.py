@@ -424,3 +424,49 @@ def test_the_ai_service_serves_the_client_served_least_recently_first() -> None:
         loop.call(server.stop())
         loop.end()
     assert finished == ["a:1500", "b:300", "a:1000"]
+
+
+def test_a_full_queue_makes_room_for_a_client_holding_less() -> None:
+    """Ninth audit: each client may hold 2 places of the AI service's queue (16 per search
+    process), so 8 addresses asking all the time filled it and every other client's hints
+    and reviews were refused. Now a client that holds fewer places than another takes the
+    newest waiting place of the one holding most (that call is refused `ai-busy`); one
+    holding as few as everyone else is still refused."""
+    loop = LoopThread()
+    server = AiServer("127.0.0.1", 0, AI_KEY)
+    position = dump_position(new_game("standard", seed=7).view(0))
+    try:
+        address = loop.call(server.start())
+        with grpc.insecure_channel(address) as channel:
+            stub = ai_pb2_grpc.AiServiceStub(channel)
+
+            def ask(owner: str, budget_ms: int = 3000) -> grpc.Future:
+                return stub.Suggest.future(
+                    ai_pb2.SuggestRequest(position=position, bot="ismcts:iterations=none",
+                                          budget_ms=budget_ms),
+                    metadata=[("authorization", f"Bearer {AI_KEY}"), (AI_OWNER, owner)],
+                    timeout=60)
+
+            def refused(call: grpc.Future) -> bool:
+                return call.done() and call.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+            assert stub.Suggest(ai_pb2.SuggestRequest(position=position, bot="heuristic"),
+                                metadata=[("authorization", f"Bearer {AI_KEY}")],
+                                timeout=60).action  # the search process is up
+            # 16 places: one client with 2, 14 with one each; one search runs.
+            owners = ["two", "two"] + [f"one-{n}" for n in range(14)]
+            held = [ask(owner) for owner in owners]
+            time.sleep(1.0)
+            assert not any(call.done() for call in held)
+            newcomer = ask("newcomer")
+            time.sleep(1.0)
+            gave_way = [owner for owner, call in zip(owners, held, strict=True)
+                        if refused(call)]
+            assert gave_way == ["two"] and not newcomer.done()
+            # Now 16 clients hold one place each: one more is refused, as it would be.
+            late = ask("late")
+            assert late.exception(timeout=10) is not None and refused(late)
+            assert sum(refused(call) for call in held) == 1
+    finally:
+        loop.call(server.stop())
+        loop.end()

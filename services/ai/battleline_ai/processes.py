@@ -90,6 +90,15 @@ class DeadlinePool:
         finally:
             expiry.cancel()
 
+    def give_way(self, owner: str) -> bool:
+        """Drop `owner`'s newest waiting job (its caller gets None) to make room for
+        another client's; False when none of its jobs is waiting."""
+        waiting = [w for w in self._waiting if w.owner == owner and not w.turn.done()]
+        if not waiting:
+            return False
+        max(waiting, key=lambda w: w.arrival).turn.set_result(False)
+        return True
+
     def _release(self) -> None:
         """A process is free: to the next waiter still waiting, else to the next caller."""
         self._waiting = [w for w in self._waiting if not w.turn.done()]  # dropped, cancelled
