@@ -238,6 +238,25 @@ def test_native_grpc_over_http1_is_refused_plainly(gateway: str,
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
+def test_a_request_framed_by_both_length_headers_closes_its_connection(gateway: str) -> None:
+    """Ninth audit: a request with Content-Length and Transfer-Encoding was read by the
+    latter and the connection kept, so a second request hidden in its Content-Length was
+    answered too (smuggling, behind a proxy that frames by Content-Length). Now it gets
+    400 and the connection is closed: the hidden request is never answered."""
+    parts = urlsplit(gateway)
+    hidden = (b"POST /battleline.v1.RecordService/GetRecord HTTP/1.1\r\nHost: x\r\n"
+              b"content-type: application/json\r\ncontent-length: 2\r\n\r\n{}")
+    smuggling = (b"POST /battleline.v1.GameService/GetView HTTP/1.1\r\nHost: x\r\n"
+                 b"content-type: application/json\r\ntransfer-encoding: chunked\r\n"
+                 b"content-length: %d\r\n\r\n0\r\n\r\n" % (5 + len(hidden)) + hidden)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as conn:
+        conn.sendall(smuggling)
+        answer = b""
+        while chunk := conn.recv(65536):  # ends when the server closes the connection
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 400") and answer.count(b"HTTP/1.1 ") == 1, answer
+
+
 def test_a_bad_page_token_through_the_gateway_is_invalid_argument(gateway: str) -> None:
     url = gateway + "battleline.v1.LobbyService/ListOpenMatches"
     status, _, body = _post(url, "application/json", json.dumps({"pageToken": "².abc"}).encode())
