@@ -75,6 +75,10 @@ def test_storage_works_unchanged_on_a_cluster(cluster: RedisCluster) -> None:
         assert not await s.lobby.hold_place("ai", "10.0.0.1", ids[1], 1)
         (request,) = await s.ai.read("worker-1", block_ms=100)
         await s.ai.ack(request[0])
+        await s.ai.park(request[1])  # a key and an index in different slots
+        assert await s.ai.parked_to_look_at(5) == [ids[0]]
+        assert await s.ai.unpark(ids[0]) == request[1]
+        assert await s.ai.unpark(ids[0]) is None and await s.ai.parked_to_look_at(5) == []
         assert await s.matches.live_count() == len(ids)
 
     _run(cluster.url, body)

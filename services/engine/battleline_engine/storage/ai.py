@@ -61,15 +61,19 @@ class AiRequests:
         """Leave a request's match until its human moves: the engine appends `fields`
         again then (`unpark`)."""
         match_id = fields["match"]
-        await self._redis.set(_parked_key(match_id), json.dumps(dict(fields)), ex=PARKED_TTL_S)
-        await self._redis.zadd(PARKED_KEY, {match_id: now_ms()})
+        async with self._redis.pipeline(transaction=False) as pipe:  # one round trip
+            pipe.set(_parked_key(match_id), json.dumps(dict(fields)), ex=PARKED_TTL_S)
+            pipe.zadd(PARKED_KEY, {match_id: now_ms()})
+            await pipe.execute()
 
     async def unpark(self, match_id: str) -> dict[str, str] | None:
         """Take a parked match's request (None: not parked). One caller gets it: the
         engine waking the AI, the sweeper, or the parking worker finding the AI to act
         after all."""
-        stored = await self._redis.getdel(_parked_key(match_id))
-        await self._redis.zrem(PARKED_KEY, match_id)
+        async with self._redis.pipeline(transaction=False) as pipe:  # one round trip
+            pipe.getdel(_parked_key(match_id))
+            pipe.zrem(PARKED_KEY, match_id)
+            stored, _ = await pipe.execute()
         return None if stored is None else cast("dict[str, str]", json.loads(stored))
 
     async def parked_to_look_at(self, count: int) -> list[str]:
