@@ -15,9 +15,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import redis
+
 from battleline_client.bots import choose
 from battleline_client.client import Client, Seat
 from battleline_client.common import is_finished, is_my_turn
+from battleline_engine.storage.ai import GROUP, REQUESTS_KEY
 from battleline_host.local import open_limits
 
 AI_KEY = "tests-hosted-ai-key-0123456789"
@@ -46,6 +49,20 @@ def wait_phase(client: Client, match_id: str, phase: int, timeout_s: float) -> b
             return True
         time.sleep(0.1)
     return False
+
+
+def pending(store: redis.Redis) -> int:
+    """AI requests a worker has read and not yet acknowledged."""
+    return int(store.xpending(REQUESTS_KEY, GROUP)["pending"])
+
+
+def wait_pending(store: redis.Redis, count: int, timeout_s: float = 10) -> None:
+    """Wait until `count` AI requests are pending: a worker acknowledges a request it is
+    done with (or drops) a moment after the engine's state shows it."""
+    deadline = time.monotonic() + timeout_s
+    while pending(store) != count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pending(store) == count, f"{pending(store)} AI requests pending, not {count}"
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

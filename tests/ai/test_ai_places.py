@@ -15,9 +15,15 @@ from battleline.v1 import types_pb2
 from battleline_client.bots import choose
 from battleline_client.client import Client
 from battleline_client.common import is_my_turn
-from battleline_engine.storage.ai import GROUP, REQUESTS_KEY
 from battleline_host.local import LocalService
-from tests.ai.service_harness import WITH_AI, start_worker, stop, wait_phase
+from tests.ai.service_harness import (
+    WITH_AI,
+    pending,
+    start_worker,
+    stop,
+    wait_pending,
+    wait_phase,
+)
 
 
 def test_a_late_worker_drops_a_cancelled_match_and_serves_the_next(redis_url: str,
@@ -34,18 +40,11 @@ def test_a_late_worker_drops_a_cancelled_match_and_serves_the_next(redis_url: st
             assert wait_phase(client, later.match_id, types_pb2.MATCH_PHASE_PLAYING, 30)
             # The worker may read both requests at once and join the later match before
             # it drops the cancelled one: wait for that drop's acknowledgement.
-            deadline = time.monotonic() + 10
-            while _pending(store) != 1:
-                assert time.monotonic() < deadline, _pending(store)
-                time.sleep(0.05)
+            wait_pending(store, 1)
         finally:
             stop(worker)
     assert "dropped" in (tmp_path / "worker.log").read_text()
     store.close()
-
-
-def _pending(store: redis.Redis) -> int:
-    return len(store.xpending_range(REQUESTS_KEY, GROUP, min="-", max="+", count=100))
 
 
 def test_a_worker_parks_a_match_whose_human_thinks_and_plays_it_when_the_human_moves(
@@ -61,7 +60,7 @@ def test_a_worker_parks_a_match_whose_human_thinks_and_plays_it_when_the_human_m
             while not (is_my_turn(seat.view()) and "parked" in log.read_text()):
                 assert time.monotonic() < deadline, log.read_text()
                 time.sleep(0.2)
-            assert _pending(store) == 0  # the worker holds nothing for it
+            assert pending(store) == 0  # the worker holds nothing for it
             rng = random.Random(2)
             for _ in range(3):  # each human turn wakes the AI, which answers it
                 view = seat.view()

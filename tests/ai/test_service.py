@@ -26,13 +26,21 @@ from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 from battleline_engine.auth import AI_OWNER
 from battleline_engine.ratelimit import Rate
+from battleline_engine.storage.ai import REQUESTS_KEY
 from battleline_host.local import LocalService
 from battleline_rules import dump_position, new_game
-from tests.ai.service_harness import AI_KEY, WITH_AI, play_random, start_worker, stop
+from tests.ai.service_harness import (
+    AI_KEY,
+    WITH_AI,
+    pending,
+    play_random,
+    start_worker,
+    stop,
+    wait_pending,
+)
 from tests.engine.harness import LoopThread
 from tests.processes import children, command_line, descendants
 
-STREAM, GROUP = "bl:ai:requests", "ai-workers"
 FAIR_ENDS = {types_pb2.END_REASON_BREAKTHROUGH, types_pb2.END_REASON_ENVELOPMENT,
              types_pb2.END_REASON_FLANKS, types_pb2.END_REASON_DRAW,
              types_pb2.END_REASON_STALEMATE}
@@ -42,17 +50,6 @@ FAIR_ENDS = {types_pb2.END_REASON_BREAKTHROUGH, types_pb2.END_REASON_ENVELOPMENT
 def engine(redis_url: str) -> Iterator[LocalService]:
     with LocalService(redis_url, config=WITH_AI) as running:
         yield running
-
-
-def _pending(store: redis.Redis) -> int:
-    return int(store.xpending(STREAM, GROUP)["pending"])
-
-
-def _wait_acked(store: redis.Redis, timeout_s: float = 10) -> None:
-    deadline = time.monotonic() + timeout_s
-    while _pending(store) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _pending(store) == 0, "the worker did not acknowledge the finished matches"
 
 
 def test_ai_plays_complete_matches_in_every_ruleset(engine: LocalService, redis_url: str,
@@ -78,7 +75,7 @@ def test_ai_plays_complete_matches_in_every_ruleset(engine: LocalService, redis_
                 ai_info = next(p for p in view.players if p.seat == ai_seat)
                 assert ai_info.display_name.startswith("AI level")
                 assert sum(e.seat == ai_seat for e in record.events) > 5, ruleset
-        _wait_acked(store)
+        wait_pending(store, 0)
     finally:
         stop(worker)
         store.close()
@@ -99,7 +96,7 @@ def test_a_killed_worker_is_replaced_and_the_match_finishes(engine: LocalService
                                     clock_seconds=60, seat="first")
             seat = client.seat(created.seat)
             play_random(client, [seat], rng, until=4, timeout_s=60)  # the AI answered 3 times
-            assert AI_KEY not in repr(store.xrange(STREAM)), "a credential in the stream"
+            assert AI_KEY not in repr(store.xrange(REQUESTS_KEY)), "a credential in the stream"
             assert client.view(created.match_id, AI_KEY).viewer == types_pb2.SEAT_SECOND
 
             first.send_signal(signal.SIGKILL)
@@ -108,7 +105,7 @@ def test_a_killed_worker_is_replaced_and_the_match_finishes(engine: LocalService
             play_random(client, [seat], rng, timeout_s=90)
             view = seat.view()
             assert is_finished(view) and view.end_reason in FAIR_ENDS, view
-        _wait_acked(store)
+        wait_pending(store, 0)
         assert "reclaimed request" in log.read_text()
     finally:
         stop(first)
@@ -135,7 +132,7 @@ def test_a_holder_that_died_right_after_joining_loses_no_seat(
             assert is_finished(view) and view.end_reason in FAIR_ENDS, view
             record = client.record(seat.match_id, seat.handle.token)
             assert sum(e.seat == lost.seat for e in record.events) > 5
-        _wait_acked(store)
+        wait_pending(store, 0)
     finally:
         if worker is not None:
             stop(worker)
@@ -159,7 +156,7 @@ def test_a_stopped_worker_hands_its_matches_over_at_once(engine: LocalService, r
             second = start_worker(engine.address, redis_url, log, claim_idle=60.0)
             play_random(client, [seat], rng, timeout_s=40)  # far less than claim_idle
             assert is_finished(seat.view())
-        _wait_acked(store)
+        wait_pending(store, 0)
         assert "handed back 1 match" in log.read_text()
     finally:
         stop(first)
@@ -193,13 +190,13 @@ def test_a_worker_with_another_key_leaves_the_request_to_one_with_the_right_key(
             while "BATTLELINE_AI_KEY" not in log.read_text():
                 assert time.monotonic() < deadline, log.read_text()
                 time.sleep(0.2)
-            assert _pending(store) == 1, "the request was dropped"
+            assert pending(store) == 1, "the request was dropped"
             stop(wrong)
             right = start_worker(engine.address, redis_url, log, claim_idle=2.0)
             seat = client.seat(created.seat)
             play_random(client, [seat], random.Random(2), timeout_s=90)
             assert seat.view().end_reason in FAIR_ENDS
-        _wait_acked(store)
+        wait_pending(store, 0)
     finally:
         stop(wrong)
         if right is not None:
