@@ -21,7 +21,7 @@ import pytest
 import redis
 
 from battleline.v1 import ai_pb2, ai_pb2_grpc, types_pb2
-from battleline_ai.suggest import AiServer
+from battleline_ai.suggest import QUEUE_PER_PROCESS, AiServer
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 from battleline_engine.auth import AI_OWNER
@@ -424,8 +424,8 @@ def test_the_ai_service_serves_the_client_served_least_recently_first() -> None:
 
 
 def test_a_full_queue_makes_room_for_a_client_holding_less() -> None:
-    """Ninth audit: each client may hold 2 places of the AI service's queue (16 per search
-    process), so 8 addresses asking all the time filled it and every other client's hints
+    """Ninth audit: each client may hold 2 places of the AI service's queue (then 16 per
+    search process), so 8 addresses asking all the time filled it and every other client's hints
     and reviews were refused. Now a client that holds fewer places than another takes the
     newest waiting place of the one holding most (that call is refused `ai-busy`); one
     holding as few as everyone else is still refused."""
@@ -450,8 +450,8 @@ def test_a_full_queue_makes_room_for_a_client_holding_less() -> None:
             assert stub.Suggest(ai_pb2.SuggestRequest(position=position, bot="heuristic"),
                                 metadata=[("authorization", f"Bearer {AI_KEY}")],
                                 timeout=60).action  # the search process is up
-            # 16 places: one client with 2, 14 with one each; one search runs.
-            owners = ["two", "two"] + [f"one-{n}" for n in range(14)]
+            # Every place taken: one client with 2, the others with one each; one search runs.
+            owners = ["two", "two"] + [f"one-{n}" for n in range(QUEUE_PER_PROCESS - 2)]
             held = [ask(owner) for owner in owners]
             time.sleep(1.0)
             assert not any(call.done() for call in held)
@@ -460,7 +460,7 @@ def test_a_full_queue_makes_room_for_a_client_holding_less() -> None:
             gave_way = [owner for owner, call in zip(owners, held, strict=True)
                         if refused(call)]
             assert gave_way == ["two"] and not newcomer.done()
-            # Now 16 clients hold one place each: one more is refused, as it would be.
+            # Now every client holds one place: one more is refused, as it would be.
             late = ask("late")
             assert late.exception(timeout=10) is not None and refused(late)
             assert sum(refused(call) for call in held) == 1

@@ -55,7 +55,10 @@ T = TypeVar("T")
 DEFAULT_BUDGET_MS = 2000
 MAX_BUDGET_MS = 30_000
 MAX_ITERATIONS = 100_000
-QUEUE_PER_PROCESS = 16
+# Deep enough that filling it takes 64 client addresses per process (each held to one
+# place by `_make_room`); a waiting call costs a request and a future, and one that
+# cannot start before its deadline is dropped, so depth never makes a call late.
+QUEUE_PER_PROCESS = 64
 PER_OWNER = 2  # one search running and one waiting
 REVIEW_SECONDS = 1.0  # what a review takes of a process at most (about 0.3-0.5 s)
 DEFAULT_WAIT_S = 15.0  # how long a call without a deadline may wait for a process
