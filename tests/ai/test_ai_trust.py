@@ -29,7 +29,7 @@ from battleline_client.errors import BattleLineError, InvalidRequest, RateLimite
 from tests.ai.service_harness import play_random, wait_phase
 from tests.processes import command_line, descendants, start_serve, stop_serve
 
-_URL = re.compile(r"redis://:([^@\s]+)@[\w.:]+/\d+")
+_URL = re.compile(r"(?:redis://:[^@\s]+@[\w.:]+/\d+|unix://:[^@\s]+@/[\w./-]+)")
 
 
 def _serve(data_dir: Path, *extra: str,
@@ -88,6 +88,52 @@ def test_no_secret_is_on_the_command_line_of_serve_or_any_child(tmp_path: Path) 
             assert key not in " ".join(command_line(pid)), f"the AI key on {pid}'s command line"
     finally:
         stop_serve(process)
+
+
+def _tcp_listeners(pids: list[int]) -> set[int]:
+    """The TCP ports these processes listen on (their sockets in /proc/net/tcp*)."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = fd.readlink().name
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        for row in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = row.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def test_the_ai_service_and_redis_of_serve_listen_on_private_sockets(tmp_path: Path) -> None:
+    """A free loopback port can be bound by any local user before (or while a restart
+    leaves it free) the child it was meant for does, and the engine would send that user
+    the AI's key or the Redis password. Serve's AI service and embedded Redis listen on
+    Unix sockets in directories only their owner may enter: serve and its children
+    listen on the engine's port alone (no web page here), and a hint still arrives."""
+    process, address = _serve(tmp_path, "--ai-workers", "1")
+    try:
+        _workers(process)
+        with Client(address) as client:
+            created = client.create(opponent="local", ruleset="standard")
+            hint = client.seat(created.seat).hint(budget_ms=100)
+            assert hint.suggestion.action
+        below = [process.pid, *descendants(process.pid)]
+        assert _tcp_listeners(below) == {int(address.rsplit(":", 1)[1])}
+        ai = [command_line(p) for p in below if "ai" in command_line(p)[2:4]]
+        assert ai and "--socket" in ai[0] and "--port" not in ai[0], ai
+        ai_socket = Path(ai[0][ai[0].index("--socket") + 1])
+        redis_socket = Path(urlparse(_redis_url(process)).path)
+        for socket in (ai_socket, redis_socket):
+            assert socket.is_socket()
+            assert stat.S_IMODE(socket.parent.stat().st_mode) == 0o700
+    finally:
+        stop_serve(process)
+    assert not ai_socket.parent.exists() and not redis_socket.parent.exists()
 
 
 def test_nothing_read_from_redis_takes_the_ai_seat(tmp_path: Path) -> None:

@@ -328,7 +328,7 @@ def test_wrong_ai_keys_are_refused_once_an_address_spent_its_guesses() -> None:
     """Tries at the AI's key are rate-limited per address, and an address that spent its
     guesses is refused before its key is compared: a right guess then tells it nothing."""
     loop = LoopThread()
-    server = AiServer("127.0.0.1", 0, AI_KEY, key_guesses=Rate(per_s=0.001, burst=3))
+    server = AiServer("127.0.0.1:0", AI_KEY, key_guesses=Rate(per_s=0.001, burst=3))
     try:
         address = loop.call(server.start())
         with grpc.insecure_channel(address) as channel:
@@ -357,7 +357,7 @@ def test_the_ai_service_replaces_a_search_process_that_died() -> None:
     its processes died, and every later hint and review failed. Now the call that finds
     it broken is refused UNAVAILABLE (retry) and the next one is searched."""
     loop = LoopThread()
-    server = AiServer("127.0.0.1", 0, AI_KEY)
+    server = AiServer("127.0.0.1:0", AI_KEY)
     before = set(children(os.getpid()))
     try:
         address = loop.call(server.start())
@@ -391,7 +391,7 @@ def test_the_ai_service_serves_the_client_served_least_recently_first() -> None:
     the client (`AI_OWNER`), and a process that comes free goes to the client served
     least recently: b's search, asked last, starts before a's second."""
     loop = LoopThread()
-    server = AiServer("127.0.0.1", 0, AI_KEY)
+    server = AiServer("127.0.0.1:0", AI_KEY)
     position = dump_position(new_game("standard", seed=6).view(0))
     finished: list[str] = []
     try:
@@ -430,7 +430,7 @@ def test_a_full_queue_makes_room_for_a_client_holding_less() -> None:
     newest waiting place of the one holding most (that call is refused `ai-busy`); one
     holding as few as everyone else is still refused."""
     loop = LoopThread()
-    server = AiServer("127.0.0.1", 0, AI_KEY)
+    server = AiServer("127.0.0.1:0", AI_KEY)
     position = dump_position(new_game("standard", seed=7).view(0))
     try:
         address = loop.call(server.start())

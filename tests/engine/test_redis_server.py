@@ -26,7 +26,7 @@ def test_starts_persists_and_stops(tmp_path: Path) -> None:
         client.close()
         # The password is required: an unauthenticated local client is refused.
         with pytest.raises(redis.AuthenticationError):
-            redis.Redis(port=server.port).set("x", "y")
+            redis.Redis(unix_socket_path=str(server.socket)).set("x", "y")
     finally:
         server.stop()
     assert not server.running
@@ -71,3 +71,17 @@ def test_the_data_is_readable_by_its_owner_only(tmp_path: Path) -> None:
         modes = _modes(data)
     assert all(mode == (0o700 if (tmp_path / p).is_dir() else 0o600)
                for p, mode in modes.items()), modes
+
+
+def test_it_listens_on_a_private_socket_and_no_port(tmp_path: Path) -> None:
+    """A loopback port can be bound by any local user while Redis restarts, and the
+    engine would send that user the password: the embedded Redis has no TCP port, and
+    its socket is in a directory only its owner may enter."""
+    with EmbeddedRedis(tmp_path / "data") as server:
+        client = redis.Redis.from_url(server.url)
+        assert client.config_get("port") == {"port": "0"}
+        assert server.socket is not None and server.socket.is_socket()
+        assert server.socket.parent.stat().st_mode & 0o777 == 0o700
+        assert server.socket.stat().st_mode & 0o077 == 0
+        client.close()
+    assert not server.socket.parent.exists()

@@ -80,7 +80,7 @@ def test_serve_with_embedded_redis(tmp_path: Path) -> None:
     assert any(rec["message"] == "embedded redis stopped" for rec in logs)
     assert (tmp_path / "data" / "appendonly.aof").exists()
     with pytest.raises(redis.ConnectionError):
-        redis.Redis(port=started[0]["port"], socket_connect_timeout=1).ping()
+        redis.Redis(unix_socket_path=started[0]["socket"], socket_connect_timeout=1).ping()
 
 
 @pytest.mark.timeout(60)

@@ -42,8 +42,7 @@ class ServiceConfig:
     search_processes: int = 1
     claim_idle_s: float = 30.0
     move_cap_s: float = 5.0
-    host: str = "127.0.0.1"
-    port: int | None = None  # AiService port; None: no RPC server
+    rpc_address: str | None = None  # AiService's `HOST:PORT` or `unix:PATH`; None: none
     worker_log: tuple[str, ...] = ()  # the workers' log options: they log as the service does
 
 
@@ -65,8 +64,8 @@ async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
     """Run until `stop` is set: keep `workers` worker processes alive, serve AiService."""
     children: list[subprocess.Popen[bytes] | None] = [None] * config.workers
     server: AiServer | None = None
-    if config.port is not None:
-        server = AiServer(config.host, config.port, config.key, config.search_processes)
+    if config.rpc_address is not None:
+        server = AiServer(config.rpc_address, config.key, config.search_processes)
         print(f"battleline ai service listening on {await server.start()}", flush=True)
     print(f"battleline ai: {config.workers} worker(s) for engine {config.engine}", flush=True)
     loop = asyncio.get_running_loop()

@@ -38,7 +38,7 @@ from battleline.v1 import ai_pb2, ai_pb2_grpc, review_pb2, types_pb2
 from battleline_engine.auth import AI_OWNER, AiKey, Callers, bearer
 from battleline_engine.errors import Kind, Refusal, invalid
 from battleline_engine.health import CappedHealthServicer
-from battleline_engine.listening import host_port, listen
+from battleline_engine.listening import listen
 from battleline_engine.metrics import MetricsInterceptor
 from battleline_engine.ratelimit import Rate, RateLimiter
 from battleline_engine.status import abort
@@ -302,19 +302,20 @@ SERVER_OPTIONS = [
 
 
 class AiServer:
-    """AiService on host:port (0: any) with its own search pool, and gRPC health (SERVING
-    once it listens) for a deployment's readiness probe."""
+    """AiService on `address` (`HOST:PORT`, port 0: any; or `unix:PATH`, a socket) with
+    its own search pool, and gRPC health (SERVING once it listens) for a deployment's
+    readiness probe."""
 
-    def __init__(self, host: str, port: int, key: str, processes: int = 1,
+    def __init__(self, address: str, key: str, processes: int = 1,
                  key_guesses: Rate = KEY_GUESSES) -> None:
-        self.host, self.port, self.processes = host, port, processes
+        self.address, self.processes = address, processes
         self.key = AiKey(key)
         self.key_guesses = key_guesses
         self.server: grpc.aio.Server | None = None
         self.servicer: AiServicer | None = None
 
     async def start(self) -> str:
-        """Start serving; returns host:port actually bound."""
+        """Start serving; returns the address actually bound (the port chosen for 0)."""
         self.servicer = AiServicer(self.key, self.processes, self.key_guesses)
         # The engine's interceptor decodes requests itself: bytes that are not the message get
         # INVALID_ARGUMENT bad-request, not gRPC's UNKNOWN and a logged traceback.
@@ -323,12 +324,14 @@ class AiServer:
         ai_pb2_grpc.add_AiServiceServicer_to_server(self.servicer, self.server)
         checks = CappedHealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(checks, self.server)
-        self.port = listen(self.server, host_port(self.host, self.port))
+        port = listen(self.server, self.address)
         await self.server.start()
         service = ai_pb2.DESCRIPTOR.services_by_name["AiService"].full_name
         for name in (health.OVERALL_HEALTH, service):
             await checks.set(name, health_pb2.HealthCheckResponse.SERVING)
-        return host_port(self.host, self.port)
+        if self.address.startswith("unix:"):
+            return self.address
+        return f"{self.address.rsplit(':', 1)[0]}:{port}"
 
     async def stop(self, grace: float = 1.0) -> None:
         if self.server is not None:

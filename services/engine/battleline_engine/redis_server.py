@@ -14,9 +14,11 @@ import fcntl
 import logging
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -64,24 +66,26 @@ def _owner_only_opener(path: str, flags: int) -> int:
 class EmbeddedRedis:
     """A redis-server child process with its data under `data_dir`.
 
-    It listens on loopback only and requires a random password, so other
-    local users cannot reach the match state. A lock file stops two services
-    from running Redis on the same data directory at once.
+    It listens on a Unix socket in a directory of its own (0700), never on a TCP
+    port, and requires a random password: other local users can neither reach the
+    match state nor take its address while Redis restarts and be sent the password
+    (a loopback port can be bound by anyone once it is free). A lock file stops two
+    services from running Redis on the same data directory at once.
     """
 
-    def __init__(self, data_dir: Path, *, port: int | None = None) -> None:
+    def __init__(self, data_dir: Path) -> None:
         self.data_dir = Path(data_dir)
-        self.port = port
         self.password = secrets.token_hex(16)
+        self.socket: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._lock: IO[str] | None = None
 
     @property
     def url(self) -> str:
-        """The redis:// URL of the running server."""
-        if self.port is None:
+        """The unix:// URL of the running server, with its password."""
+        if self.socket is None:
             raise RuntimeError("embedded Redis is not started")
-        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+        return f"unix://:{self.password}@{self.socket}"
 
     @property
     def running(self) -> bool:
@@ -95,7 +99,8 @@ class EmbeddedRedis:
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         owner_only(self.data_dir)
         self._take_lock()
-        self.port = self.port or free_port()
+        # Not in the data directory: a socket's path has at most 107 bytes.
+        self.socket = Path(tempfile.mkdtemp(prefix="battleline-redis-")) / "redis.sock"
         self._spawn()
         try:
             self._wait_ready(timeout)
@@ -103,12 +108,12 @@ class EmbeddedRedis:
             self.stop()
             raise
         log.info("embedded redis started",
-                 extra={"port": self.port, "data_dir": str(self.data_dir)})
+                 extra={"socket": str(self.socket), "data_dir": str(self.data_dir)})
         return self.url
 
     async def supervise(self, interval_s: float = 0.5, timeout: float = 15.0) -> None:
         """Until cancelled: reap a redis-server that died and start it again, on the same
-        port and password, from its append-only file (the engine's health turns SERVING
+        socket and password, from its append-only file (the engine's health turns SERVING
         again once it answers). The child is started from the calling (main) thread, so
         it keeps dying with the service (see die_with_parent)."""
         while True:
@@ -126,16 +131,16 @@ class EmbeddedRedis:
             except (RuntimeError, TimeoutError) as err:
                 log.error("embedded redis did not restart: %s", err)  # retried next turn
             else:
-                log.info("embedded redis restarted", extra={"port": self.port})
+                log.info("embedded redis restarted", extra={"socket": str(self.socket)})
 
     def _spawn(self) -> None:
         """Start the redis-server child (not waiting for it)."""
-        port = self.port
         args = [
             redis_executable(),
             "-",  # the rest of the configuration from stdin: the password (never on argv)
-            "--bind", "127.0.0.1",
-            "--port", str(port),
+            "--port", "0",  # no TCP at all
+            "--unixsocket", str(self.socket),
+            "--unixsocketperm", "700",
             "--dir", str(self.data_dir.resolve()),
             "--appendonly", "yes",
             "--appendfsync", "everysec",
@@ -164,9 +169,8 @@ class EmbeddedRedis:
         self._lock = lock
 
     def _wait_ready(self, timeout: float) -> None:
-        assert self.port is not None
         deadline = time.monotonic() + timeout
-        client = redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
+        client = redis.Redis(unix_socket_path=str(self.socket), password=self.password)
         try:
             while True:
                 if self._process is not None and self._process.poll() is not None:
@@ -196,6 +200,8 @@ class EmbeddedRedis:
                 fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
             self._lock = None
+        if self.socket is not None:
+            shutil.rmtree(self.socket.parent, ignore_errors=True)
 
     def __enter__(self) -> Self:
         self.start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -44,6 +45,10 @@ def ai(
     port: Annotated[int | None, typer.Option(
         envvar="BATTLELINE_AI_PORT", help="Serve the AiService RPC on this port (0: any).")] = None,
     host: Annotated[str, typer.Option(help="Address for --port.")] = "127.0.0.1",
+    socket: Annotated[Path | None, typer.Option(
+        envvar="BATTLELINE_AI_SOCKET",
+        help="Serve the AiService RPC on this Unix socket instead (in a directory only "
+             "this user may enter).")] = None,
     log_level: LogLevelOption = LogLevel.INFO,
     log_format: LogFormatOption = LogFormat.JSON,
 ) -> None:
@@ -59,20 +64,26 @@ def ai(
     from battleline_ai.service import ServiceConfig, run_service
     from battleline_ai.worker import KEY_ENV
     from battleline_engine import logs
+    from battleline_engine.listening import host_port
 
     checked_redis_url(ctx, "--redis-url", redis_url)
     key = checked_secret(KEY_ENV, os.environ.get(KEY_ENV, ""))
     if not key:
         raise typer.BadParameter(f"set {KEY_ENV} (at least 16 characters; the engines need "
                                  "the same one)")
+    if socket is not None and port is not None:
+        raise typer.BadParameter("--socket or --port, not both")
     logs.configure(log_level, log_format)
+    rpc_address = (f"unix:{socket}" if socket is not None
+                   else None if port is None else host_port(host, port))
     config = ServiceConfig(engine=engine, redis_url=redis_url, key=key, workers=workers,
                            concurrency=concurrency, search_processes=search_processes,
-                           claim_idle_s=claim_idle, move_cap_s=move_cap, host=host, port=port,
+                           claim_idle_s=claim_idle, move_cap_s=move_cap,
+                           rpc_address=rpc_address,
                            worker_log=tuple(log_args(log_level, log_format)))
 
     async def main() -> None:
         await run_service(config, stop_on_signals())
 
-    with one_line_when_cannot_listen("ai", "--port"):
+    with one_line_when_cannot_listen("ai", "--port or --socket"):
         asyncio.run(main())

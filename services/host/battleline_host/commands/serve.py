@@ -8,9 +8,11 @@ import dataclasses
 import logging
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from enum import Enum
@@ -202,6 +204,7 @@ def serve(
     checked_redis_url(ctx, "--redis-url", redis_url)
     descriptors = _raise_descriptor_limit()
     embedded: EmbeddedRedis | None = None
+    ai_socket: Path | None = None  # the AI started here serves AiService on it
     if redis_cluster and not redis_url:
         raise typer.BadParameter("--redis-cluster needs --redis-url (a node of the cluster)")
     if redis_cluster and redis_url and "+cluster://" not in redis_url:
@@ -230,12 +233,11 @@ def serve(
         if not no_web and tls_cert:
             log.warning("no web page with --tls-cert: run `battleline web` behind your TLS proxy")
             no_web = True
-        ai_port = 0
         if ai_workers and not ai_address:
-            from battleline_engine.redis_server import free_port
-
-            ai_port = free_port()
-            ai_address = f"127.0.0.1:{ai_port}"
+            # A socket in a directory of its own (0700), not a loopback port: a free port
+            # can be bound by any local user before the AI does, and be sent the AI's key.
+            ai_socket = Path(tempfile.mkdtemp(prefix="battleline-ai-")) / "ai.sock"
+            ai_address = f"unix:{ai_socket}"
         config = EngineConfig(
             default_clock=ClockKind.PER_MOVE if clock == "per-move" else ClockKind.PER_GAME,
             default_clock_ms=int(clock_s * 1000),
@@ -276,7 +278,7 @@ def serve(
         extra = Workers(workers - 1, worker_args, redis_url, config)
         with one_line_when_cannot_listen("serve", "--port, --web-port and --metrics-port"):
             asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention,
-                             grace, config, ai_workers, ai_port, None if no_web else web_port,
+                             grace, config, ai_workers, ai_socket, None if no_web else web_port,
                              embedded=embedded, web_limits=limits_of_web, max_connections=grpc_cap,
                              max_calls=max_calls,
                              redis_lean=redis_client == "lean",
@@ -286,12 +288,15 @@ def serve(
     finally:
         if embedded is not None:
             embedded.stop()
+        if ai_socket is not None:
+            shutil.rmtree(ai_socket.parent, ignore_errors=True)
 
 
 async def _run(
     redis_url: str, port: int, host: str, tls_cert: Path | None, tls_key: Path | None,
     metrics_port: int, retention: int, grace: float, config: EngineConfig, ai_workers: int = 0,
-    ai_port: int = 0, web_port: int | None = None, embedded: EmbeddedRedis | None = None,
+    ai_socket: Path | None = None, web_port: int | None = None,
+    embedded: EmbeddedRedis | None = None,
     web_limits: WebLimits | None = None, max_connections: int = MAX_CONNECTIONS,
     max_calls: int = MAX_CALLS,
     redis_lean: bool = True, redis_batch_s: float = 0.002,
@@ -324,7 +329,7 @@ async def _run(
             metrics_http.serve_metrics(metrics_port, metrics_host)
         # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
         print(f"battleline engine listening on {engine.address}", flush=True)
-        ai = (_start_ai(engine.address, redis_url, config.ai_key, ai_workers, ai_port,
+        ai = (_start_ai(engine.address, redis_url, config.ai_key, ai_workers, ai_socket,
                         child_log)
               if ai_workers else None)
         if web_port is not None:
@@ -525,14 +530,15 @@ def _ai_key(data_dir: Path) -> str:
 
 
 def _start_ai(address: str, redis_url: str, key: str, workers: int,
-              rpc_port: int = 0, log: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+              rpc_socket: Path | None = None, log: Sequence[str] = ()
+              ) -> subprocess.Popen[bytes]:
     """`battleline ai` as a child process on the same engine and Redis, logging as serve
     does (`log`: its log options). Its secrets (the Redis URL with its password, the AI's
     key) go by environment: a command line is readable by every local user."""
     command = [sys.executable, "-m", "battleline_client.cli", "ai", "--engine", address,
                "--workers", str(workers), *log]
-    if rpc_port:
-        command += ["--port", str(rpc_port)]  # AiService for the engine's hints
+    if rpc_socket is not None:
+        command += ["--socket", str(rpc_socket)]  # AiService for the engine's hints
     env = {**os.environ, "REDIS_URL": redis_url, AI_KEY_ENV: key}
     return subprocess.Popen(dying_with_parent(command), env=env)
 
