@@ -34,7 +34,6 @@ import math
 import multiprocessing as mp
 import os
 import random
-import socket
 import sys
 import tempfile
 import time
@@ -60,6 +59,7 @@ from battleline.v1 import (
     watch_pb2_grpc,
 )
 from benchmarks.engine import SERVE, Stats, bot_match, choose, percentile, start_listening
+from tests.processes import free_port
 
 STREAMS_PER_CHANNEL = 500  # under the engine's 600 concurrent streams per connection
 CREATE_CONCURRENCY = 32  # per client process
@@ -258,12 +258,6 @@ def rss_bytes(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise RuntimeError("no VmRSS")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def engine_errors(metrics_port: int) -> dict[str, int]:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from battleline_engine.redis_server import EmbeddedRedis, free_port
+from battleline_engine.redis_server import EmbeddedRedis
 from benchmarks.engine import SERVE, _engine_worker, cpu_seconds, in_processes, start_listening
-from tests.processes import calls_served, children, command_line
+from tests.processes import calls_served, children, command_line, free_port
 
 
 def measure(url: str, workers: int, matches: int, clients: int, seed: int,

