@@ -283,6 +283,34 @@ def test_an_ai_match_is_refused_at_once_where_no_ai_can_join(tmp_path: Path, fla
         stop_serve(process)
 
 
+def test_a_kept_ai_key_is_made_private_beside_an_external_redis(tmp_path: Path,
+                                                                  redis_url: str) -> None:
+    """Tenth audit: with REDIS_URL set nothing tightened the data directory, so a key
+    file left readable (copied under umask 022, or by an older version) was used as it
+    was, and whoever read it acted for the AI's seat in every match. Now it is made 0600
+    in a 0700 directory whatever the Redis; a symbolic link in its place is refused."""
+    data = tmp_path / "data"
+    data.mkdir(mode=0o755)
+    data.chmod(0o755)
+    key_file = data / "ai.key"
+    key_file.write_text("kept-ai-key-0123456789abcdef\n")
+    key_file.chmod(0o644)
+    process, _ = start_serve("--no-web", "--data-dir", str(data), env={"REDIS_URL": redis_url})
+    try:
+        assert stat.S_IMODE(data.stat().st_mode) == 0o700
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        assert key_file.read_text().strip() == "kept-ai-key-0123456789abcdef"  # still the key
+    finally:
+        stop_serve(process)
+
+    elsewhere = tmp_path / "elsewhere.key"
+    key_file.rename(elsewhere)
+    key_file.symlink_to(elsewhere)
+    with pytest.raises(AssertionError, match="Too many levels of symbolic links"):
+        start_serve("--no-web", "--data-dir", str(data), env={"REDIS_URL": redis_url},
+                    stderr=subprocess.PIPE)
+
+
 def test_a_short_ai_key_stops_serve_at_start(tmp_path: Path) -> None:
     """The AI refuses a key under 16 characters; serve must not start an engine that
     admits an AI which can never run."""

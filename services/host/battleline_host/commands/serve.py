@@ -512,21 +512,44 @@ def _given_ai_key() -> str:
 def _ai_key(data_dir: Path) -> str:
     """The AI's key: BATTLELINE_AI_KEY, else the one kept in DATA_DIR/ai.key (made on the
     first start, readable by its owner only), so the AI of a restarted serve acts for
-    the seats the AI of the last one held."""
+    the seats the AI of the last one held. The data directory is tightened first, as the
+    embedded Redis does, also beside an external Redis (tenth audit: a key file left 0644
+    by a copy or an older version was used as it was); a key file that is a symbolic link
+    or another user's is refused."""
     import secrets
+
+    from battleline_engine.redis_server import owner_only
 
     given = _given_ai_key()
     if given:
         return given
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    owner_only(data_dir)
     path = data_dir / "ai.key"
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
-        return path.read_text().strip()
+        return _kept_ai_key(path)
     with os.fdopen(fd, "w") as out:
         out.write(secrets.token_urlsafe(32) + "\n")
-    return path.read_text().strip()
+    return _kept_ai_key(path)
+
+
+def _kept_ai_key(path: Path) -> str:
+    """The key in `path`, refused unless it is a file of this user (readable by it only)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as err:  # ELOOP: a symbolic link
+        raise typer.BadParameter(f"{path}: not a readable file ({err.strerror})") from None
+    with os.fdopen(fd) as kept:
+        if os.fstat(kept.fileno()).st_uid != os.geteuid():
+            raise typer.BadParameter(f"{path} belongs to another user: remove it (a new "
+                                     "key is made) or set BATTLELINE_AI_KEY")
+        os.fchmod(kept.fileno(), 0o600)
+        key = checked_secret(str(path), kept.read().strip())
+    if not key:
+        raise typer.BadParameter(f"{path} is empty: remove it (a new key is made)")
+    return key
 
 
 def _start_ai(address: str, redis_url: str, key: str, workers: int,
