@@ -190,3 +190,20 @@ def test_other_undecodable_bodies_get_a_fixed_message(web: GatewayThread) -> Non
     error = _connect_error(status, body)
     assert _code_and_reason(error) == ("invalid_argument", "bad-request")
     assert error["message"] == "request body is not valid gzip"
+
+
+@pytest.mark.parametrize("header", ["connect-timeout-ms", "connect-protocol-version",
+                                    "content-encoding"])
+def test_a_bad_protocol_header_is_refused_without_its_value(web: GatewayThread,
+                                                            header: str) -> None:
+    """Tenth audit, F4: connectrpc refuses these itself, and its message quoted the whole
+    value (15,000 of 15,000 characters): now at most a short plain token of it."""
+    value = "<img src=x onerror=alert(1)>" + LONG[:4000]
+    status, _, body = _post(web.url, LIST, JSON, b"{}", {header: value})
+    assert status >= 400, (status, body[:200])
+    message = str(json.loads(body)["message"])
+    _assert_plain(message, value)
+    assert "<img" not in message, message
+    # A plain value connectrpc does not know is still named in its refusal.
+    status, _, body = _post(web.url, LIST, JSON, b"{}", {header: "x9"})
+    assert status >= 400 and "x9" in str(json.loads(body)["message"]), body[:200]

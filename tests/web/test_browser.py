@@ -66,6 +66,9 @@ def test_full_game_against_the_ai(service: Service, browser: BrowserContext) -> 
     page = browser.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
+    # The page's Content-Security-Policy must not block anything the page itself does.
+    page.on("console", lambda message: errors.append(message.text)
+            if "Content Security Policy" in message.text else None)
     page.goto(service.web_url)
     expect(page.get_by_test_id("start-ai")).to_be_visible()
     shoot(page, "lobby.png")

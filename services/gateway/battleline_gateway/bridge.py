@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from types import ModuleType
@@ -66,6 +67,12 @@ MAX_REQUEST_BYTES = 8 * 1024
 # The name of a request header that is not UTF-8, for the endpoint to refuse (see
 # EngineBridge.__call__); set in the request's own task.
 _UNDECODABLE: ContextVar[str] = ContextVar("undecodable_header", default="")
+# Headers of the Connect and gRPC-Web protocols that connectrpc refuses itself, with a
+# message quoting the value: only a value of this form reaches it as it is.
+PROTOCOL_HEADERS = frozenset({b"connect-timeout-ms", b"connect-protocol-version",
+                              b"content-encoding", b"connect-content-encoding",
+                              b"grpc-timeout", b"grpc-encoding"})
+_PLAIN_TOKEN = re.compile(rb"[A-Za-z0-9.+-]{1,24}")
 
 
 class Upstream:
@@ -106,7 +113,11 @@ class EngineBridge(ConnectASGIApplication[Upstream]):
         """Pass a request with a header that is not UTF-8 on with that value replaced,
         for its endpoint to refuse: connectrpc decodes every header before any endpoint
         runs and fails on such bytes with HTTP 500, Python's error text and a traceback,
-        while an endpoint's refusal is written in whichever protocol the caller speaks."""
+        while an endpoint's refusal is written in whichever protocol the caller speaks.
+        A malformed protocol header (`PROTOCOL_HEADERS`) reaches connectrpc as
+        `(invalid)`: it refuses those itself, quoting the value whole (tenth audit)."""
+        if scope["type"] == "http":
+            scope = {**scope, "headers": _plain_protocol_headers(scope["headers"])}
         undecodable = _undecodable(scope["headers"]) if scope["type"] == "http" else None
         if undecodable is None:
             await super().__call__(scope, receive, send)
@@ -169,6 +180,16 @@ class _PlainGzip(GzipCompression):
         except Exception:  # zlib's, EOFError: the caller's bytes
             raise _refusal(Code.INVALID_ARGUMENT, "bad-request",
                            "request body is not valid gzip") from None
+
+
+def _plain_protocol_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """`headers` with each protocol header that is not a short plain token (a timeout, a
+    version, an encoding's name) replaced by `(invalid)`, which connectrpc may quote."""
+    if not any(name in PROTOCOL_HEADERS and not _PLAIN_TOKEN.fullmatch(value)
+               for name, value in headers):
+        return headers
+    return [(name, b"(invalid)" if name in PROTOCOL_HEADERS
+             and not _PLAIN_TOKEN.fullmatch(value) else value) for name, value in headers]
 
 
 def _undecodable(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
