@@ -18,7 +18,8 @@ class WebLimits:
     max_connections_per_address: int = 64
     request_timeout_s: float = 10.0  # for a request's headers and body to arrive in full
     idle_timeout_s: int = 5  # a kept-alive connection with no next request is closed
-    max_header_bytes: int = 16 * 1024
+    max_header_bytes: int = 16 * 1024  # a request's head: its target and headers
+    max_headers: int = 100  # a browser sends about 15
     # requests (page files, calls; a Watch when opened) per address that is not a trusted
     # proxy, refused before their body is read: a browser polls and acts a few times a
     # second, and loads the page in a few requests

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import h11
 import uvicorn
@@ -58,8 +59,32 @@ class _Peers:
         self.open.release(host)
 
 
+class _BoundedHeads(h11.Connection):
+    """h11's server side, refusing a request whose head is past the limits. h11 bounds a
+    head only while it is incomplete: one arriving whole in a single read was parsed at
+    any size (64 KiB, 1,080 headers: ten times a small request's cost to the event loop,
+    which the engine shares; tenth audit). Refused as h11 refuses a malformed request
+    (uvicorn answers 400 and closes the connection), before the app sees it."""
+
+    def __init__(self, limits: WebLimits) -> None:
+        super().__init__(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
+        self.limits = limits
+
+    def next_event(self) -> h11.Event | type[h11.PAUSED] | type[h11.NEED_DATA]:
+        event = super().next_event()
+        if isinstance(event, h11.Request):
+            if len(event.headers) > self.limits.max_headers:
+                raise h11.RemoteProtocolError("too many headers", error_status_hint=431)
+            size = len(event.target) + sum(len(name) + len(value) + 4
+                                           for name, value in event.headers)
+            if size > self.limits.max_header_bytes:
+                raise h11.RemoteProtocolError("request head too large", error_status_hint=431)
+        return event
+
+
 class _GuardedH11(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol with connection caps and a request deadline.
+    """uvicorn's HTTP/1.1 protocol with connection caps, bounded request heads and a
+    request deadline.
 
     uvicorn arms no timer until a first response is sent, so a connection that sends
     nothing, or its headers a byte at a time, stayed open for ever. Here every request
@@ -72,6 +97,10 @@ class _GuardedH11(H11Protocol):
     peers = _Peers(limits.max_connections_per_address, ())  # likewise
     _deadline: asyncio.TimerHandle | None = None
     _counted: str | None = None  # the address key this connection counts for
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn = _BoundedHeads(self.limits)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -160,7 +189,6 @@ class WebGateway:
                                 log_config=None,
                                 http=_guarded(limits, trusted_proxies), ws="none",
                                 timeout_keep_alive=limits.idle_timeout_s,
-                                h11_max_incomplete_event_size=limits.max_header_bytes,
                                 proxy_headers=bool(trusted_proxies),
                                 forwarded_allow_ips=list(trusted_proxies) or None,
                                 timeout_graceful_shutdown=3)  # a bound, past our own grace
