@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
-from battleline_ai.tournament import elo, paired, run, wilson
+from battleline_ai.tournament import elo, logged_games, paired, run, wilson
 from battleline_client.cli import app
 
 
@@ -63,6 +64,32 @@ def test_a_logged_run_cut_short_goes_on_where_it_stopped(tmp_path: Path) -> None
     counts = (resumed.wins_a, resumed.wins_b, resumed.draws)
     assert counts == (whole.wins_a, whole.wins_b, whole.draws)
     assert first.games == 4 and resumed.games == 8
+
+
+def test_a_log_that_is_not_a_tournament_log_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Tenth audit: a crafted log (someone else's) crashed `--log` with a traceback on
+    seven shapes of line. Each is now refused by the command in one line naming it; a
+    blank line, as a hand edit leaves, is skipped."""
+    good = {"a": "random", "b": "random", "ruleset": "basic", "seed": 5, "game": 0,
+            "winner": 0, "actions": 40}
+    bad_lines = ["[1, 2]", "7", json.dumps({**good, "a": None}),
+                 json.dumps({k: v for k, v in good.items() if k != "game"}),
+                 json.dumps({**good, "actions": "many"}), json.dumps({**good, "game": [0]}),
+                 json.dumps({**good, "winner": "lots"}), "[" * 100_000, "{not json"]
+    log = tmp_path / "games.jsonl"
+    args = ["tournament", "--a", "random", "--b", "random", "--games", "2", "--ruleset",
+            "basic", "--seed", "5", "--log", str(log)]
+    for bad in bad_lines:
+        log.write_text(json.dumps(good) + "\n" + bad + "\n")
+        with pytest.raises(ValueError, match=r"games\.jsonl:2: not a game of a tournament"):
+            logged_games(log, "random", "random", "basic", 5)
+        result = CliRunner().invoke(app, args)  # a usage error, not a traceback
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit), bad[:40]
+        assert "not a game of a tournament log" in result.output
+    log.write_text(json.dumps(good) + "\n\n")
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert len([line for line in log.read_text().splitlines() if line]) == 2  # one played
 
 
 def test_paired_counts_split_deals_and_an_exact_sign_test() -> None:

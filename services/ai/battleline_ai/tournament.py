@@ -66,16 +66,46 @@ def _job(job: Job) -> tuple[int | None, int]:
 def logged_games(
     log: Path, a: str, b: str, ruleset: str, seed: int
 ) -> dict[int, tuple[int | None, int]]:
-    """The games of this run (same bots, ruleset and seed) a log already holds, by number."""
+    """The games of this run (same bots, ruleset and seed) a log already holds, by number.
+    A log may come from someone else: a line that is not a logged game is a ValueError
+    naming it (never a traceback), and a blank line (a log edited by hand) is skipped."""
     done: dict[int, tuple[int | None, int]] = {}
     if not log.exists():
         return done
-    for line in log.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        same = (row["a"], row["b"], row.get("ruleset", "standard"), row["seed"])
-        if same == (a, b, ruleset, seed):
+    for number, line in enumerate(log.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = _logged_game(line)
+        if row is None:
+            raise ValueError(f"{log}:{number}: not a game of a tournament log")
+        if (row["a"], row["b"], row.get("ruleset", "standard"), row["seed"]) == (
+                a, b, ruleset, seed):
             done[row["game"]] = (row["winner"], row.get("actions", 0))
     return done
+
+
+def _logged_game(line: str) -> dict[str, Any] | None:
+    """One line of a log as `_job` writes it, or None if it is not one."""
+    try:
+        row = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(row, dict):
+        return None
+    fields_ok = (all(isinstance(row.get(k), str) for k in ("a", "b"))
+                 and isinstance(row.get("ruleset", ""), str)
+                 and _integer(row.get("seed")) and _natural(row.get("game"))
+                 and _natural(row.get("actions", 0))
+                 and row.get("winner", "missing") in (0, 1, None))
+    return row if fields_ok else None
+
+
+def _integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _natural(value: object) -> bool:
+    return _integer(value) and value >= 0  # type: ignore[operator]
 
 
 @dataclass(frozen=True)
