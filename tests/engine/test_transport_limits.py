@@ -375,14 +375,15 @@ def _closed_of(port: int, count: int, held: contextlib.ExitStack) -> int:
 def test_metrics_connections_past_the_caps_are_closed_without_a_thread(
         small_metrics: tuple[int, metrics_http.MetricsServer]) -> None:
     """Every loopback address is one client (sixth audit: a local user held all the
-    connections from four of them), so 2 of 12 are served."""
+    connections from four of them), so 2 of 12 are kept. A scrape still gets through:
+    the oldest held connection that sent no request gives way (tenth audit: 4 such
+    connections, reopened as they timed out, refused 24 of 24 scrapes)."""
     port = small_metrics[0]
     before = _handler_threads()
     with contextlib.ExitStack() as held:
         assert _closed_of(port, 12, held) == 10
         assert _handler_threads() - before <= 2
-        with pytest.raises(OSError):  # full: a scrape now is closed at once
-            _scrape(port)
+        assert "battleline_live_matches" in _scrape(port)  # full of idle ones: one gives way
     time.sleep(0.8)  # the held ones time out
     assert _handler_threads() == before
     assert "battleline_live_matches" in _scrape(port)

@@ -6,6 +6,7 @@ timeout, so a few stalled connections held threads for as long as they liked.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import socket
@@ -20,7 +21,7 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from .auth import address_key
 from .listening import CannotListen
 from .metrics import REGISTRY
-from .ratelimit import OpenCounts
+from .ratelimit import HeldConnections, OpenCounts
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ class _ScrapeHandler(WSGIRequestHandler):
         head = self._head()
         if head is None:
             return
+        self.server.headed(self.connection)
         self.connection.settimeout(self.server.timeout_s)  # bounds each response write
         self.rfile = io.BytesIO(head)
         super().handle()
@@ -69,14 +71,18 @@ class MetricsServer(ThreadingWSGIServer):
     """prometheus_client's threaded WSGI server with bounds: each connection gets
     `timeout_s` and a thread only within `max_connections` (and `max_per_address` from
     one address: `auth.address_key`, so every loopback address is one); a connection
-    past them is closed at once, and Prometheus scrapes again at its next interval."""
+    past them is closed at once, and Prometheus scrapes again at its next interval,
+    unless one of its address's connections still waits for its request: that one gives
+    way (`HeldConnections`; a scraper sends its request at once)."""
 
     def __init__(self, host: str, port: int, *, timeout_s: float, max_connections: int,
                  max_per_address: int) -> None:
         self.timeout_s = timeout_s
         self.max_connections = max_connections
-        self.max_per_address = max_per_address
-        self._held = OpenCounts()  # per address key, and ALL for every connection
+        self._all = OpenCounts()  # ALL: every connection
+        self._headed: set[socket.socket] = set()  # connections whose request is in
+        self._held: HeldConnections[socket.socket] = HeldConnections(
+            max_per_address, lambda s: s not in self._headed, _hang_up)
         self._lock = threading.Lock()  # a thread per connection: checked and counted under it
         self.address_family = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
@@ -86,32 +92,45 @@ class MetricsServer(ThreadingWSGIServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         address = address_key(client_address[0])
         with self._lock:
-            admitted = not (self._held.full(ALL, self.max_connections)
-                            or self._held.full(address, self.max_per_address))
+            admitted = (not self._all.full(ALL, self.max_connections)
+                        and self._held.take(address, request))
             if admitted:
-                self._held.take(ALL, address)
+                self._all.take(ALL)
         if not admitted:
             self.shutdown_request(request)
             return
         try:
             super().process_request(request, client_address)  # starts its thread
         except BaseException:
-            self._release(address)
+            self._release(address, request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._release(address_key(client_address[0]))
+            self._release(address_key(client_address[0]), request)
 
-    def _release(self, address: str) -> None:
+    def headed(self, connection: socket.socket) -> None:
+        """The connection's request is in: it no longer gives way to a newer one."""
         with self._lock:
-            self._held.release(ALL, address)
+            self._headed.add(connection)
+
+    def _release(self, address: str, connection: socket.socket) -> None:
+        with self._lock:
+            self._all.release(ALL)
+            self._held.release(address, connection)
+            self._headed.discard(connection)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up or stalled mid-response: one debug line, no traceback."""
         log.debug("metrics connection from %s failed", client_address[0], exc_info=True)
+
+
+def _hang_up(connection: socket.socket) -> None:
+    """End a connection waiting for its request: its thread's read returns at once."""
+    with contextlib.suppress(OSError):
+        connection.shutdown(socket.SHUT_RDWR)
 
 
 def serve_metrics(port: int, host: str = "127.0.0.1", *, timeout_s: float = 10.0,

@@ -14,7 +14,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from battleline_engine.auth import Callers, address_key
 from battleline_engine.listening import CannotListen
-from battleline_engine.ratelimit import OpenCounts
+from battleline_engine.ratelimit import HeldConnections
 
 from .bridge import EngineBridge, Upstream
 from .limits import WebLimits
@@ -33,7 +33,8 @@ class _QuietSignals(uvicorn.Server):
 
 
 class _Peers:
-    """The connections each peer address holds, against the per-address cap.
+    """The connections each peer address holds, against the per-address cap: at the cap,
+    a connection waiting for its request gives way to the newcomer (`HeldConnections`).
 
     Configured proxies are not capped: behind one, every connection has its address.
     """
@@ -41,22 +42,12 @@ class _Peers:
     def __init__(self, cap: int, trusted_proxies: Sequence[str]) -> None:
         self.cap = cap
         self.proxies = Callers(trusted_proxies)
-        self.open = OpenCounts()
+        self.open: HeldConnections[_GuardedH11] = HeldConnections(
+            cap, lambda held: held.waiting(), lambda held: held.give_way())
 
     def capped(self, host: str) -> bool:
         """Whether connections from `host` count against the cap (not a trusted proxy)."""
         return not self.proxies.is_trusted_proxy(host)
-
-    def take(self, host: str) -> bool:
-        """Count one more connection of `host`, unless it holds the cap already."""
-        if self.open.full(host, self.cap):
-            return False
-        self.open.take(host)
-        return True
-
-    def release(self, host: str) -> None:
-        """Free the place of a closed connection."""
-        self.open.release(host)
 
 
 class _BoundedHeads(h11.Connection):
@@ -112,9 +103,19 @@ class _GuardedH11(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         if self._counted is not None:
-            self.peers.release(self._counted)
+            self.peers.open.release(self._counted, self)
             self._counted = None
         super().connection_lost(exc)
+
+    def waiting(self) -> bool:
+        """Whether this connection waits for a request: none sent yet, or kept alive
+        after its answer (not one whose request is in or whose answer streams)."""
+        return self.conn.their_state is h11.IDLE and self.conn.our_state is h11.IDLE
+
+    def give_way(self) -> None:
+        """Close this waiting connection: its place goes to a newer one of its address."""
+        self._counted = None  # its place is the newcomer's now
+        self.transport.close()
 
     def _admitted(self) -> bool:
         """Whether this new connection fits under both caps (counted if it does)."""
@@ -125,7 +126,7 @@ class _GuardedH11(H11Protocol):
         if host is None or not self.peers.capped(host):
             return True
         key = address_key(host)  # an IPv6 client's whole /64
-        if not self.peers.take(key):
+        if not self.peers.open.take(key, self):
             log.warning("web connection refused: %d open from one address", self.peers.cap,
                         extra={"address": host})
             return False
