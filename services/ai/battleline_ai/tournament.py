@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from battleline_rules import new_game
 
@@ -100,12 +100,12 @@ def _logged_game(line: str) -> dict[str, Any] | None:
     return row if fields_ok else None
 
 
-def _integer(value: object) -> bool:
+def _integer(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _natural(value: object) -> bool:
-    return _integer(value) and value >= 0  # type: ignore[operator]
+    return _integer(value) and value >= 0
 
 
 @dataclass(frozen=True)
