@@ -318,3 +318,24 @@ def test_a_request_head_past_the_limits_is_refused_even_in_one_piece(gateway: st
         answer = _answers(gateway, refused)
         assert answer.count(b"HTTP/1.1 400") == 1 and answer.count(b"HTTP/1.1 200") == (
             1 if refused.startswith(first) else 0), answer[:300]
+
+
+def test_a_chunked_body_is_refused_with_the_ports_security_headers(
+        gateway: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Eleventh audit: a chunked body's trailers and chunk extensions were parsed at any
+    size in one piece (64 KiB, 1,080 fields: the tenth audit's head flood again), and the
+    400s uvicorn writes itself had none of the port's security headers. No client of the
+    port sends a chunked body: it is refused at its head, whatever follows, with the
+    headers, and nothing is logged as an error."""
+    trailers = b"".join(b"x-t%d: 1\r\n" % n for n in range(1080))
+    chunked = (b"POST /battleline.v1.LobbyService/ListOpenMatches HTTP/1.1\r\nHost: x\r\n"
+               b"content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+               b"2\r\n{}\r\n0\r\n" + trailers + b"\r\n")
+    with caplog.at_level(logging.WARNING):
+        answer = _answers(gateway, chunked)
+        time.sleep(0.3)  # an answer of the app's, had it run, would come after ours
+    head = answer.split(b"\r\n\r\n", 1)[0].lower()
+    assert answer.startswith(b"HTTP/1.1 400") and answer.count(b"HTTP/1.1 ") == 1, answer[:300]
+    assert b"content-security-policy: default-src 'self'" in head, head
+    assert b"x-frame-options: deny" in head and b"x-content-type-options: nosniff" in head
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text[:2000]

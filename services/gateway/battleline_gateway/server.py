@@ -19,7 +19,7 @@ from battleline_engine.ratelimit import HeldConnections
 from .bridge import EngineBridge, Upstream
 from .limits import WebLimits
 from .rate import RequestRate
-from .site import WebApp
+from .site import SECURITY_HEADERS, WebApp
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +51,16 @@ class _Peers:
 
 
 class _BoundedHeads(h11.Connection):
-    """h11's server side, refusing a request whose head is past the limits. h11 bounds a
-    head only while it is incomplete: one arriving whole in a single read was parsed at
-    any size (64 KiB, 1,080 headers: ten times a small request's cost to the event loop,
-    which the engine shares; tenth audit). Refused as h11 refuses a malformed request
-    (uvicorn answers 400 and closes the connection), before the app sees it."""
+    """h11's server side, refusing a request whose head is past the limits or whose body
+    is chunked. h11 bounds a head only while it is incomplete: one arriving whole in a
+    single read was parsed at any size (64 KiB, 1,080 headers: ten times a small
+    request's cost to the event loop, which the engine shares; tenth audit), and so were
+    a chunked body's trailers and chunk extensions (eleventh audit). No call of the page
+    or of a Connect or gRPC-Web client sends a chunked body (at most 8 KiB, its length
+    known), and one that also had a Content-Length could smuggle a second request past a
+    proxy framing by the other (ninth audit). Refused as h11 refuses a malformed request
+    (a 400 and the connection closed, `_GuardedH11.send_400_response`), before the app
+    sees it."""
 
     def __init__(self, limits: WebLimits) -> None:
         super().__init__(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
@@ -64,12 +69,16 @@ class _BoundedHeads(h11.Connection):
     def next_event(self) -> h11.Event | type[h11.PAUSED] | type[h11.NEED_DATA]:
         event = super().next_event()
         if isinstance(event, h11.Request):
-            if len(event.headers) > self.limits.max_headers:
+            headers = event.headers
+            if len(headers) > self.limits.max_headers:
                 raise h11.RemoteProtocolError("too many headers", error_status_hint=431)
             size = len(event.target) + sum(len(name) + len(value) + 4
-                                           for name, value in event.headers)
+                                           for name, value in headers)
             if size > self.limits.max_header_bytes:
                 raise h11.RemoteProtocolError("request head too large", error_status_hint=431)
+            if any(name == b"transfer-encoding" for name, _ in headers):
+                raise h11.RemoteProtocolError("chunked bodies are not served",
+                                              error_status_hint=411)
         return event
 
 
@@ -106,6 +115,24 @@ class _GuardedH11(H11Protocol):
             self.peers.open.release(self._counted, self)
             self._counted = None
         super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request h11 refuses, with the web port's security headers
+        (uvicorn's own had none). Should that happen in a body the app is already
+        reading, the app's own answer is dropped: it would follow on a connection h11
+        has closed, and uvicorn logged its failure with a traceback (eleventh audit)."""
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True
+            if cycle.response_started:  # too late for a 400: only closing is left
+                self.transport.close()
+                return
+        headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close"),
+                   *SECURITY_HEADERS]
+        for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                      h11.Data(data=msg.encode("ascii")), h11.EndOfMessage()):
+            self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()
 
     def waiting(self) -> bool:
         """Whether this connection waits for a request: none sent yet, or kept alive

@@ -52,9 +52,7 @@ class WebApp:
             return
         send = _adding(send, RPC_HEADERS if scope["path"].startswith(RPC_PREFIX)
                        else SECURITY_HEADERS)
-        if _framed_twice(scope):
-            await _refuse_framed_twice(send)
-        elif scope["path"].startswith(RPC_PREFIX):
+        if scope["path"].startswith(RPC_PREFIX):
             native = _native_grpc(scope)
             # What the bridge answers without running its interceptors (native gRPC, an
             # unknown method, a verb it does not serve) is counted here instead, or a
@@ -88,22 +86,6 @@ def _host(scope: Scope) -> str | None:
     from x-forwarded-for (the bridge's ctx.client_address comes from the same)."""
     client = scope.get("client")
     return client[0] if client else None
-
-
-def _framed_twice(scope: Scope) -> bool:
-    """A request with both Content-Length and Transfer-Encoding: a proxy in front may have
-    framed it by the other header, so what follows it on the connection may be another
-    client's request smuggled in (ninth audit; RFC 9112, 6.1)."""
-    names = {name for name, _ in scope["headers"]}
-    return b"content-length" in names and b"transfer-encoding" in names
-
-
-async def _refuse_framed_twice(send: Send) -> None:
-    """400, and the connection closed after it: nothing more is read from it."""
-    message = b"a request has Content-Length or Transfer-Encoding, not both"
-    await send({"type": "http.response.start", "status": 400, "headers": [
-        (b"content-type", b"text/plain"), (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": message})
 
 
 def _native_grpc(scope: Scope) -> bool:
