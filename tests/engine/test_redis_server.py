@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import redis
 
-from battleline_engine.redis_server import EmbeddedRedis, redis_executable
+from battleline_engine.redis_server import EmbeddedRedis, UnsafeDataDirectory, redis_executable
 
 
 def test_bundled_binary_is_found() -> None:
@@ -85,3 +86,31 @@ def test_it_listens_on_a_private_socket_and_no_port(tmp_path: Path) -> None:
         assert server.socket.stat().st_mode & 0o077 == 0
         client.close()
     assert not server.socket.parent.exists()
+
+
+def test_a_data_directory_that_is_not_ours_is_refused(tmp_path: Path) -> None:
+    """Eleventh audit: another local user made the data directory first (serve started
+    from a shared directory), with links in it: serve truncated one of its own files
+    through `redis.lock` and wrote Redis's log through another, and that user could
+    replace the data. A directory that is a link or another user's is refused, and the
+    lock is never opened through a link."""
+    if os.geteuid() == 0:
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, 65534, 65534)  # nobody's
+    else:
+        theirs = Path("/")  # root's
+    with pytest.raises(UnsafeDataDirectory):
+        EmbeddedRedis(theirs).start()
+    ours = tmp_path / "ours"
+    ours.mkdir()
+    (tmp_path / "link").symlink_to(ours)
+    with pytest.raises(UnsafeDataDirectory):
+        EmbeddedRedis(tmp_path / "link").start()
+
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    (ours / "redis.lock").symlink_to(victim)
+    with pytest.raises(OSError):
+        EmbeddedRedis(ours).start()
+    assert victim.read_text() == "keep me"

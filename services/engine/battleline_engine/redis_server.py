@@ -16,6 +16,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -42,9 +43,20 @@ def redis_executable() -> str:
     return path
 
 
+class UnsafeDataDirectory(PermissionError):
+    """A data directory that is a symbolic link or another user's: its owner could put
+    links in it that this process would follow (truncating or writing files of ours:
+    eleventh audit), or replace the data, so nothing is written there."""
+
+
 def owner_only(root: Path) -> None:
     """chmod 0700 for `root` and the directories under it, 0600 for its files: a data
-    directory made by an older version (0755, files 0644) is tightened on start."""
+    directory made by an older version (0755, files 0644) is tightened on start. One that
+    is not ours is refused (`UnsafeDataDirectory`)."""
+    info = os.lstat(root)
+    if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():
+        raise UnsafeDataDirectory(f"{root}: a data directory must be this user's own "
+                                  "directory, not a symbolic link or another user's")
     root.chmod(0o700)
     for path in root.rglob("*"):
         if not path.is_symlink():
@@ -52,7 +64,7 @@ def owner_only(root: Path) -> None:
 
 
 def _owner_only_opener(path: str, flags: int) -> int:
-    return os.open(path, flags, 0o600)
+    return os.open(path, flags | os.O_NOFOLLOW, 0o600)
 
 
 class EmbeddedRedis:

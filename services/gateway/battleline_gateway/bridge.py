@@ -37,8 +37,9 @@ from protobuf.wkt import Any as DetailAny
 from starlette.types import Receive, Scope, Send
 
 from battleline.v1 import game_pb2, lobby_pb2, record_pb2, watch_pb2
-from battleline_engine.auth import FORWARDED_FOR, GATEWAY_CLIENT, GATEWAY_SECRET
+from battleline_engine.auth import FORWARDED_FOR, GATEWAY_CLIENT, GATEWAY_SECRET, address_key
 from battleline_engine.errors import Refusal
+from battleline_engine.ratelimit import OpenCounts
 from battleline_engine.status import DOMAIN, rich_status
 
 from .rate import RequestRate
@@ -99,12 +100,12 @@ class EngineBridge(ConnectASGIApplication[Upstream]):
 
     path = "/"
 
-    def __init__(self, upstream: Upstream, rate: RequestRate) -> None:
+    def __init__(self, upstream: Upstream, rate: RequestRate, max_streams: int) -> None:
         # connectrpc types `endpoints` with a private union of Endpoint's subclasses, not
         # with the public Endpoint its factories build
         super().__init__(service=upstream,
                          endpoints=forwarding_endpoints,  # type: ignore[arg-type]
-                         interceptors=[_Admission(rate)],
+                         interceptors=[_Admission(rate, max_streams)],
                          codecs=[_PlainCodec(google_protobuf_binary_codec(), "binary protobuf"),
                                  _PlainCodec(google_protobuf_json_codec(), "JSON")],
                          compressions=[_PlainGzip()], read_max_bytes=MAX_REQUEST_BYTES)
@@ -130,17 +131,40 @@ class EngineBridge(ConnectASGIApplication[Upstream]):
             _UNDECODABLE.reset(mark)
 
 
-class _Admission(MetadataInterceptor[None]):
-    """Counts each call against its address's request rate as it starts. connectrpc runs
-    a metadata interceptor at the front of the list before it reads the request's body,
-    and writes its refusal in the caller's protocol; a Watch counts once, when opened."""
+class _Admission(MetadataInterceptor[str | None]):
+    """Counts each call against its address's request rate as it starts, and each Watch
+    against its address's streams while it lasts. connectrpc runs a metadata interceptor
+    at the front of the list before it reads the request's body, and writes its refusal
+    in the caller's protocol; a Watch counts once against the rate, when opened.
 
-    def __init__(self, rate: RequestRate) -> None:
+    Why a cap on streams below the connection cap: a stream holds its connection for as
+    long as its match lasts, so one client (every local user is one: loopback) opening
+    as many as it may hold connections kept every other browser off the port for hours
+    (eleventh audit: 64 spectator streams, 0 of 24 page loads)."""
+
+    def __init__(self, rate: RequestRate, max_streams: int) -> None:
         self.rate = rate
+        self.max_streams = max_streams
+        self.streams = OpenCounts()  # open Watch streams per address key
 
-    async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
-        if (refusal := self.rate.over(client_host(ctx))) is not None:
+    async def on_start(self, ctx: RequestContext[Any, Any]) -> str | None:
+        host = client_host(ctx)
+        if (refusal := self.rate.over(host)) is not None:
             raise refused(refusal)
+        if ctx.method.stream_type is not StreamType.SERVER_STREAM or host is None:
+            return None
+        key = address_key(host)
+        if self.streams.full(key, self.max_streams):
+            raise _refusal(Code.RESOURCE_EXHAUSTED, "web-streams-per-address",
+                           f"at most {self.max_streams} Watch streams per client on the "
+                           "web port: close one first")
+        self.streams.take(key)
+        return key
+
+    async def on_end(self, key: str | None, ctx: RequestContext[Any, Any],
+                     error: Exception | None, /) -> None:
+        if key is not None:
+            self.streams.release(key)
 
 
 class _PlainCodec(Codec[Message, Message]):

@@ -16,6 +16,9 @@ class WebLimits:
     max_connections: int = 512  # more are closed at once: the engine keeps its descriptors
     # from one address that is not a trusted proxy, so one client cannot hold them all
     max_connections_per_address: int = 64
+    # Watch streams of one such address: each holds a connection while its match lasts,
+    # so at most half of them, leaving the rest for requests (a page opens one or two)
+    max_streams_per_address: int = 32
     request_timeout_s: float = 10.0  # for a request's headers and body to arrive in full
     idle_timeout_s: int = 5  # a kept-alive connection with no next request is closed
     max_header_bytes: int = 16 * 1024  # a request's head: its target and headers

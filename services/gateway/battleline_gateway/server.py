@@ -24,6 +24,11 @@ from .site import SECURITY_HEADERS, WebApp
 log = logging.getLogger(__name__)
 
 
+# How long after its head a request's body may keep coming before its connection, at its
+# address's cap, gives way to a newer one.
+SLOW_BODY_S = 1.0
+
+
 class _QuietSignals(uvicorn.Server):
     """uvicorn without its own SIGINT/SIGTERM handlers: the host process owns shutdown."""
 
@@ -97,6 +102,7 @@ class _GuardedH11(H11Protocol):
     peers = _Peers(limits.max_connections_per_address, ())  # likewise
     _deadline: asyncio.TimerHandle | None = None
     _counted: str | None = None  # the address key this connection counts for
+    _body_since: float | None = None  # when the current request's head was in, its body not
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -135,9 +141,15 @@ class _GuardedH11(H11Protocol):
         self.transport.close()
 
     def waiting(self) -> bool:
-        """Whether this connection waits for a request: none sent yet, or kept alive
-        after its answer (not one whose request is in or whose answer streams)."""
-        return self.conn.their_state is h11.IDLE and self.conn.our_state is h11.IDLE
+        """Whether this connection waits for a request: none sent yet, kept alive after
+        its answer, or a body still coming `SLOW_BODY_S` after its head (a browser sends
+        its body with its head; eleventh audit: bodies sent a byte a second held every
+        place), not one whose request is in or whose answer streams."""
+        state = self.conn.their_state
+        if state is h11.SEND_BODY:
+            return (self._body_since is not None
+                    and self.loop.time() - self._body_since > SLOW_BODY_S)
+        return state is h11.IDLE and self.conn.our_state is h11.IDLE
 
     def give_way(self) -> None:
         """Close this waiting connection: its place goes to a newer one of its address."""
@@ -162,6 +174,10 @@ class _GuardedH11(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
+        if self.conn.their_state is not h11.SEND_BODY:
+            self._body_since = None
+        elif self._body_since is None:
+            self._body_since = self.loop.time()
         if self._request_in():
             self._disarm()
 
@@ -209,7 +225,8 @@ class WebGateway:
                  limits: WebLimits = WebLimits()) -> None:
         self.upstream = Upstream(engine_address, engine_secret)
         rate = RequestRate(limits.request_rate, trusted_proxies)
-        config = uvicorn.Config(WebApp(EngineBridge(self.upstream, rate), rate),
+        bridge = EngineBridge(self.upstream, rate, limits.max_streams_per_address)
+        config = uvicorn.Config(WebApp(bridge, rate),
                                 host=host, port=port,
                                 lifespan="off", log_level="warning", access_log=False,
                                 # uvicorn's records go to the host's handlers (and their

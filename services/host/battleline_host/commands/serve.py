@@ -198,7 +198,7 @@ def serve(
 ) -> None:
     """Start the Battle Line engine (gRPC), its hosted AI and the web page until SIGINT/SIGTERM."""
     from battleline_engine import logs
-    from battleline_engine.redis_server import EmbeddedRedis
+    from battleline_engine.redis_server import EmbeddedRedis, UnsafeDataDirectory
 
     logs.configure(log_level, log_format)
     checked_redis_url(ctx, "--redis-url", redis_url)
@@ -211,7 +211,10 @@ def serve(
         redis_url = redis_url.replace("://", "+cluster://", 1)  # Storage picks the cluster client
     if not redis_url:
         embedded = EmbeddedRedis(data_dir)
-        redis_url = embedded.start()
+        try:
+            redis_url = embedded.start()
+        except UnsafeDataDirectory as err:
+            raise typer.BadParameter(str(err), param_hint="--data-dir") from None
     try:
         from battleline_engine.hints import MAX_BUDGET_MS
         from battleline_engine.model import ClockKind
@@ -518,13 +521,16 @@ def _ai_key(data_dir: Path) -> str:
     or another user's is refused."""
     import secrets
 
-    from battleline_engine.redis_server import owner_only
+    from battleline_engine.redis_server import UnsafeDataDirectory, owner_only
 
     given = _given_ai_key()
     if given:
         return given
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    owner_only(data_dir)
+    try:
+        owner_only(data_dir)
+    except UnsafeDataDirectory as err:
+        raise typer.BadParameter(str(err), param_hint="--data-dir") from None
     path = data_dir / "ai.key"
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
