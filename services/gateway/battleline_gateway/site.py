@@ -50,9 +50,9 @@ class WebApp:
         if scope["type"] != "http":
             await self.page(scope, receive, send)
             return
-        send = _adding(send, RPC_HEADERS if scope["path"].startswith(RPC_PREFIX)
-                       else SECURITY_HEADERS)
-        if scope["path"].startswith(RPC_PREFIX):
+        rpc = scope["path"].startswith(RPC_PREFIX)
+        send = _adding(send, RPC_HEADERS if rpc else SECURITY_HEADERS)
+        if rpc:
             native = _native_grpc(scope)
             # What the bridge answers without running its interceptors (native gRPC, an
             # unknown method, a verb it does not serve) is counted here instead, or a
