@@ -130,8 +130,11 @@ def test_past_the_burst_a_call_is_refused_before_its_body_is_read(
     assert [detail["type"] for detail in refusals[0][1]["details"]] == [
         "google.rpc.ErrorInfo", "google.rpc.RetryInfo"]
     assert len(decoded) == 6  # the burst's, none of the refused bodies
+    # A coarse guard beside that exact count: a refusal costs well under a decoded call.
+    # Half, not a third: every answer now also carries the security headers, and a third
+    # failed once in four runs on a loaded machine (0.75 ms against 2.1 ms).
     decoding_s, refusing_s = (read - started) / 5, (ended - read) / 100
-    assert refusing_s < decoding_s / 3, (decoding_s, refusing_s)
+    assert refusing_s < decoding_s / 2, (decoding_s, refusing_s)
 
 
 @pytest.mark.parametrize("name", PROTOCOLS)
