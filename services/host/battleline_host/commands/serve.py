@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -198,7 +198,7 @@ def serve(
 ) -> None:
     """Start the Battle Line engine (gRPC), its hosted AI and the web page until SIGINT/SIGTERM."""
     from battleline_engine import logs
-    from battleline_engine.redis_server import EmbeddedRedis, UnsafeDataDirectory
+    from battleline_engine.redis_server import EmbeddedRedis
 
     logs.configure(log_level, log_format)
     checked_redis_url(ctx, "--redis-url", redis_url)
@@ -211,10 +211,8 @@ def serve(
         redis_url = redis_url.replace("://", "+cluster://", 1)  # Storage picks the cluster client
     if not redis_url:
         embedded = EmbeddedRedis(data_dir)
-        try:
+        with _own_data_dir():
             redis_url = embedded.start()
-        except UnsafeDataDirectory as err:
-            raise typer.BadParameter(str(err), param_hint="--data-dir") from None
     try:
         from battleline_engine.hints import MAX_BUDGET_MS
         from battleline_engine.model import ClockKind
@@ -512,6 +510,18 @@ def _given_ai_key() -> str:
     return checked_secret(AI_KEY_ENV, os.environ.get(AI_KEY_ENV, ""))
 
 
+@contextlib.contextmanager
+def _own_data_dir() -> Iterator[None]:
+    """A data directory that is not this user's own is refused in one line, not a
+    traceback (`redis_server.UnsafeDataDirectory`)."""
+    from battleline_engine.redis_server import UnsafeDataDirectory
+
+    try:
+        yield
+    except UnsafeDataDirectory as err:
+        raise typer.BadParameter(str(err), param_hint="--data-dir") from None
+
+
 def _ai_key(data_dir: Path) -> str:
     """The AI's key: BATTLELINE_AI_KEY, else the one kept in DATA_DIR/ai.key (made on the
     first start, readable by its owner only), so the AI of a restarted serve acts for
@@ -521,16 +531,14 @@ def _ai_key(data_dir: Path) -> str:
     or another user's is refused."""
     import secrets
 
-    from battleline_engine.redis_server import UnsafeDataDirectory, owner_only
+    from battleline_engine.redis_server import owner_only
 
     given = _given_ai_key()
     if given:
         return given
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
+    with _own_data_dir():
         owner_only(data_dir)
-    except UnsafeDataDirectory as err:
-        raise typer.BadParameter(str(err), param_hint="--data-dir") from None
     path = data_dir / "ai.key"
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
