@@ -44,6 +44,11 @@ WATCH_EVERY = 4  # 25 watched matches per run, on the engine that gets killed
 AT = MATCHES // 3  # the fault strikes when this many matches have finished
 # 20 AI matches, started around the fault so that several are in play when it strikes.
 AI_MATCHES = range(AT - 8, AT + 12)
+# The killed engine's AI gets SIGTERM from the kernel and stops cleanly: its worker
+# hands its matches back and lets a running search finish (up to the move cap), and
+# `battleline ai` waits up to 10 s for it. On a loaded 2-core machine that took over
+# 2 s, so the check waits for the stop instead of sampling once.
+AI_STOP_GRACE_S = 20.0
 FAST_ENV = {
     "BATTLELINE_CREATE_RATE": "1000", "BATTLELINE_ACTION_RATE": "1000",
     "BATTLELINE_RECORD_RATE": "1000",  # the audit reads every record at the end
@@ -136,6 +141,14 @@ def _ai_leftovers(client: Any, timeout: float = 30.0) -> dict[str, int]:
         time.sleep(0.5)
 
 
+def _outliving(pids: list[int], deadline: float) -> list[int]:
+    """Those of `pids` still running at `deadline` (a monotonic time); returns as soon
+    as none is."""
+    while (alive := [p for p in pids if is_alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
+
+
 def _held_by(client: Any, pids: list[int]) -> int:
     """Seat requests that the AI processes `pids` hold now (a consumer's name carries its pid)."""
     consumers = client.xinfo_consumers(AI_REQUESTS_KEY, AI_GROUP)
@@ -168,10 +181,11 @@ def test_engine_killed_and_restarted_on_redis_cluster(
             time.sleep(0.1)
         pair[0].kill()
         kills += 1
+        killed_at = time.monotonic()
         time.sleep(2.0)  # the survivor carries the load; clients retry onto it
-        orphans.extend(p for p in below if is_alive(p))
         pair[0].start()
         restarts += 1
+        orphans.extend(_outliving(below, killed_at + AI_STOP_GRACE_S))
 
     try:
         driver = _run([e.address for e in pair], 7, AT, fault, AI_MATCHES)
