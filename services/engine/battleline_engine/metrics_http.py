@@ -21,11 +21,10 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from .auth import address_key
 from .listening import CannotListen
 from .metrics import REGISTRY
-from .ratelimit import HeldConnections, OpenCounts
+from .ratelimit import HeldConnections
 
 log = logging.getLogger(__name__)
 
-ALL = "*"  # the key counting every connection (no address is "*")
 MAX_HEAD_BYTES = 8192  # a scrape's request line and headers are a few hundred bytes
 
 
@@ -79,7 +78,7 @@ class MetricsServer(ThreadingWSGIServer):
                  max_per_address: int) -> None:
         self.timeout_s = timeout_s
         self.max_connections = max_connections
-        self._all = OpenCounts()  # ALL: every connection
+        self._open = 0  # connections with a thread, from every address
         self._headed: set[socket.socket] = set()  # connections whose request is in
         self._held: HeldConnections[socket.socket] = HeldConnections(
             max_per_address, lambda s: s not in self._headed, _hang_up)
@@ -92,10 +91,9 @@ class MetricsServer(ThreadingWSGIServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         address = address_key(client_address[0])
         with self._lock:
-            admitted = (not self._all.full(ALL, self.max_connections)
+            admitted = (self._open < self.max_connections
                         and self._held.take(address, request))
-            if admitted:
-                self._all.take(ALL)
+            self._open += admitted
         if not admitted:
             self.shutdown_request(request)
             return
@@ -118,7 +116,7 @@ class MetricsServer(ThreadingWSGIServer):
 
     def _release(self, address: str, connection: socket.socket) -> None:
         with self._lock:
-            self._all.release(ALL)
+            self._open -= 1
             self._held.release(address, connection)
             self._headed.discard(connection)
 
