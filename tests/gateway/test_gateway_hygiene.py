@@ -7,13 +7,12 @@ Python's) nor more than 24 characters of the caller's value."""
 from __future__ import annotations
 
 import gzip
-import http.client
 import json
 import logging
 import struct
 import time
 from collections.abc import Iterator
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 import pytest
 
@@ -21,6 +20,7 @@ from battleline_gateway.bridge import MAX_REQUEST_BYTES
 from tests.engine.harness import Engine
 
 from .conftest import GatewayThread
+from .plain_http import request
 from .test_header_hygiene import _code_and_reason
 
 LIST = "/battleline.v1.LobbyService/ListOpenMatches"
@@ -47,17 +47,8 @@ NOT_A_SUBMIT = [
 
 def _post(url: str, path: str, content_type: str, body: bytes,
           headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-    """POST `body` as it is; the status, the headers (names in lower case) and the body."""
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
-    try:
-        connection.request("POST", path, body=body,
-                           headers={"content-type": content_type, **(headers or {})})
-        response = connection.getresponse()
-        return (response.status, {k.lower(): v for k, v in response.getheaders()},
-                response.read())
-    finally:
-        connection.close()
+    """POST `body` as it is with its content type."""
+    return request(url, "POST", path, body, {"content-type": content_type, **(headers or {})})
 
 
 def _envelope(message: bytes) -> bytes:

@@ -4,27 +4,14 @@ load, and the answers carrying seat tokens did not say they must not be cached."
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
-from urllib.parse import urlsplit
 
 from battleline_gateway.site import SITE_DIR
 
+from .plain_http import request
+
 CREATE = "/battleline.v1.LobbyService/CreateMatch"
-
-
-def _get(url: str, method: str, path: str, body: bytes | None = None,
-         headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
-    try:
-        connection.request(method, path, body=body, headers=headers or {})
-        response = connection.getresponse()
-        return (response.status, {k.lower(): v for k, v in response.getheaders()},
-                response.read())
-    finally:
-        connection.close()
 
 
 def _assert_guarded(headers: dict[str, str]) -> None:
@@ -36,25 +23,26 @@ def _assert_guarded(headers: dict[str, str]) -> None:
 
 
 def test_the_page_its_files_and_a_missing_file_forbid_framing(gateway: str) -> None:
-    status, headers, page = _get(gateway, "GET", "/")
+    status, headers, page = request(gateway, "GET", "/")
     assert status == 200 and b"<script" in page
     _assert_guarded(headers)
     asset = re.search(rb'src="\./(assets/[^"]+\.js)"', page)
     assert asset is not None and (SITE_DIR / asset.group(1).decode()).is_file()
-    status, headers, _ = _get(gateway, "GET", "/" + asset.group(1).decode())
+    status, headers, _ = request(gateway, "GET", "/" + asset.group(1).decode())
     assert status == 200
     _assert_guarded(headers)
-    status, headers, _ = _get(gateway, "GET", "/no-such-file.js")
+    status, headers, _ = request(gateway, "GET", "/no-such-file.js")
     assert status == 404
     _assert_guarded(headers)
 
 
 def test_an_answer_carrying_a_seat_token_is_kept_by_no_cache(gateway: str) -> None:
-    request = {"options": {"ruleset": "standard"}, "opponent": {"kind": "OPPONENT_KIND_LOCAL"}}
-    status, headers, body = _get(gateway, "POST", CREATE, json.dumps(request).encode(),
-                                 {"content-type": "application/json"})
+    create = {"options": {"ruleset": "standard"}, "opponent": {"kind": "OPPONENT_KIND_LOCAL"}}
+    status, headers, body = request(gateway, "POST", CREATE, json.dumps(create).encode(),
+                                    {"content-type": "application/json"})
     assert status == 200 and json.loads(body)["seatToken"], body[:200]
     assert headers["cache-control"] == "no-store"
     _assert_guarded(headers)
-    status, headers, _ = _get(gateway, "POST", CREATE, b"{", {"content-type": "application/json"})
+    status, headers, _ = request(gateway, "POST", CREATE, b"{",
+                                 {"content-type": "application/json"})
     assert status == 400 and headers["cache-control"] == "no-store"
