@@ -18,7 +18,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -27,6 +26,8 @@ from typing import IO, Self
 import redis
 
 from battleline_client.processes import dying_with_parent, stop_processes
+
+from .socket_dirs import private_socket_dir
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +104,7 @@ class EmbeddedRedis:
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         owner_only(self.data_dir)
         self._take_lock()
-        # Not in the data directory: a socket's path has at most 107 bytes.
-        self.socket = Path(tempfile.mkdtemp(prefix="battleline-redis-")) / "redis.sock"
+        self.socket = private_socket_dir("redis") / "redis.sock"
         self._spawn()
         try:
             self._wait_ready(timeout)

@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from enum import Enum
@@ -24,6 +23,7 @@ from typer.core import TyperOption
 
 from battleline_client.processes import dying_with_parent, stop_processes
 from battleline_engine.listening import MAX_CALLS, MAX_CONNECTIONS
+from battleline_engine.socket_dirs import private_socket_dir
 from battleline_gateway.limits import WebLimits
 
 from .listening import one_line_when_cannot_listen
@@ -237,7 +237,7 @@ def serve(
         if ai_workers and not ai_address:
             # A socket in a directory of its own (0700), not a loopback port: a free port
             # can be bound by any local user before the AI does, and be sent the AI's key.
-            ai_socket = Path(tempfile.mkdtemp(prefix="battleline-ai-")) / "ai.sock"
+            ai_socket = private_socket_dir("ai") / "ai.sock"
             ai_address = f"unix:{ai_socket}"
         config = EngineConfig(
             default_clock=ClockKind.PER_MOVE if clock == "per-move" else ClockKind.PER_GAME,

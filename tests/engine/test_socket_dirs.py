@@ -1,0 +1,67 @@
+"""A SIGKILLed serve (or test process) leaves its socket directories behind: the next
+process of the same user that makes one of the same kind removes them, and nothing
+else (the directory of a process still running, another kind, a link)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from battleline_engine.socket_dirs import private_socket_dir
+
+
+@pytest.fixture
+def dead_pid() -> int:
+    """The PID of a process that has exited."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+@pytest.fixture
+def made() -> Iterator[list[Path]]:
+    """Directories the test made in the temporary directory, removed at the end."""
+    paths: list[Path] = []
+    yield paths
+    for path in paths:
+        if path.is_symlink():
+            path.unlink()
+        elif path.exists():
+            for child in path.iterdir():
+                child.unlink()
+            path.rmdir()
+
+
+def _left(made: list[Path], name: str, socket: bool = True) -> Path:
+    path = Path(tempfile.gettempdir()) / name
+    path.mkdir(mode=0o700)
+    made.append(path)
+    if socket:
+        (path / "redis.sock").write_bytes(b"")  # what a killed Redis may leave
+    return path
+
+
+def test_a_killed_processs_directory_goes_and_a_running_ones_stays(
+        dead_pid: int, made: list[Path]) -> None:
+    orphan = _left(made, f"battleline-redis-{dead_pid}-testorph")
+    running = _left(made, f"battleline-redis-{os.getppid()}-testlive")
+    other_kind = _left(made, f"battleline-ai-{dead_pid}-testkind")
+    target = _left(made, f"battleline-target-{dead_pid}", socket=False)
+    link = Path(tempfile.gettempdir()) / f"battleline-redis-{dead_pid}-testlink"
+    link.symlink_to(target)
+    made.append(link)
+
+    new = private_socket_dir("redis")
+    made.append(new)
+
+    assert not orphan.exists()
+    assert running.exists() and other_kind.exists()
+    assert link.is_symlink() and target.exists()
+    assert new.name.startswith(f"battleline-redis-{os.getpid()}-")
+    assert new.stat().st_mode & 0o777 == 0o700
