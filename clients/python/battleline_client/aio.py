@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
+from google.protobuf.message import Message
 
 from battleline.v1 import (
     game_pb2,
@@ -38,8 +39,9 @@ from . import common
 from .client import CHANNEL_OPTIONS
 from .common import CallObserver, Created, SeatHandle, SeatMemory, WatchCursor
 from .errors import BattleLineError, StaleVersion, from_rpc_error
+from .printable import printable
 
-R = TypeVar("R")
+R = TypeVar("R", bound=Message)  # a response
 
 
 class AsyncClient:
@@ -82,7 +84,10 @@ class AsyncClient:
             start = time.perf_counter()
             code = grpc.StatusCode.OK
             try:
-                return await method(request, metadata=common.metadata(token), timeout=self.timeout)
+                response = await method(request, metadata=common.metadata(token),
+                                        timeout=self.timeout)
+                printable(response)
+                return response
             except grpc.RpcError as err:
                 code = err.code()
                 error = from_rpc_error(err)
@@ -177,6 +182,7 @@ class AsyncClient:
                     return
                 call = self._watch.Watch(cursor.request(), metadata=common.metadata(token))
                 async for response in call:
+                    printable(response)
                     if failures:
                         delays, failures = common.backoff(), 0
                     if cursor.accept(response):

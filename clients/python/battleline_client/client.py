@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.message import Message
 
 from battleline.v1 import (
     game_pb2,
@@ -35,8 +36,9 @@ from battleline.v1 import (
 from . import common
 from .common import CallObserver, Created, SeatHandle, SeatMemory, WatchCursor
 from .errors import BattleLineError, StaleVersion, from_rpc_error
+from .printable import printable
 
-R = TypeVar("R")
+R = TypeVar("R", bound=Message)  # a response
 
 # Reconnect fast after a server restart: gRPC's default first backoff is 1 s.
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
@@ -83,7 +85,9 @@ class Client:
             start = time.perf_counter()
             code = grpc.StatusCode.OK
             try:
-                return method(request, metadata=common.metadata(token), timeout=self.timeout)
+                response = method(request, metadata=common.metadata(token), timeout=self.timeout)
+                printable(response)
+                return response
             except grpc.RpcError as err:
                 code = err.code()
                 error = from_rpc_error(err)
@@ -186,6 +190,7 @@ class Client:
                     return
                 call = self._watch.Watch(cursor.request(), metadata=common.metadata(token))
                 for response in call:
+                    printable(response)
                     if failures:
                         delays, failures = common.backoff(), 0
                     if cursor.accept(response):

@@ -17,6 +17,8 @@ import grpc
 from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2, status_pb2
 
+from .printable import plain
+
 DOMAIN = "battleline.v1"
 _DETAILS_KEY = "grpc-status-details-bin"
 
@@ -142,10 +144,11 @@ def _status_details(trailing: Iterable[tuple[str, Any]] | None) -> tuple[str, fl
 def from_rpc_error(error: grpc.RpcError) -> BattleLineError:
     """The typed exception for a failed call (sync `grpc.RpcError` or `grpc.aio.AioRpcError`)."""
     code: grpc.StatusCode = error.code()
-    message: str = error.details() or code.name
+    message = plain(error.details() or code.name)  # a hostile server's text is text
     # typeshed types these items as objects with .key and .value only; grpc's own annotation
     # (and aio's Metadata) is (key, value) tuples
     reason, retry = _status_details(error.trailing_metadata())  # type: ignore[arg-type]
+    reason = plain(reason)
     cls = _BY_REASON.get(reason) or _BY_CODE.get(code, BattleLineError)
     return cls(message, code=code, reason=reason, retry_after=retry)
 

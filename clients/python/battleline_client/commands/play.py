@@ -19,6 +19,7 @@ from .. import tui
 from ..client import Client, Seat
 from ..common import DEFAULT_TARGET, is_finished, is_my_turn
 from ..errors import BattleLineError
+from ..printable import plain
 
 if TYPE_CHECKING:
     from ..hosting import ServeChild
@@ -122,7 +123,7 @@ class Terminal:
                 response = seat.act(*choice)
             except BattleLineError as err:
                 self.console.print(f"[red]refused ({escape(err.reason or err.code.name)}): "
-                                   f"{escape(tui.plain(err.message))}[/] ({HINT})")
+                                   f"{escape(err.message)}[/] ({HINT})")
                 view = seat.view()
                 if not is_my_turn(view):
                     return view
@@ -147,7 +148,7 @@ def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool
     assert created.other is not None
     seats = [client.seat(created.seat), client.seat(created.other)]
     views = [seat.view() for seat in seats]
-    term.console.print(f"local match {created.match_id}: two seats on this terminal")
+    term.console.print(f"local match {escape(created.match_id)}: two seats on this terminal")
     while not is_finished(views[0]):
         i = next((i for i, v in enumerate(views) if is_my_turn(v)), None)
         if i is None:  # neither can act on what we hold: refresh both
@@ -266,14 +267,14 @@ def play(
                                         ai_level=ai or DEFAULT_AI_LEVEL,
                                         ruleset=ruleset, name=name, auto_claim=auto_claim,
                                         seat="random")
-                if friend:
-                    console.print(f"invite code: [bold]{created.invite_code}[/] (your friend "
-                                  f"runs: battleline play --target {target} --join "
-                                  f"{created.invite_code})")
+                if friend:  # the server's text: never markup
+                    code = escape(created.invite_code)
+                    console.print(f"invite code: [bold]{code}[/] (your friend runs: "
+                                  f"battleline play --target {escape(target)} --join {code})")
                 final = play_remote(term, client.seat(created.seat), wait)
             term.final(final)
-    except BattleLineError as err:
-        console.print(f"[red]{escape(tui.plain(str(err)))}[/]")
+    except BattleLineError as err:  # its text made printable by the client library
+        console.print(f"[red]{escape(str(err))}[/]")
         if err.reason == "no-hosted-ai":
             console.print(f"the engine at {target} runs no hosted AI: play without --target "
                           "(a local engine with one is started), or start the engine with "
@@ -306,7 +307,7 @@ def _engine(console: Console, local: bool) -> tuple[str, ServeChild | None]:
         with console.status(f"no engine on {DEFAULT_TARGET}: starting {what}..."):
             target = service.start()
     except RuntimeError as err:
-        console.print(f"[red]{escape(tui.plain(str(err)))}[/]")
+        console.print(f"[red]{escape(plain(str(err)))}[/]")
         raise typer.Exit(1) from None
     console.print(f"{what} on {target}, for this game only")
     return target, service

@@ -23,7 +23,6 @@ from battleline.v1 import review_pb2, types_pb2
 from ..client import Client
 from ..common import DEFAULT_TARGET
 from ..errors import BattleLineError
-from ..tui import plain
 
 SEATS = {types_pb2.SEAT_FIRST: "first", types_pb2.SEAT_SECOND: "second"}
 SEAT_STYLES = {types_pb2.SEAT_FIRST: "cyan", types_pb2.SEAT_SECOND: "magenta"}
@@ -70,8 +69,8 @@ def moves_table(review: review_pb2.GameReview) -> Table:
         preferred = "" if m.preferred_action in ("", m.action) else m.preferred_action
         table.add_row(
             str(m.number), Text(SEATS.get(m.seat, "?"), style=SEAT_STYLES.get(m.seat, "")),
-            Text(plain(m.action)), percent(m.estimate_before), percent(m.estimate_after),
-            Text(plain(preferred)),
+            Text(m.action), percent(m.estimate_before), percent(m.estimate_after),
+            Text(preferred),
             f"{100 * m.loss:.1f}" if m.loss else "",
             style="bold red" if m.number in costly else None)
     return table
@@ -79,10 +78,12 @@ def moves_table(review: review_pb2.GameReview) -> Table:
 
 def costliest(review: review_pb2.GameReview) -> RenderableType:
     """The moves that cost most, each with the move the AI preferred."""
-    if not review.costliest:
+    # Moves are numbered from 1; a number the review lacks (a broken server's) is left out.
+    numbers = [n for n in review.costliest if 1 <= n <= len(review.moves)]
+    if not numbers:
         return Text("No costly move: every judged move was the AI's choice or close to it.")
     lines = [Text("The costliest moves:", style="bold")]
-    for number in review.costliest:
+    for number in numbers:
         m = review.moves[number - 1]
         lines.append(Text(
             f"  move {m.number}, {SEATS.get(m.seat, '?')} seat: {m.action} "
@@ -108,6 +109,6 @@ def review(
         with Client(target, timeout=REVIEW_TIMEOUT_S) as client:
             reply = client.review(match_id)
     except BattleLineError as err:
-        console.print(f"[red]{escape(plain(str(err)))}[/]")
+        console.print(f"[red]{escape(str(err))}[/]")
         raise typer.Exit(1) from None
     console.print(render(reply.review))

@@ -45,7 +45,7 @@ def watch(
                 if boards and view is not None and message.HasField("view"):
                     console.print(tui.screen(view, recent=recent))
     except BattleLineError as err:
-        console.print(f"[red]{escape(tui.plain(str(err)))}[/]")
+        console.print(f"[red]{escape(str(err))}[/]")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None

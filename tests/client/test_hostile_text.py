@@ -1,0 +1,200 @@
+"""A hostile server's text must not drive the user's terminal (twelfth audit): before, an
+escape sequence ended by ESC \\ in a card, an action, a proof, the ruleset or a review's
+moves reached the terminal of `battleline watch`, `play` and `review` (window titles,
+clipboard writes, screen clears); an invite code was read as rich markup (a crash, a
+hidden link); a review naming a move it lacks crashed `review`; a view with 100,000
+cards on a flag kept `watch` drawing for minutes at 500 MB.
+
+The client library drops the control characters of every string of every message it
+receives (`battleline_client.printable`), and the commands print the server's text as
+text. A real gRPC server on loopback plays the hostile engine."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from concurrent import futures
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf.message import Message
+from typer.testing import CliRunner
+
+from battleline.v1 import (
+    game_pb2,
+    game_pb2_grpc,
+    lobby_pb2,
+    lobby_pb2_grpc,
+    record_pb2,
+    record_pb2_grpc,
+    types_pb2,
+    watch_pb2,
+    watch_pb2_grpc,
+)
+from battleline_client.aio import AsyncClient
+from battleline_client.cli import app
+from battleline_client.client import Client
+from battleline_client.errors import BattleLineError
+
+# An OSC ended by ST (ESC \), which rich does not strip, a CSI, a C1 CSI and a bell.
+PAYLOAD = "A\x1b]0;owned\x1b\\B\x1b[2J\x9b2JC\x07"
+POSITION = "1\nruleset: standard\n"  # a position is several lines: they stay
+INVITE = "[/bold][link=https://evil.example]ABC-123[/link]"
+FLOODED_FLAG = 100_000
+
+runner = CliRunner()
+
+
+def _poisoned(message: Message, depth: int = 0) -> Message:
+    """`message` with every string field (one item of each repeated one) set to PAYLOAD,
+    at every depth; a oneof keeps the last of its fields set."""
+    for field in message.DESCRIPTOR.fields:
+        value = getattr(message, field.name)
+        if field.type == field.TYPE_STRING:
+            if field.is_repeated:
+                value.append(PAYLOAD)
+            else:
+                setattr(message, field.name, PAYLOAD)
+        elif field.type == field.TYPE_MESSAGE and depth < 6:
+            _poisoned(value.add() if field.is_repeated else value, depth + 1)
+    return message
+
+
+def _strings(message: Message) -> list[str]:
+    """Every string of `message`, at every depth."""
+    out: list[str] = []
+    for field, value in message.ListFields():
+        if field.type == field.TYPE_STRING:
+            out.extend(value if field.is_repeated else [value])
+        elif field.type == field.TYPE_MESSAGE:
+            for item in (value if field.is_repeated else [value]):
+                out.extend(_strings(item))
+    return out
+
+
+def _view() -> types_pb2.MatchView:
+    view = _poisoned(types_pb2.MatchView())
+    assert isinstance(view, types_pb2.MatchView)
+    view.phase = types_pb2.MATCH_PHASE_FINISHED
+    view.winner, view.end_reason = types_pb2.SEAT_SECOND, types_pb2.END_REASON_BREAKTHROUGH
+    view.position = POSITION + PAYLOAD
+    return view
+
+
+def _review() -> record_pb2.GetReviewResponse:
+    answer = _poisoned(record_pb2.GetReviewResponse())
+    assert isinstance(answer, record_pb2.GetReviewResponse)
+    answer.review.moves[0].number, answer.review.moves[0].loss = 1, 0.2
+    answer.review.ClearField("costliest")
+    answer.review.costliest.extend([1, 7, 0])  # 7 and 0: moves the review lacks
+    return answer
+
+
+class _Lobby(lobby_pb2_grpc.LobbyServiceServicer):
+    def CreateMatch(self, request: Any, context: Any) -> lobby_pb2.CreateMatchResponse:
+        return lobby_pb2.CreateMatchResponse(match_id="m1", seat_token="t" * 32,
+                                             seat=types_pb2.SEAT_FIRST, invite_code=INVITE)
+
+
+class _Game(game_pb2_grpc.GameServiceServicer):
+    def GetView(self, request: Any, context: Any) -> game_pb2.GetViewResponse:
+        if request.match_id == "refuse":
+            context.abort(grpc.StatusCode.NOT_FOUND, PAYLOAD)
+        return game_pb2.GetViewResponse(view=_view())
+
+
+class _Watch(watch_pb2_grpc.WatchServiceServicer):
+    def Watch(self, request: Any, context: Any) -> Iterator[watch_pb2.WatchResponse]:
+        snapshot = _view()
+        if request.match_id == "flood":
+            snapshot.flags[0].second_cards.extend(["R1"] * FLOODED_FLAG)
+        yield watch_pb2.WatchResponse(snapshot=snapshot)
+        event = _poisoned(types_pb2.MatchEvent())
+        assert isinstance(event, types_pb2.MatchEvent)
+        event.number = snapshot.last_event_number + 1
+        yield watch_pb2.WatchResponse(event=event, view=_view())
+
+
+class _Record(record_pb2_grpc.RecordServiceServicer):
+    def GetReview(self, request: Any, context: Any) -> record_pb2.GetReviewResponse:
+        return _review()
+
+
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[str]:
+    server = grpc.server(futures.ThreadPoolExecutor(4))
+    lobby_pb2_grpc.add_LobbyServiceServicer_to_server(_Lobby(), server)
+    game_pb2_grpc.add_GameServiceServicer_to_server(_Game(), server)
+    watch_pb2_grpc.add_WatchServiceServicer_to_server(_Watch(), server)
+    record_pb2_grpc.add_RecordServiceServicer_to_server(_Record(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield f"127.0.0.1:{port}"
+    server.stop(0)
+
+
+def _assert_printable(strings: list[str], expected: int) -> None:
+    assert len(strings) == expected, "every field came through"
+    bad = [s for s in strings if not s.replace("\n", "").isprintable()]
+    assert not bad, bad[:3]
+
+
+def test_every_string_of_every_answer_reaches_the_caller_printable(hostile: str) -> None:
+    sent_view, sent_review = _strings(_view()), _strings(_review())
+    assert len(sent_view) >= 14 and all(not s.isprintable() for s in sent_view)
+    with Client(hostile, timeout=10) as client:
+        view = client.view("m1")
+        _assert_printable(_strings(view), len(sent_view))
+        assert view.position.startswith(POSITION)
+        _assert_printable(_strings(client.review("m1")), len(sent_review))
+        assert client.create(opponent="open", private=True).invite_code == INVITE
+        messages = list(client.watch("m1", include_views=True))
+        assert len(messages) == 2
+        for message in messages:
+            _assert_printable(_strings(message), len(_strings(
+                watch_pb2.WatchResponse(snapshot=_view()) if message.HasField("snapshot")
+                else watch_pb2.WatchResponse(event=_poisoned(types_pb2.MatchEvent()),
+                                             view=_view()))))
+        with pytest.raises(BattleLineError) as refused:
+            client.view("refuse")
+    assert refused.value.message.isprintable() and "owned" in refused.value.message
+
+    async def view_async() -> types_pb2.MatchView:  # the asyncio client alike
+        async with AsyncClient(hostile, timeout=10) as aclient:
+            return await aclient.view("m1")
+
+    _assert_printable(_strings(asyncio.run(view_async())), len(sent_view))
+
+
+def _no_escape(output: str) -> None:
+    """CliRunner's output is no terminal, so rich writes no escape of its own: any ESC,
+    bell or C1 control came from the server."""
+    assert "Traceback" not in output
+    assert not any(ch in output for ch in "\x1b\x07\x9b"), repr(output[:300])
+
+
+def test_watch_prints_no_escape_and_draws_a_flooded_flag_as_a_table_holds(
+        hostile: str) -> None:
+    result = runner.invoke(app, ["watch", "m1", "--target", hostile], terminal_width=160)
+    assert result.exit_code == 0, result.output
+    _no_escape(result.output)
+    assert "owned" in result.output  # the text itself is shown
+    flooded = runner.invoke(app, ["watch", "flood", "--target", hostile], terminal_width=160)
+    assert flooded.exit_code == 0, flooded.output[-500:]
+    assert flooded.output.count("R1") < 20  # four cards a side, on each board drawn
+
+
+def test_review_prints_no_escape_and_leaves_out_moves_it_lacks(hostile: str) -> None:
+    result = runner.invoke(app, ["review", "m1", "--target", hostile], terminal_width=160)
+    assert result.exit_code == 0, result.output
+    _no_escape(result.output)
+    assert "move 1, " in result.output and "move 7, " not in result.output
+
+
+def test_an_invite_code_is_printed_as_text_not_markup(hostile: str) -> None:
+    result = runner.invoke(app, ["play", "--friend", "--target", hostile, "--wait", "1"],
+                           terminal_width=200)
+    assert result.exit_code == 0, result.output
+    _no_escape(result.output)
+    assert f"invite code: {INVITE} (your friend runs:" in result.output
