@@ -334,23 +334,37 @@ def test_only_the_engines_reach_the_ai_service() -> None:
     assert [p["containerPort"] for p in ai["spec"]["containers"][0]["ports"]] == [int(port)]
 
 
-def test_the_metrics_port_is_reachable_from_the_scraper_only() -> None:
-    """The engines' gRPC port stays open to every pod (clients, ingress, web, AI), their
-    metrics port only to pods labelled `app.kubernetes.io/name: prometheus` (any
-    namespace). No rule admits a port it does not name."""
+def test_the_engines_are_reached_by_the_edge_web_and_ai_and_metrics_by_the_scraper() -> None:
+    """The engines' gRPC port is open to the edge (Envoy: the rapid-reset and connection
+    limits the engine lacks, twelfth audit), the web front and the AI workers only, so no
+    pod skips the edge or forges the forwarded address the engines believe from the pod
+    network; their metrics port only to pods labelled `app.kubernetes.io/name:
+    prometheus` in the monitoring namespace. No rule admits a port it does not name."""
     engine = _by_kind("Deployment", "battleline-engine")["spec"]["template"]
     ports = {p["name"]: p["containerPort"] for p in engine["spec"]["containers"][0]["ports"]}
     assert set(ports) == {"grpc", "metrics"}
     policy = _policy_for(engine["metadata"]["labels"]["app.kubernetes.io/name"])
     assert policy["policyTypes"] == ["Ingress"]
-    scraper = {"namespaceSelector": {},
+    scraper = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
                "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}
+    callers = {"battleline-edge", "battleline-web", "battleline-ai"}
     for rule in policy["ingress"]:
         admitted = {p["port"] for p in rule["ports"]}  # a rule without ports admits all
         if ports["metrics"] in admitted:
             assert admitted == {ports["metrics"]} and rule["from"] == [scraper], rule
         else:
-            assert admitted == {ports["grpc"]} and "from" not in rule, rule
+            (source,) = rule["from"]
+            (match,) = source["podSelector"]["matchExpressions"]
+            assert admitted == {ports["grpc"]} and set(source) == {"podSelector"}, rule
+            assert match["key"] == "app.kubernetes.io/name" and match["operator"] == "In"
+            assert set(match["values"]) == callers, rule
+    for name in callers:  # each names a workload of the base
+        assert _by_kind("Deployment", name)["spec"]["template"]["metadata"]["labels"][
+            "app.kubernetes.io/name"] == name
+    trusted = next(e["value"] for e in engine["spec"]["containers"][0]["env"]
+                   if e["name"] == "BATTLELINE_TRUSTED_PROXY")
+    assert trusted and "BATTLELINE_TRUSTED_PROXY" not in _by_kind(
+        "ConfigMap", "battleline-config")["data"], "not for the web pods, which face the internet"
     opened = {p["port"] for rule in policy["ingress"] for p in rule["ports"]}
     assert opened == set(ports.values())
     assert "app.kubernetes.io/name: prometheus" in README.read_text()
@@ -359,9 +373,16 @@ def test_the_metrics_port_is_reachable_from_the_scraper_only() -> None:
 def test_every_base_manifest_is_in_the_kustomization() -> None:
     """The schema tests read every file of k8s/base; `kubectl apply -k` reads only what
     kustomization.yaml lists, so a policy left out of it would pass here and never apply."""
-    kustomization = yaml.safe_load((DEPLOY / "k8s" / "base" / "kustomization.yaml").read_text())
-    files = {p.name for p in K8S_FILES} - {"kustomization.yaml"}
-    assert files == set(kustomization["resources"])
+    base = DEPLOY / "k8s" / "base"
+    kustomization = yaml.safe_load((base / "kustomization.yaml").read_text())
+    files = {p.name for p in K8S_FILES if p.parent == base} - {"kustomization.yaml"}
+    assert files | {"../../edge"} == set(kustomization["resources"])
+    edge = yaml.safe_load((DEPLOY / "edge" / "kustomization.yaml").read_text())
+    assert edge["resources"] == ["edge.yaml"]
+    (envoy,) = edge["configMapGenerator"]
+    assert envoy["files"] == ["envoy.yaml"]  # the file compose mounts, not a copy
+    volumes = _by_kind("Deployment", "battleline-edge")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "config", "configMap": {"name": envoy["name"]}} in volumes
 
 
 
@@ -377,3 +398,47 @@ def test_envoy_closes_connections_that_reset_their_streams_at_once() -> None:
         "overload.premature_reset_min_stream_lifetime_seconds": 1,
         "http.max_requests_per_io_cycle": 1,
     }
+
+
+def _pods() -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each workload of the base and its pod spec."""
+    for doc in _resources():
+        if doc["kind"] in ("Deployment", "StatefulSet"):
+            yield doc["metadata"]["name"], doc["spec"]["template"]["spec"]
+
+
+def test_every_pod_runs_unprivileged_and_without_an_api_token() -> None:
+    """Twelfth audit: the example Redis had no container hardening and every pod carried
+    a Kubernetes API token it never uses (the internet-facing web pods too)."""
+    names = set()
+    for name, pod in _pods():
+        names.add(name)
+        assert pod["automountServiceAccountToken"] is False, name
+        assert pod["securityContext"]["runAsNonRoot"] is True, name
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        for container in pod["containers"]:
+            assert container["securityContext"] == {
+                "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"]}}, (name, container["name"])
+    assert names == {"battleline-engine", "battleline-ai", "battleline-web", "battleline-edge",
+                     "redis"}
+    for name in ("engine", "ai", "web"):  # compose: every container of our image
+        service = _compose()["services"][name]
+        assert service["cap_drop"] == ["ALL"] and service["read_only"] is True, name
+        assert service["security_opt"] == ["no-new-privileges:true"], name
+
+
+def test_nothing_reaches_a_pod_unless_a_policy_says_so_and_redis_dials_out_to_nobody() -> None:
+    """A default-deny ingress policy under the others; the edge's and the web front's ports
+    are the only ones open to all; Redis has an egress policy with no rule (no MIGRATE or
+    REPLICAOF to the outside with a stolen password)."""
+    deny = _by_kind("NetworkPolicy", "default-deny-ingress")["spec"]
+    assert deny == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    for policy, workload in (("public-edge", "battleline-edge"), ("public-web", "battleline-web")):
+        spec = _by_kind("NetworkPolicy", policy)["spec"]
+        (rule,) = spec["ingress"]
+        container = _by_kind("Deployment", workload)["spec"]["template"]["spec"]["containers"][0]
+        assert "from" not in rule and [p["port"] for p in rule["ports"]] == [
+            p["containerPort"] for p in container["ports"]], policy
+    redis_out = _by_kind("NetworkPolicy", "redis-dials-out-to-nobody")["spec"]
+    assert redis_out["policyTypes"] == ["Egress"] and "egress" not in redis_out

@@ -21,7 +21,9 @@ import pytest
 import yaml
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-K8S_FILES = sorted((DEPLOY / "k8s" / "base").glob("*.yaml"))
+ENVOY = DEPLOY / "edge" / "envoy.yaml"  # compose mounts it; Kubernetes makes it a ConfigMap
+# Every manifest of the base: its own files and the edge (Envoy) it takes in.
+K8S_FILES = sorted([*(DEPLOY / "k8s" / "base").glob("*.yaml"), DEPLOY / "edge" / "edge.yaml"])
 OVERLAYS = sorted(p.parent for p in (DEPLOY / "k8s" / "overlays").glob("*/kustomization.yaml"))
 # The oldest release we promise (gRPC probes are GA from 1.27) and the newest bundled.
 K8S_VERSIONS = ("1.27.0", kubernetes_validate.utils.latest_version())
@@ -45,7 +47,7 @@ def _compose() -> dict[str, Any]:
 
 
 def _envoy() -> dict[str, Any]:
-    return yaml.safe_load((DEPLOY / "envoy.yaml").read_text())  # type: ignore[no-any-return]
+    return yaml.safe_load(ENVOY.read_text())  # type: ignore[no-any-return]
 
 
 def _listener(name: str) -> dict[str, Any]:
@@ -151,7 +153,7 @@ def test_compose_has_two_engines_ai_workers_and_envoy() -> None:
 
 
 def test_envoy_balances_grpc_calls_over_http2_with_health_checks() -> None:
-    envoy = yaml.safe_load((DEPLOY / "envoy.yaml").read_text())
+    envoy = _envoy()
     (cluster,) = envoy["static_resources"]["clusters"]
     assert cluster["lb_policy"] == "ROUND_ROBIN"
     options = cluster["typed_extension_protocol_options"][
@@ -159,7 +161,12 @@ def test_envoy_balances_grpc_calls_over_http2_with_health_checks() -> None:
     assert "http2_protocol_options" in options["explicit_http_config"]
     assert "grpc_health_check" in cluster["health_checks"][0]
     address = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
-    assert address["address"]["socket_address"] == {"address": "engine", "port_value": 50051}
+    # One name for every engine in both deployments: compose's alias, Kubernetes's
+    # headless Service (where Envoy runs in the engines' namespace).
+    name = "battleline-engine-headless"
+    assert address["address"]["socket_address"] == {"address": name, "port_value": 50051}
+    assert name in _compose()["services"]["engine"]["networks"]["default"]["aliases"]
+    assert _by_kind("Service", name)["spec"]["clusterIP"] == "None"
 
 
 def test_dockerfile_is_slim_non_root_and_runs_battleline() -> None:
