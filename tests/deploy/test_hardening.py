@@ -442,3 +442,28 @@ def test_nothing_reaches_a_pod_unless_a_policy_says_so_and_redis_dials_out_to_no
             p["containerPort"] for p in container["ports"]], policy
     redis_out = _by_kind("NetworkPolicy", "redis-dials-out-to-nobody")["spec"]
     assert redis_out["policyTypes"] == ["Egress"] and "egress" not in redis_out
+
+
+def test_envoy_resends_a_create_or_join_only_when_no_engine_saw_it() -> None:
+    """UNAVAILABLE can come after Redis ran a create (its reply lost on the way back), so
+    a retry on it made a second match (twelfth audit): CreateMatch and JoinMatch are
+    resent only on a failed connection or a refused stream, as the client library does;
+    every other route may also retry UNAVAILABLE."""
+    once = ("/battleline.v1.LobbyService/CreateMatch", "/battleline.v1.LobbyService/JoinMatch")
+    for listener in _envoy()["static_resources"]["listeners"]:
+        routes = _routes(listener)
+        for path in once:
+            retry = _route_of(routes, path)["route"]["retry_policy"]["retry_on"].split(",")
+            assert sorted(retry) == ["connect-failure", "refused-stream"], path
+        assert "unavailable" in _route_of(routes, "/battleline.v1.GameService/GetView")[
+            "route"]["retry_policy"]["retry_on"]
+
+
+def _route_of(routes: list[dict[str, Any]], path: str) -> dict[str, Any]:
+    """The route Envoy takes for `path`: the first whose path, regex or prefix matches."""
+    for route in routes:
+        match = route["match"]
+        if (match.get("path") == path or path.startswith(match.get("prefix", "\0"))
+                or ("safe_regex" in match and re.fullmatch(match["safe_regex"]["regex"], path))):
+            return route
+    raise AssertionError(f"no route for {path}")
