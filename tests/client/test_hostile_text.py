@@ -12,6 +12,7 @@ text. A real gRPC server on loopback plays the hostile engine."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
 from concurrent import futures
 from typing import Any
@@ -40,6 +41,7 @@ from battleline_client.errors import BattleLineError
 # An OSC ended by ST (ESC \), which rich does not strip, a CSI, a C1 CSI and a bell.
 PAYLOAD = "A\x1b]0;owned\x1b\\B\x1b[2J\x9b2JC\x07"
 POSITION = "1\nruleset: standard\n"  # a position is several lines: they stay
+MARKUP = "m1 [/bold][link=https://evil.example]x[/link]"
 INVITE = "[/bold][link=https://evil.example]ABC-123[/link]"
 FLOODED_FLAG = 100_000
 
@@ -87,7 +89,7 @@ def _review() -> record_pb2.GetReviewResponse:
     assert isinstance(answer, record_pb2.GetReviewResponse)
     answer.review.moves[0].number, answer.review.moves[0].loss = 1, 0.2
     answer.review.ClearField("costliest")
-    answer.review.costliest.extend([1, 7, 0])  # 7 and 0: moves the review lacks
+    answer.review.costliest.extend([1, 7, 0] + [1] * 100_000)  # 7, 0: moves it lacks
     return answer
 
 
@@ -109,6 +111,7 @@ class _Watch(watch_pb2_grpc.WatchServiceServicer):
         snapshot = _view()
         if request.match_id == "flood":
             snapshot.flags[0].second_cards.extend(["R1"] * FLOODED_FLAG)
+        snapshot.match_id = MARKUP  # drawn as the board's title (thirteenth audit)
         yield watch_pb2.WatchResponse(snapshot=snapshot)
         event = _poisoned(types_pb2.MatchEvent())
         assert isinstance(event, types_pb2.MatchEvent)
@@ -189,7 +192,7 @@ def test_review_prints_no_escape_and_leaves_out_moves_it_lacks(hostile: str) -> 
     result = runner.invoke(app, ["review", "m1", "--target", hostile], terminal_width=160)
     assert result.exit_code == 0, result.output
     _no_escape(result.output)
-    assert "move 1, " in result.output and "move 7, " not in result.output
+    assert result.output.count("move 1, ") == 1 and "move 7, " not in result.output
 
 
 def test_an_invite_code_is_printed_as_text_not_markup(hostile: str) -> None:
@@ -198,3 +201,22 @@ def test_an_invite_code_is_printed_as_text_not_markup(hostile: str) -> None:
     assert result.exit_code == 0, result.output
     _no_escape(result.output)
     assert f"invite code: {INVITE} (your friend runs:" in result.output
+
+
+def test_a_legal_action_or_a_match_id_is_shown_as_text_and_duplicates_are_one() -> None:
+    """Thirteenth audit: a legal action's verb and the board's title (the match id) went
+    into rich as markup (a MarkupError traceback, or a hidden link); two equal legal
+    actions ended `play` with StopIteration."""
+    from rich.console import Console
+
+    from battleline_client import tui
+
+    view = types_pb2.MatchView(match_id=MARKUP)
+    view.legal_actions.extend(["[/bold] R7@3", "play R7@3", "play R7@3", "play R7@4"])
+    console = Console(record=True, width=200, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(tui.screen(view))
+    console.print(tui.choices(view))
+    shown = console.export_text()
+    assert MARKUP in shown and "[/bold] " in shown
+    question, answers = tui.choice_step(["play R7@3", "play R7@3", "play R7@4"])
+    assert answers == {"3": ["play R7@3"], "4": ["play R7@4"]}, (question, answers)

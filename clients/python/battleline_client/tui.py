@@ -249,11 +249,11 @@ def choices(view: types_pb2.MatchView) -> RenderableType:
             line = Text(" ").join(placed(t, rules) for t in targets)
             if verb in ("redeploy", "traitor"):
                 line.append(", then a flag" + (" or discard" if verb == "redeploy" else ""))
-            table.add_row(verb, line)
+            table.add_row(Text(verb), line)
         elif verb == "scout-return":
-            table.add_row(verb, cards(rests, rules))
+            table.add_row(Text(verb), cards(rests, rules))
         else:
-            table.add_row(verb, Text(" ".join(rests) or _ALONE.get(verb, ""), style=(
+            table.add_row(Text(verb), Text(" ".join(rests) or _ALONE.get(verb, ""), style=(
                 "" if rests[0] else "dim")))
     return Group(table, Text("type a card then a flag (R7 3), or a card alone and answer, or "
                              "the notation; 'list' numbers every action, '?' helps",
@@ -381,7 +381,9 @@ def screen(view: types_pb2.MatchView, title: str = "",
     shown = proofs(view)
     if shown is not None:
         parts.append(shown)
-    return Panel(Group(*parts), title=title or f"match {view.match_id}", border_style="blue")
+    # The server's text as Text, never markup (a match id `[/bold]` crashed rich).
+    return Panel(Group(*parts), title=Text(title or f"match {view.match_id}"),
+                 border_style="blue")
 
 
 # Actions whose notation says little to a newcomer, told again in words.
@@ -482,9 +484,10 @@ def choice_step(moves: Sequence[str]) -> tuple[str, dict[str, list[str]]]:
     """The question that narrows several actions of one card down, and its answers (in
     upper case) with the actions each leaves: "to which flag?" {"3": ["play R7@3"], ...},
     or for Deserter, Redeploy, Traitor first "which card?" {"B4@2": [...], ...}."""
+    moves = list(dict.fromkeys(moves))  # a broken server's duplicates once
     words = [move.split() for move in moves]
-    at = next(i for i in range(1, min(map(len, words)))
-              if len({w[i] for w in words}) > 1)
+    at = next((i for i in range(1, min(map(len, words)))
+               if len({w[i] for w in words}) > 1), 0)
     parts = [w[at] for w in words]
     cards_here = {part.partition("@")[0] for part in parts}
     answers: dict[str, list[str]] = {}

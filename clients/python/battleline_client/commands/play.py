@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from battleline.v1 import types_pb2
 
@@ -97,8 +98,8 @@ class Terminal:
             asked = text.upper()
             while len(plays) > 1:  # a card with several uses: which card it takes, which flag
                 question, answers = tui.choice_step(plays)
-                answer = self.console.input(
-                    f"{asked} {question} ({' '.join(answers)}) ").strip().upper()
+                answer = self.console.input(escape(
+                    f"{asked} {question} ({' '.join(answers)}) ")).strip().upper()
                 plays = answers.get(answer, [])
                 asked += f" {answer}"
             if plays:
@@ -171,7 +172,7 @@ def _wait_for_opponent(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.M
     deadline = time.monotonic() + wait_s
     waiting = f"waiting for {names[0]} to take its seat" if ai else (
         "waiting for the other seat to be taken")
-    with term.console.status(f"{waiting} (up to {wait_s:g} s)..."):
+    with term.console.status(Text(f"{waiting} (up to {wait_s:g} s)...")):
         while view.phase == types_pb2.MATCH_PHASE_WAITING:
             if time.monotonic() > deadline:
                 raise typer.Exit(_gave_up(term, seat, wait_s, ai))

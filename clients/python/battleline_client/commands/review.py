@@ -79,7 +79,8 @@ def moves_table(review: review_pb2.GameReview) -> Table:
 def costliest(review: review_pb2.GameReview) -> RenderableType:
     """The moves that cost most, each with the move the AI preferred."""
     # Moves are numbered from 1; a number the review lacks (a broken server's) is left out.
-    numbers = [n for n in review.costliest if 1 <= n <= len(review.moves)]
+    # Each once, at most ten (the AI lists three): a broken server's million repeats are not drawn.
+    numbers = list(dict.fromkeys(n for n in review.costliest if 1 <= n <= len(review.moves)))[:10]
     if not numbers:
         return Text("No costly move: every judged move was the AI's choice or close to it.")
     lines = [Text("The costliest moves:", style="bold")]
