@@ -17,7 +17,7 @@ def plain(text: str) -> str:
 
 def plain_lines(text: str) -> str:
     """`text` without its control characters but its line breaks."""
-    if text.replace("\n", "").isprintable():
+    if not _has_controls(text):
         return text
     return "".join(ch for ch in text if ch.isprintable() or ch == "\n")
 
@@ -28,9 +28,9 @@ def printable(message: Message) -> None:
     for field, value in message.ListFields():
         if field.type == field.TYPE_STRING:
             if not field.is_repeated:
-                if not value.replace("\n", "").isprintable():
+                if _has_controls(value):
                     setattr(message, field.name, plain_lines(value))
-            elif not "".join(value).replace("\n", "").isprintable():  # one check for all
+            elif _has_controls("".join(value)):  # one check for the whole (usually clean) list
                 value[:] = [plain_lines(text) for text in value]
         elif field.type == field.TYPE_MESSAGE:  # (the protocol has no maps)
             if field.is_repeated:
@@ -38,3 +38,8 @@ def printable(message: Message) -> None:
                     printable(item)
             else:
                 printable(value)
+
+
+def _has_controls(text: str) -> bool:
+    """Whether `text` holds a control character other than a line break (one pass in C)."""
+    return not text.replace("\n", "").isprintable()
