@@ -23,6 +23,8 @@ cards are public) are derived on load rather than written.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from .board import UNCLAIMED, Flag
 from .cards import (
     CARD_COUNT,
@@ -251,7 +253,7 @@ def _check_consistent(state: GameState) -> None:
         if max(len(flag.cards[0]), len(flag.cards[1])) > flag.size and not state.mud_pending:
             raise ValueError("a side holds more cards than its flag allows")
     shown = [c for c in places if c >= 0]
-    twice = {c for c in shown if shown.count(c) > 1}
+    twice = [c for c, count in Counter(shown).items() if count > 1]
     if twice:
         raise ValueError(f"cards in two places: {' '.join(card_name(c) for c in sorted(twice))}")
     rules, shown_set = state.ruleset, set(shown)

@@ -84,3 +84,15 @@ def test_a_repeat_count_cannot_ask_for_millions_of_cards() -> None:
         with pytest.raises(ValueError, match="a card repeats 1 to 70 times"):
             load_position(_replace(view, deck, f"deck troop: ?troop*{count}"))
     assert MAX_REPEAT == 70
+
+
+@pytest.mark.timeout(5)
+def test_a_card_repeated_thousands_of_times_is_refused_in_linear_time() -> None:
+    """A hostile server's or file's position may repeat a card thousands of times
+    (a 0.4 MB position once kept the duplicate check busy for 25 s, a client's
+    screen with it); the refusal must come at once, not after quadratic work."""
+    text = dump_position(new_game("standard", seed=2))
+    hand = next(line for line in text.splitlines() if line.startswith("hand 0:"))
+    first = hand.split()[2]
+    with pytest.raises(ValueError, match="cards in two places"):
+        load_position(_replace(text, hand, hand + f" {first}*70" * 6000))
