@@ -36,14 +36,17 @@ from battleline.v1 import (
 from battleline_client.aio import AsyncClient
 from battleline_client.cli import app
 from battleline_client.client import Client
+from battleline_client.commands.review import MOST_MOVES
 from battleline_client.errors import BattleLineError
 
-# An OSC ended by ST (ESC \), which rich does not strip, a CSI, a C1 CSI and a bell.
-PAYLOAD = "A\x1b]0;owned\x1b\\B\x1b[2J\x9b2JC\x07"
+# An OSC ended by ST (ESC \), which rich does not strip, a CSI, a C1 CSI, a bell and a
+# line break (which would let a server draw lines of its own in the board).
+PAYLOAD = "A\x1b]0;owned\x1b\\B\x1b[2J\x9b2JC\x07\nD"
 POSITION = "1\nruleset: standard\n"  # a position is several lines: they stay
 MARKUP = "m1 [/bold][link=https://evil.example]x[/link]"
 INVITE = "[/bold][link=https://evil.example]ABC-123[/link]"
 FLOODED_FLAG = 100_000
+FLOODED_REVIEW = 20_000  # moves, 2.6 MB: under gRPC's 4 MB
 
 runner = CliRunner()
 
@@ -121,7 +124,12 @@ class _Watch(watch_pb2_grpc.WatchServiceServicer):
 
 class _Record(record_pb2_grpc.RecordServiceServicer):
     def GetReview(self, request: Any, context: Any) -> record_pb2.GetReviewResponse:
-        return _review()
+        answer = _review()
+        if request.match_id == "flood":
+            move = answer.review.moves[0]
+            move.action = "play R7@3 " + "x" * 100
+            answer.review.moves.extend([move] * FLOODED_REVIEW)
+        return answer
 
 
 @pytest.fixture(scope="module")
@@ -138,8 +146,10 @@ def hostile() -> Iterator[str]:
 
 
 def _assert_printable(strings: list[str], expected: int) -> None:
+    """Every field came through, on one line; a position alone keeps its line breaks."""
     assert len(strings) == expected, "every field came through"
-    bad = [s for s in strings if not s.replace("\n", "").isprintable()]
+    bad = [s for s in strings if not s.isprintable()
+           and not (s.startswith(POSITION) and s.replace("\n", "").isprintable())]
     assert not bad, bad[:3]
 
 
@@ -193,6 +203,11 @@ def test_review_prints_no_escape_and_leaves_out_moves_it_lacks(hostile: str) -> 
     assert result.exit_code == 0, result.output
     _no_escape(result.output)
     assert result.output.count("move 1, ") == 1 and "move 7, " not in result.output
+    flooded = runner.invoke(app, ["review", "flood", "--target", hostile], terminal_width=160)
+    assert flooded.exit_code == 0, flooded.output[-500:]
+    # A game holds at most about 300 moves: 600 rows, and the costliest moves below them.
+    assert MOST_MOVES == 600 and flooded.output.count("play R7@3") <= MOST_MOVES + 10
+    assert "x" * 100 not in flooded.output and "xxxx…" in flooded.output
 
 
 def test_an_invite_code_is_printed_as_text_not_markup(hostile: str) -> None:
@@ -220,3 +235,26 @@ def test_a_legal_action_or_a_match_id_is_shown_as_text_and_duplicates_are_one() 
     assert MARKUP in shown and "[/bold] " in shown
     question, answers = tui.choice_step(["play R7@3", "play R7@3", "play R7@4"])
     assert answers == {"3": ["play R7@3"], "4": ["play R7@4"]}, (question, answers)
+
+
+def test_a_flood_of_actions_or_a_long_proof_is_drawn_cut() -> None:
+    """Thirteenth audit: 3 MB of legal actions, of a proof or of an event took `play` and
+    `watch` 2-31 s to draw. At most a thousand actions (a position has under 800) and 600
+    characters of any one string are drawn; what the player types still reads them all."""
+    from rich.console import Console
+
+    from battleline_client import tui
+
+    view = types_pb2.MatchView(match_id="m1")
+    view.legal_actions.extend(f"play R{i}@3" for i in range(100_000))
+    view.claimable_flags.add(number=1, proof="R8 R9 R10 " * 100_000)
+    event = types_pb2.MatchEvent(number=1, text="play R7@3 " * 100_000)
+    console = Console(record=True, width=200, file=open(os.devnull, "w"))  # noqa: SIM115
+    for drawing in (tui.screen(view), tui.choices(view), tui.actions(view),
+                    tui.event_line(event, view)):
+        console.print(drawing)
+    shown = console.export_text()
+    assert len(shown) < 200_000, len(shown)
+    assert "1000. play R999@3" in shown and "play R1000@3" not in shown
+    assert "R8 R9 R10 R8" in shown and "…" in shown
+    assert tui.parse_choice("5000", view.legal_actions) == ["play R4999@3"]

@@ -250,6 +250,21 @@ def test_only_the_viewers_seat_is_you_and_names_cannot_drive_the_terminal() -> N
     assert "\x1b" not in line and "\x07" not in line
 
 
+def test_a_name_drawn_like_you_is_shown_with_its_seat() -> None:
+    """Thirteenth audit: "yоu" with a Cyrillic о, combining accents or full-width letters
+    passed the "you" check; names of the same letters, or as short and not ASCII, carry
+    their seat. Other names stay as they are."""
+    view = _ai_view(position(hands=("", "")).view(0))
+    lookalikes = ["y\u043eu", "\u0443\u043eu", "y\u0301ou", "\uff59\uff4f\uff55", "Y 0 U", "Your",
+                  "\u03a5\u03bf\u03c5"]
+    for name in lookalikes:
+        view.players[1].display_name = name
+        assert tui.seat_label(view, types_pb2.SEAT_SECOND) == f"{name} (the second seat)"
+    for name in ("Alice", "Jos\u00e9", "\u00dcnal", "Yours", "you2"):
+        view.players[1].display_name = name
+        assert tui.seat_label(view, types_pb2.SEAT_SECOND) == name
+
+
 def test_a_cancelled_match_is_told_as_such_and_ends_a_followed_stream() -> None:
     view = types_pb2.MatchView(phase=types_pb2.MATCH_PHASE_FINISHED,
                                end_reason=types_pb2.END_REASON_CANCELLED)

@@ -1,12 +1,20 @@
 """Text from a server is text: the client drops the control characters of every string it
 receives, so an escape sequence a hostile server puts in any field (a card, an action, a
 proof, an invite code, an error message) cannot drive the user's terminal (its title, its
-clipboard, the screen). Line breaks stay: a position is several lines. The engine itself
-sends nothing else, so nothing changes for it; a clean string costs one check in C."""
+clipboard, the screen). Line breaks stay only in a position (the rules-core notation, one
+line per part): elsewhere they would let a server draw lines of its own inside the board.
+The engine itself sends nothing else, so nothing changes for it; a clean string costs one
+check in C."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from google.protobuf.message import Message
+
+# The fields whose text is several lines: MatchView.position, MatchRecord.position and
+# SuggestRequest.position all hold the rules core's position notation.
+MULTILINE_FIELDS = frozenset({"position"})
 
 
 def plain(text: str) -> str:
@@ -17,29 +25,26 @@ def plain(text: str) -> str:
 
 def plain_lines(text: str) -> str:
     """`text` without its control characters but its line breaks."""
-    if not _has_controls(text):
+    if text.replace("\n", "").isprintable():
         return text
     return "".join(ch for ch in text if ch.isprintable() or ch == "\n")
 
 
 def printable(message: Message) -> None:
-    """Drop the control characters but line breaks of every string field of `message`, in
-    place, at every depth."""
+    """Drop the control characters of every string field of `message` (line breaks too,
+    but in `MULTILINE_FIELDS`), in place, at every depth."""
     for field, value in message.ListFields():
         if field.type == field.TYPE_STRING:
+            clean: Callable[[str], str] = (
+                plain_lines if field.name in MULTILINE_FIELDS else plain)
             if not field.is_repeated:
-                if _has_controls(value):
-                    setattr(message, field.name, plain_lines(value))
-            elif _has_controls("".join(value)):  # one check for the whole (usually clean) list
-                value[:] = [plain_lines(text) for text in value]
+                if (cleaned := clean(value)) is not value:
+                    setattr(message, field.name, cleaned)
+            elif clean(whole := "".join(value)) is not whole:  # one check for the whole list
+                value[:] = [clean(text) for text in value]
         elif field.type == field.TYPE_MESSAGE:  # (the protocol has no maps)
             if field.is_repeated:
                 for item in value:
                     printable(item)
             else:
                 printable(value)
-
-
-def _has_controls(text: str) -> bool:
-    """Whether `text` holds a control character other than a line break (one pass in C)."""
-    return not text.replace("\n", "").isprintable()

@@ -12,8 +12,10 @@ so nothing depends on telling colours apart.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
+from google.protobuf.message import Message
 from rich import box
 from rich.columns import Columns
 from rich.console import Group, RenderableType
@@ -25,7 +27,7 @@ from battleline.v1 import types_pb2
 from battleline_rules import GameState, Voice, card_name, decide_claim, load_position
 from battleline_rules.board import UNCLAIMED
 
-from .printable import plain
+from .printable import MULTILINE_FIELDS, plain
 
 TROOP_STYLES = {"R": "bold red", "O": "bold dark_orange", "Y": "bold yellow",
                 "G": "bold green", "B": "bold blue", "P": "bold magenta"}
@@ -83,9 +85,19 @@ def seat_label(view: types_pb2.MatchView, seat: int) -> str:
         return "you"
     where = f"{SEAT_NAMES.get(seat, '?')} seat"
     for player in view.players:
-        if player.seat == seat and (name := plain(player.display_name)):
-            return f"{name} (the {where})" if name.strip().casefold() in ("you", "your") else name
+        if player.seat == seat and (name := shown(player.display_name)):
+            return f"{name} (the {where})" if could_pass_for_you(name) else name
     return where
+
+
+def could_pass_for_you(name: str) -> bool:
+    """Whether a display name may read as "you" or "your": its letters are those once
+    full-width forms, accents, spacing and case are undone (a zero drawn as an o), or they
+    are as few and not plain ASCII (Cyrillic o and u lookalikes draw the same letters, and no table
+    of lookalikes is complete; the web page keeps one, names.ts)."""
+    letters = "".join(ch for ch in unicodedata.normalize("NFKD", name) if ch.isalnum())
+    letters = letters.casefold().replace("0", "o")
+    return letters in ("you", "your") or (len(letters) <= 4 and not letters.isascii())
 
 
 def _bottom_seat(view: types_pb2.MatchView) -> int:
@@ -204,6 +216,7 @@ def result(view: types_pb2.MatchView) -> str:
 
 def actions(view: types_pb2.MatchView) -> RenderableType:
     """The legal actions, numbered from 1, in columns (what `list` shows)."""
+    view = drawable(view)
     items = [Text.assemble((f"{i:>2}. ", "bold"), a) for i, a in enumerate(view.legal_actions, 1)]
     return Columns(items, column_first=True, padding=(0, 3))
 
@@ -222,6 +235,7 @@ def placed(text: str, ruleset: str = "standard") -> Text:
 def choices(view: types_pb2.MatchView) -> RenderableType:
     """What the seat can do now, a line a kind of move, cards grouped by the flags they
     may go to: a few lines where the numbered list of legal actions runs to sixty."""
+    view = drawable(view)
     rules = view.options.ruleset
     flags: dict[str, list[str]] = {}  # hand card -> the flags it may be played at
     kinds: dict[str, list[str]] = {}  # verb -> what follows it
@@ -330,32 +344,62 @@ def recent_moves(events: Sequence[types_pb2.MatchEvent], view: types_pb2.MatchVi
         who = seat_label(view, event.seat)
         out.append("\n  ")
         out.append(f"{who}: ", style="green" if who == "you" else "bold cyan")
-        out.append(in_words(plain(event.text)))
+        out.append(in_words(shown(event.text)))
     return out
 
 
 # The most a table holds in any ruleset: nine flags, four cards a side of one (under Mud),
-# Fog and Mud, a hand of seven and a Scout's draws, every card of the game discarded.
+# Fog and Mud, a hand of seven and a Scout's draws, every card of the game discarded; and
+# the most legal actions a position has (Traitor and Redeploy with every flag full stay
+# under 800).
 MOST_FLAGS, MOST_ON_A_SIDE, MOST_AT_A_FLAG, MOST_IN_HAND, MOST_DISCARDED = 9, 4, 2, 10, 70
+MOST_ACTIONS = 1000
+# The longest string of the server's drawn whole (a claim's proof in words is under 300
+# characters; a card, an action, a name far shorter); the position is read, not drawn.
+MOST_TEXT = 600
+
+
+def clip_texts(message: Message, most: int = MOST_TEXT) -> None:
+    """Cut every string field of `message` but a position to ``most`` characters (an
+    ellipsis marks the cut), in place, at every depth: rich lays out a 3 MB string for
+    seconds (thirteenth audit)."""
+    for field, value in message.ListFields():
+        if field.type == field.TYPE_STRING and field.name not in MULTILINE_FIELDS:
+            if field.is_repeated:
+                if any(len(text) > most for text in value):
+                    value[:] = [_clipped(text, most) for text in value]
+            elif len(value) > most:
+                setattr(message, field.name, _clipped(value, most))
+        elif field.type == field.TYPE_MESSAGE:
+            for item in (value if field.is_repeated else [value]):
+                clip_texts(item, most)
+
+
+def _clipped(text: str, most: int) -> str:
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def shown(text: str) -> str:
+    """One line of the other side's text (a name, an event) as drawn: no control
+    character, at most `MOST_TEXT` characters."""
+    return _clipped(plain(text), MOST_TEXT)
 
 
 def drawable(view: types_pb2.MatchView) -> types_pb2.MatchView:
-    """`view`, or a copy cut to what a table holds. Drawing costs about 0.3 ms and 5 KB a
-    card: a hostile server's view with 100,000 cards on one flag kept `battleline watch`
-    drawing for minutes at 500 MB (twelfth audit)."""
-    if (len(view.flags) <= MOST_FLAGS and len(view.hand) <= MOST_IN_HAND
-            and all(len(f.first_cards) <= MOST_ON_A_SIDE and len(f.second_cards) <= MOST_ON_A_SIDE
-                    and len(f.environment) <= MOST_AT_A_FLAG for f in view.flags)
-            and all(len(p.discards) <= MOST_DISCARDED for p in view.players)):
-        return view
+    """A copy of `view` cut to what a table holds, its strings to `MOST_TEXT`. Drawing costs
+    about 0.3 ms and 5 KB a card: a hostile server's view with 100,000 cards on one flag
+    kept `battleline watch` drawing for minutes at 500 MB (twelfth audit), 3 MB of legal
+    actions or of a proof for 2-31 s (thirteenth)."""
     cut = types_pb2.MatchView()
     cut.CopyFrom(view)
-    del cut.flags[MOST_FLAGS:], cut.hand[MOST_IN_HAND:]
+    del cut.flags[MOST_FLAGS:], cut.hand[MOST_IN_HAND:], cut.claimable_flags[MOST_FLAGS:]
+    del cut.legal_actions[MOST_ACTIONS:]
     for flag in cut.flags:
         del flag.first_cards[MOST_ON_A_SIDE:], flag.second_cards[MOST_ON_A_SIDE:]
         del flag.environment[MOST_AT_A_FLAG:]
     for player in cut.players:
         del player.discards[MOST_DISCARDED:]
+    clip_texts(cut)
     return cut
 
 
@@ -454,7 +498,7 @@ def event_line(event: types_pb2.MatchEvent, view: types_pb2.MatchView | None = N
     if event.seat != types_pb2.SEAT_UNSPECIFIED:
         who = seat_label(view, event.seat) if view is not None else SEAT_NAMES[event.seat]
     style = "green" if who == "you" else "bold cyan" if who else "bold"
-    text = plain(event.text)
+    text = shown(event.text)
     if view is not None and event.kind == types_pb2.EVENT_KIND_GAME_OVER:
         for seat, name in SEAT_NAMES.items():
             text = text.replace(f"the {name} seat", seat_label(view, seat))

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from battleline.v1 import review_pb2, types_pb2
 
+from .. import tui
 from ..client import Client
 from ..common import DEFAULT_TARGET
 from ..errors import BattleLineError
@@ -29,6 +30,8 @@ SEAT_STYLES = {types_pb2.SEAT_FIRST: "cyan", types_pb2.SEAT_SECOND: "magenta"}
 BARS = "▁▂▃▄▅▆▇█"
 # The engine makes the review on the first ask: about a second, more behind a queue.
 REVIEW_TIMEOUT_S = 90.0
+# A game has at most about 300 moves (every card played and drawn, claims, Scout's steps).
+MOST_MOVES = 600
 
 
 def percent(value: float) -> str:
@@ -93,8 +96,19 @@ def costliest(review: review_pb2.GameReview) -> RenderableType:
     return Group(*lines)
 
 
+def drawable(review: review_pb2.GameReview) -> review_pb2.GameReview:
+    """A copy of `review` cut to what a game holds, its strings to `tui.MOST_TEXT`: a hostile
+    server's 3 MB review kept `review` drawing for tens of seconds (thirteenth audit)."""
+    cut = review_pb2.GameReview()
+    cut.CopyFrom(review)
+    del cut.moves[MOST_MOVES:]
+    tui.clip_texts(cut)
+    return cut
+
+
 def render(review: review_pb2.GameReview) -> RenderableType:
     """The whole review: the moves, the graph, the costliest moves, how it was judged."""
+    review = drawable(review)
     return Group(moves_table(review), Text(), graph(review), Text(), costliest(review),
                  Text(f"Judged by {review.evaluator}.", style="dim"))
 
