@@ -111,6 +111,21 @@ def test_envoy_admin_listens_on_loopback_only() -> None:
     assert "9901" in README.read_text() and "--network container:" in README.read_text()
 
 
+def test_the_edge_runs_one_pinned_envoy_release_in_compose_and_kubernetes() -> None:
+    """Thirteenth audit: the edge ran `envoy:v1.31-latest`, a moving tag of a branch that
+    had its last release in July 2025. Both deployments name one release, v1.36 or later
+    (the supported ones when this was written), never a moving tag."""
+    edge = _by_kind("Deployment", "battleline-edge")
+    images = {_compose()["services"]["envoy"]["image"],
+              edge["spec"]["template"]["spec"]["containers"][0]["image"]}
+    assert len(images) == 1, images
+    image = images.pop()
+    name, _, tag = image.partition(":")
+    assert name == "envoyproxy/envoy" and "latest" not in tag, image
+    major, minor, _patch = (int(part) for part in tag.split("@")[0].removeprefix("v").split("."))
+    assert (major, minor) >= (1, 36), image
+
+
 def test_envoy_circuit_breakers_outlast_a_few_clients_watch_streams() -> None:
     """Envoy's defaults (1,024 requests for the whole cluster, 3 retries) could be held by
     two addresses: each engine admits `streams_per_client` Watch streams per address, so
@@ -288,6 +303,15 @@ def test_compose_web_container_shares_no_network_with_redis() -> None:
 
 
 # -- Kubernetes (finding 3) ------------------------------------------------------------
+
+
+def test_compose_engines_serve_metrics_on_their_own_loopback() -> None:
+    """Thirteenth audit: with no --metrics-host the engines' /metrics listened on every
+    network they join (the AI workers', Envoy's, Redis's) though nothing there scrapes."""
+    engine = _compose()["services"]["engine"]
+    command = engine["command"]
+    assert command[command.index("--metrics-host") + 1] == "127.0.0.1"
+    assert engine["environment"]["BATTLELINE_METRICS_PORT"] not in map(str, engine["expose"])
 
 
 def test_kubernetes_ships_no_secret_and_names_the_secrets_to_create() -> None:
