@@ -126,6 +126,16 @@ def test_the_edge_runs_one_pinned_envoy_release_in_compose_and_kubernetes() -> N
     assert (major, minor) >= (1, 36), image
 
 
+def test_envoy_takes_no_client_for_internal() -> None:
+    """Envoy took every RFC 1918 address for an internal one (its default until it was
+    asked to say so), and an internal client's x-envoy-* headers are obeyed; every pod
+    and container has such an address. Both listeners name loopback alone."""
+    for name in ("grpc", "grpc_internal"):
+        manager = _connection_manager(_listener(name))
+        assert manager["internal_address_config"] == {
+            "cidr_ranges": [{"address_prefix": "127.0.0.1", "prefix_len": 32}]}, name
+
+
 def test_envoy_circuit_breakers_outlast_a_few_clients_watch_streams() -> None:
     """Envoy's defaults (1,024 requests for the whole cluster, 3 retries) could be held by
     two addresses: each engine admits `streams_per_client` Watch streams per address, so
