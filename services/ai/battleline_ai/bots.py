@@ -80,8 +80,16 @@ def make_bot(spec: str) -> Bot:
         from .prob import ProbBot
 
         return ProbBot.from_knobs(knobs)
+    if kind == "targets":
+        if knobs:
+            raise ValueError("targets takes no options")
+        from .targets import TargetsBot
+
+        return TargetsBot()
     if kind == "ismcts":
         from .ismcts import IsmctsBot
 
         return IsmctsBot.from_knobs(knobs)
-    raise ValueError(f"unknown bot {kind!r}: use random, heuristic, prob or ismcts[:knobs]")
+    raise ValueError(
+        f"unknown bot {kind!r}: use random, heuristic, prob, targets or ismcts[:knobs]"
+    )
