@@ -12,6 +12,7 @@ text. A real gRPC server on loopback plays the hostile engine."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 from collections.abc import Iterator
 from concurrent import futures
@@ -258,3 +259,38 @@ def test_a_flood_of_actions_or_a_long_proof_is_drawn_cut() -> None:
     assert "1000. play R999@3" in shown and "play R1000@3" not in shown
     assert "R8 R9 R10 R8" in shown and "…" in shown
     assert tui.parse_choice("5000", view.legal_actions) == ["play R4999@3"]
+
+
+def test_odd_actions_numbers_and_seats_from_a_server_end_nothing_with_a_traceback() -> None:
+    """Fourteenth audit: a guile verb alone among the legal actions (IndexError in `play`),
+    a NaN or infinite estimate in a review (ValueError, OverflowError in `review`), an event
+    of an unknown seat before any view (KeyError in `watch`); two actions that differ in
+    spacing alone, or in no word that tells them apart, made `play` ask forever; and the
+    decks, players, their hand counts, clocks and Scout's returns were drawn uncut (a
+    3.9 MB view: 9 s a screen)."""
+    from rich.console import Console
+
+    from battleline.v1 import review_pb2
+    from battleline_client import tui
+    from battleline_client.commands import review
+
+    view = types_pb2.MatchView(match_id="m1")
+    view.legal_actions.extend(["deserter", "traitor ", "redeploy", "mud-discard", "play R1@1"])
+    view.decks.add(deck="troop", count=1)
+    view.decks.extend([view.decks[0]] * 100_000)
+    player = view.players.add(seat=types_pb2.SEAT_FIRST)
+    player.hand_counts.extend([types_pb2.DeckCount(deck="troop", count=1)] * 100_000)
+    view.players.extend([player] * 50)
+    view.scout_returned.extend(["R1"] * 100_000)
+    moves = review_pb2.GameReview()
+    for value in (math.nan, math.inf, -math.inf, 1e308):
+        moves.moves.add(number=1, estimate_before=value, estimate_after=value, loss=value)
+    console = Console(record=True, width=200, file=open(os.devnull, "w"))  # noqa: SIM115
+    for drawing in (tui.choices(view), tui.screen(view), review.render(moves),
+                    tui.event_line(types_pb2.MatchEvent(number=1, seat=5, text="x"))):
+        console.print(drawing)
+    shown = console.export_text()
+    assert len(shown) < 50_000, len(shown)
+    for pair in (["play R1@1", "play R1@1 "], ["play R1@1", "play R1@1 x"]):
+        question, answers = tui.choice_step(pair)
+        assert all(len(chosen) == 1 for chosen in answers.values()), (question, answers)

@@ -251,12 +251,12 @@ def test_only_the_viewers_seat_is_you_and_names_cannot_drive_the_terminal() -> N
 
 
 def test_a_name_drawn_like_you_is_shown_with_its_seat() -> None:
-    """Thirteenth audit: "yоu" with a Cyrillic о, combining accents or full-width letters
-    passed the "you" check; names of the same letters, or as short and not ASCII, carry
-    their seat. Other names stay as they are."""
+    """Thirteenth audit: "you" with a Cyrillic o, combining accents or full-width letters
+    passed the "you" check (fourteenth: so did "You" and Hangul fillers); names of the same
+    letters, or as short and not ASCII, carry their seat. Other names stay as they are."""
     view = _ai_view(position(hands=("", "")).view(0))
     lookalikes = ["y\u043eu", "\u0443\u043eu", "y\u0301ou", "\uff59\uff4f\uff55", "Y 0 U", "Your",
-                  "\u03a5\u03bf\u03c5"]
+                  "\u03a5\u03bf\u03c5", "You\u3164\u3164", "Y\u115fou\u2800"]  # + blank letters
     for name in lookalikes:
         view.players[1].display_name = name
         assert tui.seat_label(view, types_pb2.SEAT_SECOND) == f"{name} (the second seat)"

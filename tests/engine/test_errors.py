@@ -272,6 +272,19 @@ def test_lobby_rejects_bad_options(shared: Engine) -> None:
     assert OPEN_LIMITS.action_rate.per_s > 100
 
 
+def test_a_name_with_a_letter_drawn_blank_is_refused(shared: Engine) -> None:
+    """Fourteenth audit: "You" and a Hangul filler (a letter, printable, drawn as nothing)
+    passed as a name and read as "You" on the other player's screen."""
+    client = Client.to(shared.address)
+    for name in ("You\u3164", "You\u3164\u3164", "Yo\u115fu", "\u2800", "A\uffa0"):
+        with pytest.raises(grpc.RpcError) as err:
+            client.create("basic", seat_options=types_pb2.SeatOptions(display_name=name))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, name
+        assert reason(err.value) == "bad-name" and "U+3164" in err.value.details()
+    created = client.create("basic", seat_options=types_pb2.SeatOptions(display_name="Yun"))
+    assert created.match_id
+
+
 def test_hosted_ai_seat_is_taken_with_the_ai_key_only(shared: Engine) -> None:
     """Only the AI's key takes the AI's seat, and it is then that seat's credential (no
     token is issued); the key again gets the same seat (a worker taking over needs

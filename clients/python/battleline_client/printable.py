@@ -12,6 +12,12 @@ from collections.abc import Callable
 
 from google.protobuf.message import Message
 
+# Letters Python calls printable that are drawn as nothing: the Hangul fillers, the blank
+# Braille pattern, the combining grapheme joiner and Khmer's inherent vowels ("You" and a
+# filler reads as "You"). The engine refuses names holding one; the clients drop them
+# before telling a name from "you".
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5")
+
 # The fields whose text is several lines: MatchView.position, MatchRecord.position and
 # SuggestRequest.position all hold the rules core's position notation.
 MULTILINE_FIELDS = frozenset({"position"})

@@ -27,7 +27,7 @@ from battleline.v1 import types_pb2
 from battleline_rules import GameState, Voice, card_name, decide_claim, load_position
 from battleline_rules.board import UNCLAIMED
 
-from .printable import MULTILINE_FIELDS, plain
+from .printable import BLANK_LETTERS, MULTILINE_FIELDS, plain
 
 TROOP_STYLES = {"R": "bold red", "O": "bold dark_orange", "Y": "bold yellow",
                 "G": "bold green", "B": "bold blue", "P": "bold magenta"}
@@ -92,10 +92,12 @@ def seat_label(view: types_pb2.MatchView, seat: int) -> str:
 
 def could_pass_for_you(name: str) -> bool:
     """Whether a display name may read as "you" or "your": its letters are those once
-    full-width forms, accents, spacing and case are undone (a zero drawn as an o), or they
+    full-width forms, accents, spacing, letters drawn blank and case are undone (a zero
+    drawn as an o), or they
     are as few and not plain ASCII (Cyrillic o and u lookalikes draw the same letters, and no table
     of lookalikes is complete; the web page keeps one, names.ts)."""
-    letters = "".join(ch for ch in unicodedata.normalize("NFKD", name) if ch.isalnum())
+    letters = "".join(ch for ch in unicodedata.normalize("NFKD", name)
+                      if ch.isalnum() and ch not in BLANK_LETTERS)
     letters = letters.casefold().replace("0", "o")
     return letters in ("you", "your") or (len(letters) <= 4 and not letters.isascii())
 
@@ -259,7 +261,7 @@ def choices(view: types_pb2.MatchView) -> RenderableType:
         table.add_row("play", line)
     for verb, rests in kinds.items():
         if verb in _GUILE or verb == "mud-discard":  # the cards it may take (then where to)
-            targets = list(dict.fromkeys(r.split()[0] for r in rests))
+            targets = list(dict.fromkeys(r.split()[0] for r in rests if r.strip()))
             line = Text(" ").join(placed(t, rules) for t in targets)
             if verb in ("redeploy", "traitor"):
                 line.append(", then a flag" + (" or discard" if verb == "redeploy" else ""))
@@ -349,11 +351,11 @@ def recent_moves(events: Sequence[types_pb2.MatchEvent], view: types_pb2.MatchVi
 
 
 # The most a table holds in any ruleset: nine flags, four cards a side of one (under Mud),
-# Fog and Mud, a hand of seven and a Scout's draws, every card of the game discarded; and
-# the most legal actions a position has (Traitor and Redeploy with every flag full stay
-# under 800).
+# Fog and Mud, a hand of seven and a Scout's draws, every card of the game discarded, two
+# players, two decks, two cards put back by Scout; and the most legal actions a position
+# has (Traitor and Redeploy with every flag full stay under 800).
 MOST_FLAGS, MOST_ON_A_SIDE, MOST_AT_A_FLAG, MOST_IN_HAND, MOST_DISCARDED = 9, 4, 2, 10, 70
-MOST_ACTIONS = 1000
+MOST_SEATS, MOST_DECKS, MOST_RETURNED, MOST_ACTIONS = 2, 2, 2, 1000
 # The longest string of the server's drawn whole (a claim's proof in words is under 300
 # characters; a card, an action, a name far shorter); the position is read, not drawn.
 MOST_TEXT = 600
@@ -393,12 +395,13 @@ def drawable(view: types_pb2.MatchView) -> types_pb2.MatchView:
     cut = types_pb2.MatchView()
     cut.CopyFrom(view)
     del cut.flags[MOST_FLAGS:], cut.hand[MOST_IN_HAND:], cut.claimable_flags[MOST_FLAGS:]
-    del cut.legal_actions[MOST_ACTIONS:]
+    del cut.legal_actions[MOST_ACTIONS:], cut.scout_returned[MOST_RETURNED:]
+    del cut.players[MOST_SEATS:], cut.clocks[MOST_SEATS:], cut.decks[MOST_DECKS:]
     for flag in cut.flags:
         del flag.first_cards[MOST_ON_A_SIDE:], flag.second_cards[MOST_ON_A_SIDE:]
         del flag.environment[MOST_AT_A_FLAG:]
     for player in cut.players:
-        del player.discards[MOST_DISCARDED:]
+        del player.discards[MOST_DISCARDED:], player.hand_counts[MOST_DECKS:]
     clip_texts(cut)
     return cut
 
@@ -496,7 +499,8 @@ def event_line(event: types_pb2.MatchEvent, view: types_pb2.MatchView | None = N
     """One event as a line, naming who did it; tactics in words, claims with their proof."""
     who = ""
     if event.seat != types_pb2.SEAT_UNSPECIFIED:
-        who = seat_label(view, event.seat) if view is not None else SEAT_NAMES[event.seat]
+        who = (seat_label(view, event.seat) if view is not None
+               else SEAT_NAMES.get(event.seat, "?"))
     style = "green" if who == "you" else "bold cyan" if who else "bold"
     text = shown(event.text)
     if view is not None and event.kind == types_pb2.EVENT_KIND_GAME_OVER:
@@ -528,7 +532,8 @@ def choice_step(moves: Sequence[str]) -> tuple[str, dict[str, list[str]]]:
     """The question that narrows several actions of one card down, and its answers (in
     upper case) with the actions each leaves: "to which flag?" {"3": ["play R7@3"], ...},
     or for Deserter, Redeploy, Traitor first "which card?" {"B4@2": [...], ...}."""
-    moves = list(dict.fromkeys(moves))  # a broken server's duplicates once
+    # A broken server's duplicates (spacing apart) once.
+    moves = list(dict.fromkeys(" ".join(move.split()) for move in moves))
     words = [move.split() for move in moves]
     at = next((i for i in range(1, min(map(len, words)))
                if len({w[i] for w in words}) > 1), 0)
@@ -543,6 +548,8 @@ def choice_step(moves: Sequence[str]) -> tuple[str, dict[str, list[str]]]:
         keys = [part.rpartition("@")[2] for part in parts]
     for key, move in zip(keys, moves, strict=True):
         answers.setdefault(key.upper(), []).append(move)
+    if len(answers) == 1 and len(moves) > 1:  # no word tells them apart: ask by number
+        return "which one?", {str(i): [move] for i, move in enumerate(moves, 1)}
     return question, answers
 
 

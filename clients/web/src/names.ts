@@ -15,9 +15,14 @@ const LOOKALIKES: Record<string, string> = {
   "υ": "u", "ս": "u", "Ս": "u", "ᴜ": "u",
 };
 
+// Letters drawn as nothing (the Hangul fillers, the blank Braille pattern, the combining
+// grapheme joiner, Khmer's inherent vowels): "You" and a filler reads as "You". The engine
+// refuses names holding one; a page may still meet one from an older engine.
+const BLANK_LETTERS = /[\u115F\u1160\u3164\uFFA0\u2800\u034F\u17B4\u17B5]/gu;
+
 /** Whether a chosen name could be read as the page's own "You". */
 export function readsAsYou(name: string): boolean {
-  const letters = name.normalize("NFKD").replace(/[^\p{L}\p{N}]/gu, "");
+  const letters = name.normalize("NFKD").replace(BLANK_LETTERS, "").replace(/[^\p{L}\p{N}]/gu, "");
   return [...letters].map((c) => LOOKALIKES[c] ?? c).join("").toLowerCase() === "you";
 }
 

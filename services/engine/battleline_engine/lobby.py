@@ -11,6 +11,7 @@ import grpc
 
 from battleline.v1 import lobby_pb2, lobby_pb2_grpc
 from battleline.v1 import types_pb2 as pb
+from battleline_client.printable import BLANK_LETTERS
 from battleline_rules import RULESETS, ClaimTiming, Options
 from battleline_rules.rulesets import validate_options
 
@@ -32,8 +33,9 @@ _TIMING = {pb.CLAIM_TIMING_UNSPECIFIED: ClaimTiming.AFTER_PLAY,
 
 def display_name(options: pb.SeatOptions) -> str:
     name = options.display_name.strip()
-    if len(name) > 40 or not name.isprintable():
-        raise invalid("bad-name", "display_name: at most 40 printable characters")
+    if len(name) > 40 or not name.isprintable() or not BLANK_LETTERS.isdisjoint(name):
+        raise invalid("bad-name", "display_name: at most 40 printable characters, none of "
+                      "them drawn blank (such as the Hangul filler U+3164)")
     return name
 
 

@@ -155,7 +155,7 @@ def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool
         if i is None:  # neither can act on what we hold: refresh both
             views = [seat.view() for seat in seats]
             continue
-        who = f"{tui.SEAT_NAMES[seats[i].handle.seat]} seat"
+        who = f"{tui.SEAT_NAMES.get(seats[i].handle.seat, '?')} seat"
         term.screen(views[i], title=f"{who} to move (hot seat)")
         views[i] = term.turn(seats[i], views[i], who)
         if not is_my_turn(views[i]):

@@ -9,6 +9,7 @@ mover knew at that moment.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -97,13 +98,23 @@ def costliest(review: review_pb2.GameReview) -> RenderableType:
 
 
 def drawable(review: review_pb2.GameReview) -> review_pb2.GameReview:
-    """A copy of `review` cut to what a game holds, its strings to `tui.MOST_TEXT`: a hostile
-    server's 3 MB review kept `review` drawing for tens of seconds (thirteenth audit)."""
+    """A copy of `review` cut to what a game holds, its strings to `tui.MOST_TEXT`, its
+    numbers to their range: a hostile server's 3 MB review kept `review` drawing for tens
+    of seconds (thirteenth audit), a NaN estimate ended it with a traceback (fourteenth)."""
     cut = review_pb2.GameReview()
     cut.CopyFrom(review)
     del cut.moves[MOST_MOVES:]
     tui.clip_texts(cut)
+    for move in cut.moves:  # estimates are chances, a loss their difference: NaN is none
+        move.estimate_before = _within(move.estimate_before, 0.0)
+        move.estimate_after = _within(move.estimate_after, 0.0)
+        move.loss = _within(move.loss, -1.0)
     return cut
+
+
+def _within(value: float, low: float) -> float:
+    """`value` in [low, 1], 0 for a value that is not a number."""
+    return min(1.0, max(low, value)) if math.isfinite(value) else 0.0
 
 
 def render(review: review_pb2.GameReview) -> RenderableType:
