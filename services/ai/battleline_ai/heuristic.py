@@ -164,11 +164,8 @@ class HeuristicBot:
 
     def choose(self, view: GameState, rng: random.Random) -> Action:
         actions = view.legal_actions()
-        if len(actions) == 1:
-            return actions[0]
-        for action in actions:
-            if action.kind is Kind.CLAIM:
-                return action
+        if (forced := obvious(actions)) is not None:
+            return forced
         if self.noise and rng.random() < self.noise:
             return rng.choice(actions)
         phase = view.phase
@@ -181,6 +178,13 @@ class HeuristicBot:
             return max(actions, key=lambda a: board.chance(a.flag, remove=[a.card]))
         ranked = ranked_plays(board, actions)
         return max(ranked, key=lambda sa: sa[0] + rng.random() * 1e-9)[1]
+
+
+def obvious(actions: list[Action]) -> Action | None:
+    """The only legal action, or a claim: every rule-based bot here claims at once."""
+    if len(actions) == 1:
+        return actions[0]
+    return next((a for a in actions if a.kind is Kind.CLAIM), None)
 
 
 def ranked_plays(board: Board, actions: list[Action]) -> list[tuple[float, Action]]:

@@ -41,7 +41,7 @@ from battleline_rules.cards import (
 )
 
 from .evaluation import flag_weights
-from .heuristic import choose_draw, choose_return, ranked_plays, score_action
+from .heuristic import choose_draw, choose_return, obvious, ranked_plays, score_action
 from .prob import OddsBoard, ProbBot
 
 # Flag priority: a weight added per unit of (position + nearness to a decided flag).
@@ -144,11 +144,8 @@ class TargetsBot:
 
     def choose(self, view: GameState, rng: random.Random) -> Action:
         actions = view.legal_actions()
-        if len(actions) == 1:
-            return actions[0]
-        for action in actions:
-            if action.kind is Kind.CLAIM:
-                return action
+        if (forced := obvious(actions)) is not None:
+            return forced
         phase = view.phase
         if phase is Phase.FINISH or phase is Phase.SCOUT_DRAW:
             return choose_deck(view, actions)
