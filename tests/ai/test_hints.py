@@ -62,6 +62,10 @@ def test_hints_for_the_seat_to_act_in_a_local_match(ai_engine: LocalService) -> 
         other = client.create(opponent="local", clock="none")
         assert _code(lambda: _hint(ai_engine.address, created.match_id, other.seat.token))[0] \
             == grpc.StatusCode.PERMISSION_DENIED
+        client.seat(handles[mover]).resign()  # fourteenth audit: it said "not-your-turn"
+        code, details = _code(lambda: _hint(ai_engine.address, created.match_id,
+                                            handles[mover].token))
+        assert code == grpc.StatusCode.FAILED_PRECONDITION and "the match is over" in details
 
 
 def test_no_hints_between_two_people(ai_engine: LocalService) -> None:

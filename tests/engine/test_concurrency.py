@@ -10,10 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 import pytest
 
-from battleline.v1 import types_pb2
+from battleline.v1 import lobby_pb2, types_pb2
 from tests.processes import start_serve
 
 from .harness import SEATS, Client, Engine
+from .test_errors import reason
 
 
 def step(client: Client, match_id: str, tokens: tuple[str, str], rng: random.Random) -> bool:
@@ -52,6 +53,30 @@ def test_two_different_actions_raced_on_one_turn_apply_once(engine: Engine) -> N
         after = clients[0].view(created.match_id, created.seat_token)
         assert after.version == view.version + 1
         assert sum(len(f.first_cards) for f in after.flags) == 1
+
+
+def test_joins_raced_for_one_seat_take_it_once_and_the_rest_are_told_it_is_full(
+        engine: Engine) -> None:
+    """Fourteenth audit: a join that lost the race by a version (not by the seat) was
+    told ABORTED stale-version ("try again"), where the seat was gone for good."""
+    clients = [Client.to(engine.address) for _ in range(6)]
+    for trial in range(6):
+        created = clients[0].create("standard", kind=types_pb2.OPPONENT_KIND_OPEN)
+        barrier = threading.Barrier(len(clients))
+
+        def join(i: int, match_id: str = created.match_id,
+                 barrier: threading.Barrier = barrier) -> str:
+            barrier.wait()
+            try:
+                clients[i].lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=match_id),
+                                           timeout=10)
+                return "OK"
+            except grpc.RpcError as err:
+                return f"{err.code().name} {reason(err)}"
+
+        with ThreadPoolExecutor(len(clients)) as pool:
+            answers = sorted(pool.map(join, range(len(clients))))
+        assert answers == ["FAILED_PRECONDITION match-full"] * 5 + ["OK"], (trial, answers)
 
 
 def test_the_same_action_id_twice_applies_once_with_the_same_answer(engine: Engine) -> None:

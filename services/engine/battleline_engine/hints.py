@@ -30,6 +30,7 @@ from battleline.v1 import types_pb2 as pb
 from . import views
 from .auth import AI_OWNER
 from .errors import Kind, Refusal, precondition
+from .matches import require_playing
 from .model import Opponent
 from .runtime import Runtime, match_id_of
 from .storage import now_ms
@@ -106,6 +107,7 @@ async def get_hint(runtime: Runtime, request: game_pb2.GetHintRequest,
     if match.meta.opponent not in _OPPONENTS_WITH_HINTS:
         raise Refusal(Kind.FORBIDDEN, "hints-off",
                       "hints are off in matches between two people")
+    require_playing(match)
     view = pb.MatchView()
     views.write_view(view, match, seat, now_ms(), True)  # with the position: the AI reads it
     if not view.legal_actions:

@@ -65,6 +65,7 @@ from .storage import (
 A = TypeVar("A")  # an action's answer, as the servicer layer sends it
 
 MAX_ACTIONS = 16  # per request; a full turn is play + claims + draw
+JOIN_ATTEMPTS = 3  # a join that meets a change (usually a rival join) reads the match again
 _STORE_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 _WAKE_RETRIES_S = (0.1, 0.3, 1.0, None)  # pauses before each new try of `_wake_ai`
 log = logging.getLogger(__name__)
@@ -299,7 +300,18 @@ class Matches:
         the AI's key (`ai_key_hash`, its hash, given then). No token is issued for it:
         the key's hash is the seat's token hash, and joining again answers the same
         seat, so a worker taking a match over (or a restarted one) needs nothing stored.
+        A join that loses a race to another is told what it lost to (`match-full`,
+        `cancelled`), not to try again.
         """
+        for _ in range(JOIN_ATTEMPTS):
+            joined = await self._try_join(match_id, name, auto_claim, ai_key_hash, by_invite)
+            if joined is not None:
+                return joined
+        raise Refusal(Kind.CONFLICT, "stale-version", "the match changed while joining: try again")
+
+    async def _try_join(self, match_id: str, name: str, auto_claim: bool, ai_key_hash: str,
+                        by_invite: bool) -> tuple[Match, int, str] | None:
+        """One attempt of `join`; None when the match changed under it."""
         match = await self.read(match_id)
         meta = match.meta
         if meta.private and not by_invite:
@@ -340,8 +352,7 @@ class Matches:
         if result.status is CommitStatus.SEAT_TAKEN:
             return await self._joined_again(match_id, meta, ai_key_hash)
         if result.status is CommitStatus.CONFLICT:
-            raise Refusal(Kind.CONFLICT, "stale-version",
-                          "the match changed while joining: try again")
+            return None
         if result.status is CommitStatus.NOT_FOUND:
             raise not_found(match_id)
         # The seat is taken: tidying the lobby index and the invite must not turn the
@@ -450,7 +461,7 @@ class Matches:
         if record is None:
             raise not_found(match_id)
         match = await self._checked(record)
-        self._check_playing(match)
+        require_playing(match)
         if expected_version != match.version:
             raise Refusal(Kind.CONFLICT, "stale-version",
                           f"the match is at version {match.version}, not {expected_version}: "
@@ -504,7 +515,7 @@ class Matches:
                 outcome = self._cancelled(match, f"cancelled by the {seat_name(seat)} "
                                           "before anyone took the other seat", seat)
             else:
-                self._check_playing(match)
+                require_playing(match)
                 state = match.state.clone()
                 state.resign(seat)
                 outcome = self._outcome(match, state, [], seat, end="resignation", loser=seat)
@@ -521,12 +532,6 @@ class Matches:
         state.resign(loser)
         outcome = self._outcome(match, state, [], None, end="timeout", loser=loser)
         self._check_written(match, await self._write(match, outcome, None, b""))
-
-    def _check_playing(self, match: Match) -> None:
-        if match.status == Status.WAITING:
-            raise precondition("waiting", "waiting for the other seat to be taken")
-        if match.status == Status.FINISHED:
-            raise precondition("game-over", "the match is over")
 
     def _outcome(self, match: Match, state: GameState, events: list[Event], seat: int | None,
                  end: str = "", loser: int | None = None) -> Outcome:
@@ -700,4 +705,9 @@ def _auto_claims(state: GameState, auto: tuple[bool, bool]) -> list[Event]:
     return events
 
 
-
+def require_playing(match: Match) -> None:
+    """Refuse what only a match in play allows, saying why it is not in play."""
+    if match.status == Status.WAITING:
+        raise precondition("waiting", "waiting for the other seat to be taken")
+    if match.status == Status.FINISHED:
+        raise precondition("game-over", "the match is over")
