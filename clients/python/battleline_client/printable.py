@@ -39,18 +39,23 @@ def plain_lines(text: str) -> str:
 def printable(message: Message) -> None:
     """Drop the control characters of every string field of `message` (line breaks too,
     but in `MULTILINE_FIELDS`), in place, at every depth."""
+    rewrite_strings(message, lambda field, text: (
+        plain_lines(text) if field in MULTILINE_FIELDS else plain(text)))
+
+
+def rewrite_strings(message: Message, rewrite: Callable[[str, str], str]) -> None:
+    """Set every string field of `message`, at every depth, to ``rewrite(field name,
+    text)``, which returns the text itself to leave it (a field unchanged is not set)."""
     for field, value in message.ListFields():
         if field.type == field.TYPE_STRING:
-            clean: Callable[[str], str] = (
-                plain_lines if field.name in MULTILINE_FIELDS else plain)
             if not field.is_repeated:
-                if (cleaned := clean(value)) is not value:
-                    setattr(message, field.name, cleaned)
-            elif clean(whole := "".join(value)) is not whole:  # one check for the whole list
-                value[:] = [clean(text) for text in value]
+                if (new := rewrite(field.name, value)) is not value:
+                    setattr(message, field.name, new)
+                continue
+            old = list(value)
+            texts = [rewrite(field.name, text) for text in old]
+            if any(a is not b for a, b in zip(texts, old, strict=True)):
+                value[:] = texts
         elif field.type == field.TYPE_MESSAGE:  # (the protocol has no maps)
-            if field.is_repeated:
-                for item in value:
-                    printable(item)
-            else:
-                printable(value)
+            for item in (value if field.is_repeated else [value]):
+                rewrite_strings(item, rewrite)

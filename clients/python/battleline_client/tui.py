@@ -27,7 +27,7 @@ from battleline.v1 import types_pb2
 from battleline_rules import GameState, Voice, card_name, decide_claim, load_position
 from battleline_rules.board import UNCLAIMED
 
-from .printable import BLANK_LETTERS, MULTILINE_FIELDS, plain
+from .printable import BLANK_LETTERS, MULTILINE_FIELDS, plain, rewrite_strings
 
 TROOP_STYLES = {"R": "bold red", "O": "bold dark_orange", "Y": "bold yellow",
                 "G": "bold green", "B": "bold blue", "P": "bold magenta"}
@@ -93,9 +93,9 @@ def seat_label(view: types_pb2.MatchView, seat: int) -> str:
 def could_pass_for_you(name: str) -> bool:
     """Whether a display name may read as "you" or "your": its letters are those once
     full-width forms, accents, spacing, letters drawn blank and case are undone (a zero
-    drawn as an o), or they
-    are as few and not plain ASCII (Cyrillic o and u lookalikes draw the same letters, and no table
-    of lookalikes is complete; the web page keeps one, names.ts)."""
+    read as an o), or they are as few and not plain ASCII (Cyrillic lookalikes of o and u
+    draw the same letters, and no table of lookalikes is complete; the web page keeps
+    one, names.ts)."""
     letters = "".join(ch for ch in unicodedata.normalize("NFKD", name)
                       if ch.isalnum() and ch not in BLANK_LETTERS)
     letters = letters.casefold().replace("0", "o")
@@ -365,16 +365,8 @@ def clip_texts(message: Message, most: int = MOST_TEXT) -> None:
     """Cut every string field of `message` but a position to ``most`` characters (an
     ellipsis marks the cut), in place, at every depth: rich lays out a 3 MB string for
     seconds (thirteenth audit)."""
-    for field, value in message.ListFields():
-        if field.type == field.TYPE_STRING and field.name not in MULTILINE_FIELDS:
-            if field.is_repeated:
-                if any(len(text) > most for text in value):
-                    value[:] = [_clipped(text, most) for text in value]
-            elif len(value) > most:
-                setattr(message, field.name, _clipped(value, most))
-        elif field.type == field.TYPE_MESSAGE:
-            for item in (value if field.is_repeated else [value]):
-                clip_texts(item, most)
+    rewrite_strings(message, lambda field, text: (
+        text if field in MULTILINE_FIELDS else _clipped(text, most)))
 
 
 def _clipped(text: str, most: int) -> str:
