@@ -136,3 +136,23 @@ battleline tournament --a ismcts:level=5,width=16 --b prob --games 400 --workers
 # search (logs/pilot_s15_l5_drawsearch*_vs_prob_70001.jsonl) and the draw horizon
 # (logs/pilot_s15_horizon_vs_prob.jsonl) were throw-away runners or reverted changes;
 # services/ai/README.md describes each.
+
+# Twenty-third to twenty-fifth sessions: level 5 on fresh deals, the same commands with
+# seeds 70601, 70801, 71001, 71201 (against prob) and 80601, 80801, 81001 (against the
+# heuristic); the rollout pilots are in services/ai/README.md with their logs.
+# Twenty-seventh session: level 5 on the next 200 deals against prob; the yardstick
+# `targets` (a stand-in for an outside rule-based bot) against both one-ply bots, and
+# level 5 and its prob-rollout variant against it on the same deals.
+battleline tournament --a ismcts:level=5 --b prob --games 400 --workers 1 --seed 71401 \
+  --json $out/level5_vs_prob_seed71401.json --log $out/logs/level5_vs_prob_seed71401.jsonl
+battleline tournament --a targets --b heuristic --games 400 --workers 1 --seed 91001 \
+  --json $out/targets_vs_heuristic.json --log $out/logs/targets_vs_heuristic.jsonl
+battleline tournament --a targets --b prob --games 400 --workers 1 --seed 91101 \
+  --json $out/targets_vs_prob.json --log $out/logs/targets_vs_prob.jsonl
+battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --seed 92001 \
+  --json $out/level5_vs_targets_seed92001.json \
+  --log $out/logs/level5_vs_targets_seed92001.jsonl
+battleline tournament --a ismcts:level=5,rollout=prob,depth=2,iterations=400 --b targets \
+  --games 400 --workers 1 --seed 92001 \
+  --json $out/pilot_s27_prob_rollouts_d2_vs_targets_seed92001.json \
+  --log $out/logs/pilot_s27_prob_rollouts_d2_vs_targets_seed92001.jsonl
