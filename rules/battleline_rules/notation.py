@@ -28,6 +28,7 @@ from collections import Counter
 from .board import UNCLAIMED, Flag
 from .cards import (
     CARD_COUNT,
+    ENVIRONMENT,
     LEADERS,
     UNKNOWN_TACTIC,
     UNKNOWN_TROOP,
@@ -210,10 +211,12 @@ def _flag(text: str, index: int) -> Flag:
             if not sep:
                 raise ValueError(f"flag {index + 1}: {word!r} lacks its placement number (#N)")
             flag.place(seat, parse_card(name), int(seq))
-    for word in parts[2].split():
-        if word != "-":
-            name, _, owner = word.partition("/")
-            flag.add_env(parse_card(name), _seat(owner))
+    env = [word for word in parts[2].split() if word != "-"]
+    if len(env) > len(ENVIRONMENT):  # checked first: each card added rescans the flag's list
+        raise ValueError(f"flag {index + 1}: at most {len(ENVIRONMENT)} environment cards")
+    for word in env:
+        name, _, owner = word.partition("/")
+        flag.add_env(parse_card(name), _seat(owner))
     flag.claimed = UNCLAIMED if parts[3] == "-" else _seat(parts[3])
     return flag
 

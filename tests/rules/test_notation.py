@@ -96,3 +96,16 @@ def test_a_card_repeated_thousands_of_times_is_refused_in_linear_time() -> None:
     first = hand.split()[2]
     with pytest.raises(ValueError, match="cards in two places"):
         load_position(_replace(text, hand, hand + f" {first}*70" * 6000))
+
+
+@pytest.mark.timeout(5)
+def test_a_flag_with_more_environment_cards_than_fog_and_mud_is_refused_at_once() -> None:
+    """Fifteenth audit: each environment card added rescanned the flag's list, so a
+    position naming FOG 20,000 times at one flag took 3.3 s to refuse (600 KB: over 30 s);
+    a flag holds Fog and Mud at most, and more is refused before any is added."""
+    text = dump_position(new_game("standard", seed=2))
+    flag = next(line for line in text.splitlines() if line.startswith("flag 1:"))
+    assert flag == "flag 1: - | - | - | -"
+    flooded = "flag 1: - | - | " + " ".join(["FOG/0"] * 200_000) + " | -"
+    with pytest.raises(ValueError, match="at most 2 environment cards"):
+        load_position(_replace(text, flag, flooded))
