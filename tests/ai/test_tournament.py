@@ -75,7 +75,8 @@ def test_a_log_that_is_not_a_tournament_log_is_refused_in_one_line(tmp_path: Pat
     bad_lines = ["[1, 2]", "7", json.dumps({**good, "a": None}),
                  json.dumps({k: v for k, v in good.items() if k != "game"}),
                  json.dumps({**good, "actions": "many"}), json.dumps({**good, "game": [0]}),
-                 json.dumps({**good, "winner": "lots"}), "[" * 100_000, "{not json"]
+                 json.dumps({**good, "winner": "lots"}), "[" * 100_000, "{not json",
+                 json.dumps(good).replace('"actions": 40', '"actions": ' + "9" * 400)]
     log = tmp_path / "games.jsonl"
     args = ["tournament", "--a", "random", "--b", "random", "--games", "2", "--ruleset",
             "basic", "--seed", "5", "--log", str(log)]
@@ -86,6 +87,9 @@ def test_a_log_that_is_not_a_tournament_log_is_refused_in_one_line(tmp_path: Pat
         result = CliRunner().invoke(app, args)  # a usage error, not a traceback
         assert result.exit_code == 2 and isinstance(result.exception, SystemExit), bad[:40]
         assert "not a game of a tournament log" in result.output
+    directory = CliRunner().invoke(app, [*args[:-1], str(tmp_path)])  # fifteenth audit
+    assert directory.exit_code == 2 and "Is a" in directory.output, directory.output
+    assert isinstance(directory.exception, SystemExit)  # a usage error, not a traceback
     log.write_text(json.dumps(good) + "\n\n")
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

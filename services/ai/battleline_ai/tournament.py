@@ -24,6 +24,9 @@ from .bots import Bot, make_bot
 from .processes import spawned_pool
 
 Z95 = 1.959963984540054
+# More actions than any game takes (a random game is about 124): a log line claiming more
+# is not a game (10**400 of them overflowed the mean; fifteenth audit).
+MOST_ACTIONS = 100_000
 _BOTS: dict[str, Bot] = {}
 # One game: (a, b, ruleset, seed of the run, game number, log file or None).
 Job = tuple[str, str, str, int, int, str | None]
@@ -95,7 +98,7 @@ def _logged_game(line: str) -> dict[str, Any] | None:
     fields_ok = (all(isinstance(row.get(k), str) for k in ("a", "b"))
                  and isinstance(row.get("ruleset", ""), str)
                  and _integer(row.get("seed")) and _natural(row.get("game"))
-                 and _natural(row.get("actions", 0))
+                 and _natural(row.get("actions", 0)) and row.get("actions", 0) <= MOST_ACTIONS
                  and row.get("winner", "missing") in (0, 1, None))
     return row if fields_ok else None
 

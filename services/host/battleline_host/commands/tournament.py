@@ -33,6 +33,9 @@ def tournament(
         result = run(a, b, games, ruleset, workers, seed, log=log)
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
+    except OSError as error:  # a --log that is a directory, unreadable, on a full disk
+        raise typer.BadParameter(f"{error.filename}: {error.strerror}",
+                                 param_hint="--log") from None
     typer.echo(result.summary())
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
