@@ -20,6 +20,7 @@ def _assert_guarded(headers: dict[str, str]) -> None:
     assert headers["x-frame-options"] == "DENY"
     assert headers["x-content-type-options"] == "nosniff"
     assert headers["referrer-policy"] == "no-referrer"
+    assert headers["cross-origin-opener-policy"] == "same-origin"  # fifteenth audit
 
 
 def test_the_page_its_files_and_a_missing_file_forbid_framing(gateway: str) -> None:

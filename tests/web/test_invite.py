@@ -92,3 +92,38 @@ def test_cancelling_an_invitation_ends_the_match_and_its_link(service: Service,
     friend = browser.new_page()
     friend.goto(link)  # the engine cancelled the match: the link no longer seats anyone
     expect(friend.get_by_test_id("error")).to_contain_text("cancelled")
+
+
+@pytest.mark.timeout(60)
+def test_a_link_does_not_swap_the_match_in_play_without_the_players_consent(
+        service: Service, browser: BrowserContext) -> None:
+    """Fifteenth audit: another site that opened the page set its hash to an invitation of
+    its own; the tab joined that match at once, and the match in play, its seat token
+    gone, was lost on the clock. The player is asked first, and a refusal keeps the match.
+    (The page also sends Cross-Origin-Opener-Policy: such a site keeps no handle on it.)"""
+    friend_of_theirs = browser.new_page()
+    friend_of_theirs.goto(service.web_url)
+    friend_of_theirs.get_by_test_id("invite").click()
+    link = friend_of_theirs.get_by_test_id("invite-link").input_value()
+    code = link.split("#join=")[1]
+
+    page = browser.new_page()
+    page.goto(service.web_url)
+    page.get_by_test_id("level-1").check()
+    page.get_by_test_id("start-ai").click()
+    expect(page.get_by_test_id("status")).to_have_attribute("data-phase", "playing")
+    held = page.evaluate("sessionStorage.getItem('battleline.session')")
+    asked: list[str] = []
+
+    def refuse(dialog: object) -> None:
+        asked.append(dialog.message)  # type: ignore[attr-defined]
+        dialog.dismiss()  # type: ignore[attr-defined]
+
+    page.once("dialog", refuse)
+    page.evaluate(f"location.hash = '#join={code}'")
+    expect(page.get_by_test_id("status")).to_have_attribute("data-phase", "playing")
+    page.wait_for_function("!location.hash")
+    assert asked and "Leave the match you are playing" in asked[0]
+    assert page.evaluate("sessionStorage.getItem('battleline.session')") == held
+    expect(friend_of_theirs.get_by_test_id("status")).to_contain_text(
+        "Waiting for the other player")

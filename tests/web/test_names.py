@@ -1,7 +1,8 @@
 """"You" on the page is decided by seat, never by a name: an opponent that names itself
 "You" (the engine takes any printable name) and wins must not make the loser's page say
 "You win!". The page labels its own seat "You"; an opponent's name that reads as "you" in
-any case is shown with " (opponent)" after it, everywhere it is named."""
+any case, or in letters of other scripts drawn alike (Lisu, Cherokee, small capitals:
+fifteenth audit), is shown with " (opponent)" after it, everywhere it is named."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from .pages import Service
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("impostor", ["You", "yOU"])
+@pytest.mark.parametrize("impostor", ["You", "yOU", "\ua4ecou", "\u13a9ou", "\u028f\u1d0f\u1d1c"])
 def test_an_opponent_named_you_wins_and_the_page_says_you_lost(
         service: Service, browser: BrowserContext, impostor: str) -> None:
     page = browser.new_page()

@@ -4,7 +4,7 @@ import { errorText, lobby } from "./api";
 import { render } from "./app";
 import { tickClocks } from "./clocks";
 import { Game } from "./game";
-import { OpponentKind, SeatChoice } from "./gen/battleline/v1/types_pb";
+import { MatchPhase, OpponentKind, SeatChoice } from "./gen/battleline/v1/types_pb";
 import { joinCode, type LobbyActions } from "./lobby";
 import { loadSession, type Session, saveSession } from "./session";
 import { NOTHING } from "./selection";
@@ -48,8 +48,19 @@ const lobbyActions: LobbyActions = {
   }),
 };
 
+/** Whether this tab holds a seat in a match not yet over (loaded, or still loading). */
+function inPlay(): boolean {
+  const { view } = store.state;
+  return loadSession() !== null && (view === null || view.phase !== MatchPhase.FINISHED);
+}
+
 async function join(code: string): Promise<void> {
   history.replaceState(null, "", location.pathname);
+  // A link only changes the hash: another site holding this window could swap the match
+  // in play for one of its own, and the seat left behind would lose on its clock.
+  if (inPlay() && !window.confirm("Leave the match you are playing to join the one this link invites you to?")) {
+    return;
+  }
   await attempt(async () => {
     const joined = await lobby.joinMatch({ target: { case: "inviteCode", value: code } });
     start({ matchId: joined.matchId, token: joined.seatToken, inviteCode: "" });

@@ -20,10 +20,14 @@ const LOOKALIKES: Record<string, string> = {
 // refuses names holding one; a page may still meet one from an older engine.
 const BLANK_LETTERS = /[\u115F\u1160\u3164\uFFA0\u2800\u034F\u17B4\u17B5]/gu;
 
-/** Whether a chosen name could be read as the page's own "You". */
+/** Whether a chosen name could be read as the page's own "You": its letters, lookalikes
+ * mapped, are "you", or they are as few and not plain ASCII (no table of lookalikes is
+ * complete: Lisu, Cherokee and small-capital letters draw "you" too). The terminal client
+ * has the same rule (tui.could_pass_for_you). */
 export function readsAsYou(name: string): boolean {
   const letters = name.normalize("NFKD").replace(BLANK_LETTERS, "").replace(/[^\p{L}\p{N}]/gu, "");
-  return [...letters].map((c) => LOOKALIKES[c] ?? c).join("").toLowerCase() === "you";
+  const mapped = [...letters].map((c) => LOOKALIKES[c] ?? c).join("").toLowerCase();
+  return mapped === "you" || ([...letters].length <= 4 && !/^[\x00-\x7f]*$/.test(letters));
 }
 
 /** Each seat's label for this view: "You" for the viewer's seat, else the player's name. */

@@ -30,6 +30,9 @@ SECURITY_HEADERS = [
     (b"x-frame-options", b"DENY"),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
+    # A page of another site that opened this one keeps no handle on it: it could set the
+    # window's hash to an invitation and swap the match in play (fifteenth audit).
+    (b"cross-origin-opener-policy", b"same-origin"),
 ]
 # And on the RPCs' answers, which carry seat tokens: kept by no cache.
 RPC_HEADERS = [*SECURITY_HEADERS, (b"cache-control", b"no-store")]
