@@ -47,3 +47,23 @@ def test_an_answer_carrying_a_seat_token_is_kept_by_no_cache(gateway: str) -> No
     status, headers, _ = request(gateway, "POST", CREATE, b"{",
                                  {"content-type": "application/json"})
     assert status == 400 and headers["cache-control"] == "no-store"
+
+
+def test_a_loopback_web_port_answers_only_to_loopback_names(gateway: str) -> None:
+    """Fifteenth audit: a page of another site whose name it points at 127.0.0.1 (DNS
+    rebinding) reached the loopback web port under that name: it created AI matches
+    and spent the local player's budgets. Such a request gets 421, with the usual headers,
+    and reaches neither the page nor the bridge."""
+    create = {"options": {"ruleset": "standard"}, "opponent": {"kind": "OPPONENT_KIND_LOCAL"}}
+    for host in ("rebind.evil.example", "rebind.evil.example:8080", "127.0.0.2", ""):
+        for method, path, body in (("GET", "/", None),
+                                   ("POST", CREATE, json.dumps(create).encode())):
+            status, headers, answer = request(gateway, method, path, body, {
+                "Host": host, "content-type": "application/json"})
+            assert status == 421, (host, path, status, answer[:100])
+            assert b"answers only to 127.0.0.1, [::1], localhost" in answer
+            _assert_guarded(headers)
+    port = gateway.rsplit(":", 1)[1]
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", "LOCALHOST", f"[::1]:{port}"):
+        status, _, page = request(gateway, "GET", "/", None, {"Host": host})
+        assert status == 200 and b"<script" in page, host

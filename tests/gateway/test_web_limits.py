@@ -123,7 +123,7 @@ def test_a_flooded_web_port_leaves_the_engine_serving(kind: str, redis_url: str,
             time.sleep(0.1)
         assert all(_closed(s) for s in sockets), "idle connections were kept open"
         with socket.create_connection(target, timeout=5) as page:  # served again
-            page.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            page.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             assert page.recv(12).startswith(b"HTTP/1.1 200")
         for _ in range(60):  # junk (a TLS hello) makes the web server warn each time
             with socket.create_connection(target, timeout=5) as junk:
@@ -165,7 +165,7 @@ def _page(url: str, source: str) -> bytes:
     with contextlib.ExitStack() as stack:
         page = _hold(stack, url, source, 1)[0]
         with contextlib.suppress(OSError):
-            page.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            page.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             return page.recv(12)
         return b""
 
@@ -249,9 +249,9 @@ def test_a_request_framed_by_both_length_headers_closes_its_connection(gateway: 
     latter and the connection kept, so a second request hidden in its Content-Length was
     answered too (smuggling, behind a proxy that frames by Content-Length). Now it gets
     400 and the connection is closed: the hidden request is never answered."""
-    hidden = (b"POST /battleline.v1.RecordService/GetRecord HTTP/1.1\r\nHost: x\r\n"
+    hidden = (b"POST /battleline.v1.RecordService/GetRecord HTTP/1.1\r\nHost: localhost\r\n"
               b"content-type: application/json\r\ncontent-length: 2\r\n\r\n{}")
-    smuggling = (b"POST /battleline.v1.GameService/GetView HTTP/1.1\r\nHost: x\r\n"
+    smuggling = (b"POST /battleline.v1.GameService/GetView HTTP/1.1\r\nHost: localhost\r\n"
                  b"content-type: application/json\r\ntransfer-encoding: chunked\r\n"
                  b"content-length: %d\r\n\r\n0\r\n\r\n" % (5 + len(hidden)) + hidden)
     answer = _answers(gateway, smuggling)
@@ -295,7 +295,7 @@ def _answers(gateway: str, raw: bytes) -> bytes:
 
 def _get_with(headers: list[bytes]) -> bytes:
     """A request for the page with these headers, after which the server closes."""
-    return (b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+    return (b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
             + b"".join(h + b"\r\n" for h in headers) + b"\r\n")
 
 
@@ -310,7 +310,7 @@ def test_a_request_head_past_the_limits_is_refused_even_in_one_piece(gateway: st
         b"HTTP/1.1 200")
     large = _get_with([b"X-A: " + b"a" * (limits.max_header_bytes + 1)])
     many = _get_with([b"X-%d: 1" % n for n in range(limits.max_headers + 1)])
-    first = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"  # kept alive: the next is pipelined
+    first = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"  # kept alive: the next is pipelined
     for refused in (large, many, first + large):
         answer = _answers(gateway, refused)
         assert answer.count(b"HTTP/1.1 400") == 1 and answer.count(b"HTTP/1.1 200") == (
@@ -325,7 +325,7 @@ def test_a_chunked_body_is_refused_with_the_ports_security_headers(
     port sends a chunked body: it is refused at its head, whatever follows, with the
     headers, and nothing is logged as an error."""
     trailers = b"".join(b"x-t%d: 1\r\n" % n for n in range(1080))
-    chunked = (b"POST /battleline.v1.LobbyService/ListOpenMatches HTTP/1.1\r\nHost: x\r\n"
+    chunked = (b"POST /battleline.v1.LobbyService/ListOpenMatches HTTP/1.1\r\nHost: localhost\r\n"
                b"content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
                b"2\r\n{}\r\n0\r\n" + trailers + b"\r\n")
     with caplog.at_level(logging.WARNING):
@@ -372,7 +372,7 @@ def test_a_body_still_coming_a_second_after_its_head_gives_way(gateway: str) -> 
     (each cut at the request deadline and opened again) held the address's places: 70
     of 90 other local page loads refused. At the cap, one whose body is still coming a
     second after its head gives way, as one that has sent nothing does."""
-    head = (b"POST /battleline.v1.LobbyService/ListOpenMatches HTTP/1.1\r\nHost: x\r\n"
+    head = (b"POST /battleline.v1.LobbyService/ListOpenMatches HTTP/1.1\r\nHost: localhost\r\n"
             b"content-type: application/json\r\ncontent-length: 8000\r\n\r\n{")
     with contextlib.ExitStack() as held:
         slow = _hold(held, gateway, "127.0.0.1", PER_ADDRESS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -19,7 +20,7 @@ from battleline_engine.ratelimit import HeldConnections
 from .bridge import EngineBridge, Upstream
 from .limits import WebLimits
 from .rate import RequestRate
-from .site import SECURITY_HEADERS, WebApp
+from .site import LOOPBACK_NAMES, SECURITY_HEADERS, WebApp
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +206,16 @@ class _GuardedH11(H11Protocol):
             self.transport.close()
 
 
+def _loopback(host: str) -> bool:
+    """Whether a listener on `host` is reached from this machine alone."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _guarded(limits: WebLimits, trusted_proxies: Sequence[str]) -> type[_GuardedH11]:
     """The protocol class of one server: its limits, and its own count of peers."""
     peers = _Peers(limits.max_connections_per_address, trusted_proxies)
@@ -226,7 +237,8 @@ class WebGateway:
         self.upstream = Upstream(engine_address, engine_secret)
         rate = RequestRate(limits.request_rate, trusted_proxies)
         bridge = EngineBridge(self.upstream, rate, limits.max_streams_per_address)
-        config = uvicorn.Config(WebApp(bridge, rate),
+        only_hosts = LOOPBACK_NAMES if _loopback(host) else None
+        config = uvicorn.Config(WebApp(bridge, rate, only_hosts=only_hosts),
                                 host=host, port=port,
                                 lifespan="off", log_level="warning", access_log=False,
                                 # uvicorn's records go to the host's handlers (and their

@@ -42,10 +42,11 @@ class WebApp:
     """ASGI app: RPC paths go to the bridge, the rest to the static page. Both count
     against the client's request rate: the bridge in its protocol, the page here."""
 
-    def __init__(self, bridge: EngineBridge, rate: RequestRate,
-                 site_dir: Path = SITE_DIR) -> None:
+    def __init__(self, bridge: EngineBridge, rate: RequestRate, site_dir: Path = SITE_DIR,
+                 only_hosts: frozenset[str] | None = None) -> None:
         self.bridge = bridge
         self.rate = rate
+        self.only_hosts = only_hosts  # the Host names answered; None: any
         # Inside a Starlette app so a missing file is a 404 response, not an exception.
         self.page = Starlette(routes=[Mount("/", StaticFiles(directory=site_dir, html=True))])
 
@@ -55,7 +56,9 @@ class WebApp:
             return
         rpc = scope["path"].startswith(RPC_PREFIX)
         send = _adding(send, RPC_HEADERS if rpc else SECURITY_HEADERS)
-        if rpc:
+        if self.only_hosts is not None and _host_name(scope) not in self.only_hosts:
+            await _misdirected(send, self.only_hosts)
+        elif rpc:
             native = _native_grpc(scope)
             # What the bridge answers without running its interceptors (native gRPC, an
             # unknown method, a verb it does not serve) is counted here instead, or a
@@ -89,6 +92,29 @@ def _host(scope: Scope) -> str | None:
     from x-forwarded-for (the bridge's ctx.client_address comes from the same)."""
     client = scope.get("client")
     return client[0] if client else None
+
+
+# The names of a loopback listener. A page of another site whose name it points at
+# 127.0.0.1 (DNS rebinding) reaches a loopback serve under that name, and would spend the
+# local player's budgets (fifteenth audit): such a serve answers these names only.
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
+
+
+def _host_name(scope: Scope) -> str:
+    """The Host header's name, without its port, in lower case ("" when absent)."""
+    for name, value in scope["headers"]:
+        if name == b"host":
+            host = value.decode("latin-1").lower()
+            return host if host.endswith("]") else host.rpartition(":")[0] or host
+    return ""
+
+
+async def _misdirected(send: Send, names: frozenset[str]) -> None:
+    """421: this server does not answer to the name the request was sent to."""
+    message = f"this server answers only to {', '.join(sorted(names))}".encode()
+    await send({"type": "http.response.start", "status": 421,
+                "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": message})
 
 
 def _native_grpc(scope: Scope) -> bool:
