@@ -152,6 +152,12 @@ battleline tournament --a targets --b prob --games 400 --workers 1 --seed 91101 
 battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --seed 92001 \
   --json $out/level5_vs_targets_seed92001.json \
   --log $out/logs/level5_vs_targets_seed92001.jsonl
+battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --seed 92201 \
+  --json $out/level5_vs_targets_seed92201.json \
+  --log $out/logs/level5_vs_targets_seed92201.jsonl
+battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --seed 92401 \
+  --json $out/level5_vs_targets_seed92401.json \
+  --log $out/logs/level5_vs_targets_seed92401.jsonl
 battleline tournament --a ismcts:level=5,rollout=prob,depth=2,iterations=400 --b targets \
   --games 400 --workers 1 --seed 92001 \
   --json $out/pilot_s27_prob_rollouts_d2_vs_targets_seed92001.json \
