@@ -23,6 +23,18 @@ MAX_CONNECTIONS = 4096
 MAX_CALLS = 32_768
 
 
+def is_loopback_host(host: str) -> bool:
+    """Whether a listener on `host` is reached from this machine alone."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class CannotListen(OSError):
     """A server could not bind its address: the port is taken, or the host is not one
     of this machine's. Commands say so in one line rather than with a traceback."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -14,7 +13,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from battleline_engine.auth import Callers, address_key
-from battleline_engine.listening import CannotListen
+from battleline_engine.listening import CannotListen, is_loopback_host
 from battleline_engine.ratelimit import HeldConnections
 
 from .bridge import EngineBridge, Upstream
@@ -206,16 +205,6 @@ class _GuardedH11(H11Protocol):
             self.transport.close()
 
 
-def _loopback(host: str) -> bool:
-    """Whether a listener on `host` is reached from this machine alone."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _guarded(limits: WebLimits, trusted_proxies: Sequence[str]) -> type[_GuardedH11]:
     """The protocol class of one server: its limits, and its own count of peers."""
     peers = _Peers(limits.max_connections_per_address, trusted_proxies)
@@ -237,7 +226,7 @@ class WebGateway:
         self.upstream = Upstream(engine_address, engine_secret)
         rate = RequestRate(limits.request_rate, trusted_proxies)
         bridge = EngineBridge(self.upstream, rate, limits.max_streams_per_address)
-        only_hosts = LOOPBACK_NAMES if _loopback(host) else None
+        only_hosts = LOOPBACK_NAMES if is_loopback_host(host) else None
         config = uvicorn.Config(WebApp(bridge, rate, only_hosts=only_hosts),
                                 host=host, port=port,
                                 lifespan="off", log_level="warning", access_log=False,

@@ -22,7 +22,7 @@ import typer
 from typer.core import TyperOption
 
 from battleline_client.processes import dying_with_parent, stop_processes
-from battleline_engine.listening import MAX_CALLS, MAX_CONNECTIONS
+from battleline_engine.listening import MAX_CALLS, MAX_CONNECTIONS, is_loopback_host
 from battleline_engine.socket_dirs import private_socket_dir
 from battleline_gateway.limits import WebLimits
 
@@ -219,7 +219,7 @@ def serve(
         from battleline_engine.ratelimit import Rate
         from battleline_engine.runtime import EngineConfig
 
-        if open_limits and not _is_loopback(host):
+        if open_limits and not is_loopback_host(host):
             raise typer.BadParameter("--open-limits serves loopback only (--host 127.0.0.1): "
                                      "a public engine needs its abuse limits")
         if clock not in ("per-move", "per-game"):
@@ -475,17 +475,6 @@ def _exit_if_stuck(after_s: float) -> None:
     timer = threading.Timer(after_s, stuck)
     timer.daemon = True
     timer.start()
-
-
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def networks(values: list[str]) -> tuple[str, ...]:
