@@ -145,6 +145,9 @@ battleline tournament --a ismcts:level=5,width=16 --b prob --games 400 --workers
 # level 5 and its prob-rollout variant against it on the same deals.
 battleline tournament --a ismcts:level=5 --b prob --games 400 --workers 1 --seed 71401 \
   --json $out/level5_vs_prob_seed71401.json --log $out/logs/level5_vs_prob_seed71401.jsonl
+battleline tournament --a ismcts:level=5 --b heuristic --games 400 --workers 1 --seed 81201 \
+  --json $out/level5_vs_heuristic_seed81201.json \
+  --log $out/logs/level5_vs_heuristic_seed81201.jsonl
 battleline tournament --a targets --b heuristic --games 400 --workers 1 --seed 91001 \
   --json $out/targets_vs_heuristic.json --log $out/logs/targets_vs_heuristic.jsonl
 battleline tournament --a targets --b prob --games 400 --workers 1 --seed 91101 \
