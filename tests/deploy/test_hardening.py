@@ -10,17 +10,24 @@ of the protos), so a change on either side that breaks the other fails here.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import pytest
+import redis
 import yaml
 
 from battleline_engine.hints import MAX_BUDGET_MS, QUEUE_WAIT_S
+from battleline_engine.redis_server import USER_RULES, redis_executable
 from battleline_engine.reviews import REVIEW_TIMEOUT_S
 from battleline_engine.runtime import EngineConfig
+from tests.processes import free_port
 
 from .test_manifests import (
     DEPLOY,
@@ -271,7 +278,7 @@ def test_compose_redis_requires_a_password_that_is_in_no_file_and_on_no_command_
     assert redis["secrets"] == ["redis_password"]
     script = redis["command"][-1]
     assert "read -r password < /run/secrets/redis_password" in script
-    assert "printf 'requirepass %s\\n' \"$$password\"" in script
+    assert "printf 'user default on >%s ' \"$$password\"" in script
     assert "> /run/redis/redis.conf" in script and "/run/redis" in redis["tmpfs"]
     assert "--requirepass" not in (DEPLOY / "compose.yaml").read_text()
     check = " ".join(redis["healthcheck"]["test"])
@@ -293,6 +300,69 @@ def test_compose_redis_requires_a_password_that_is_in_no_file_and_on_no_command_
     readme = README.read_text()
     assert "openssl rand -hex 32 > deploy/secrets/redis_password" in readme
     assert "deploy/secrets/redis.env" in readme
+
+
+def test_the_deployed_redis_refuses_its_password_what_the_service_never_sends(
+        tmp_path: Path) -> None:
+    """Whoever held the deployments' Redis password could run any command (REPLICAOF,
+    MIGRATE, ACL SETUSER, FLUSHALL, SHUTDOWN...). Both start scripts make the password the
+    default user's with deploy/redis-user.rules, the embedded Redis's own rules. The
+    Kubernetes script is run here as written (its paths moved under a temporary
+    directory, its port a free one on loopback), on the bundled redis-server."""
+    rules = (DEPLOY / "redis-user.rules").read_text()
+    config = _by_kind("ConfigMap", "redis-config")["data"]
+    assert rules.strip() == config["redis-user.rules"].strip() == USER_RULES
+    compose = _compose()["services"]["redis"]
+    assert "./redis-user.rules:/etc/redis/redis-user.rules:ro" in compose["volumes"]
+    (container,) = _by_kind("StatefulSet", "redis")["spec"]["template"]["spec"]["containers"]
+    (script,) = container["args"]
+    assert _composing_line(script) == _composing_line(compose["command"][-1])
+    for path in (DEPLOY / "redis.conf", DEPLOY / "compose.yaml", DEPLOY / "k8s/base/redis.yaml"):
+        assert "requirepass" not in path.read_text(), path
+
+    etc, run = tmp_path / "etc", tmp_path / "run"
+    etc.mkdir(), run.mkdir()
+    for name, text in config.items():
+        (etc / name).write_text(text.replace("dir /data", f"dir {tmp_path}"))
+    port, password = free_port(), "an-operators-password-0123456789"
+    script = script.replace("/etc/redis", str(etc)).replace("/run/redis", str(run))
+    start = f"exec redis-server {run}/redis.conf"
+    assert start in script
+    script = script.replace(
+        start, f"exec {redis_executable()} {run}/redis.conf --port {port} --bind 127.0.0.1")
+    server = subprocess.Popen(["sh", "-c", script],
+                              env={"REDIS_PASSWORD": password, "PATH": os.defpath},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        client = redis.Redis(port=port, password=password)
+        deadline = time.monotonic() + 10
+        while not _answers(client):
+            assert time.monotonic() < deadline and server.poll() is None, "no Redis"
+            time.sleep(0.05)
+        assert client.set("k", "v") and client.get("k") == b"v"
+        for call in (("CONFIG", "SET", "dir", "/tmp"), ("REPLICAOF", "NO", "ONE"),
+                     ("ACL", "WHOAMI"), ("FLUSHALL",), ("SHUTDOWN", "NOSAVE")):
+            with pytest.raises(redis.exceptions.NoPermissionError):
+                client.execute_command(*call)
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=port).get("k")
+        client.close()
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _composing_line(script: str) -> str:
+    """The line of a start script that writes the private config, its variable named alike."""
+    (line,) = [x.strip() for x in script.splitlines() if "> /run/redis/redis.conf" in x]
+    return line.replace("$$password", "$REDIS_PASSWORD")
+
+
+def _answers(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False
 
 
 def test_compose_web_container_shares_no_network_with_redis() -> None:

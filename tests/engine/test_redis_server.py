@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from battleline_engine.redis_server import EmbeddedRedis, UnsafeDataDirectory, redis_executable
+from battleline_engine.redis_server import (
+    DENIED_COMMANDS,
+    EmbeddedRedis,
+    UnsafeDataDirectory,
+    redis_executable,
+)
 
 
 def test_bundled_binary_is_found() -> None:
@@ -80,7 +85,7 @@ def test_it_listens_on_a_private_socket_and_no_port(tmp_path: Path) -> None:
     its socket is in a directory only its owner may enter."""
     with EmbeddedRedis(tmp_path / "data") as server:
         client = redis.Redis.from_url(server.url)
-        assert client.config_get("port") == {"port": "0"}
+        assert client.info("server")["tcp_port"] == 0
         assert server.socket is not None and server.socket.is_socket()
         assert server.socket.parent.stat().st_mode & 0o777 == 0o700
         assert server.socket.stat().st_mode & 0o077 == 0
@@ -114,3 +119,38 @@ def test_a_data_directory_that_is_not_ours_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         EmbeddedRedis(ours).start()
     assert victim.read_text() == "keep me"
+
+
+# One call per denied command, each harmless had it been allowed on this throwaway server.
+PAST_THE_DATA = {
+    "config": ("CONFIG", "SET", "dir", "/tmp"), "debug": ("DEBUG", "SLEEP", "0"),
+    "module": ("MODULE", "LIST"), "acl": ("ACL", "WHOAMI"), "save": ("SAVE",),
+    "bgsave": ("BGSAVE",), "bgrewriteaof": ("BGREWRITEAOF",),
+    "shutdown": ("SHUTDOWN", "NOSAVE"), "replicaof": ("REPLICAOF", "NO", "ONE"),
+    "slaveof": ("SLAVEOF", "NO", "ONE"), "sync": ("SYNC",), "psync": ("PSYNC", "?", "-1"),
+    "failover": ("FAILOVER", "ABORT"), "migrate": ("MIGRATE", "127.0.0.1", "1", "k", "0", "1"),
+    "cluster": ("CLUSTER", "INFO"), "restore": ("RESTORE", "r", "0", "x"),
+    "restore-asking": ("RESTORE-ASKING", "r", "0", "x"), "flushall": ("FLUSHALL",),
+    "flushdb": ("FLUSHDB",), "swapdb": ("SWAPDB", "0", "1"), "monitor": ("MONITOR",),
+    "pfdebug": ("PFDEBUG", "GETREG", "k"),
+}
+
+
+def test_the_passwords_holder_cannot_reach_past_the_data(tmp_path: Path) -> None:
+    """Redis 6.2 let whoever held the password write files wherever the server may
+    (CONFIG SET dir, then SAVE), load code, replicate, wipe the data or stop the server,
+    directly or from a script. The service sends none of these; its password may not."""
+    assert set(PAST_THE_DATA) == set(DENIED_COMMANDS)
+    with EmbeddedRedis(tmp_path / "data") as server:
+        client = redis.Redis.from_url(server.url)
+        client.set("k", "v")
+        for command, call in PAST_THE_DATA.items():
+            with pytest.raises(redis.exceptions.NoPermissionError, match=command):
+                client.execute_command(*call)
+        with pytest.raises(redis.ResponseError, match="not allowed from scripts"):
+            client.eval("return redis.call('CONFIG', 'SET', 'dir', '/tmp')", 0)
+        # What the service does send still works, from a script too.
+        assert client.eval("redis.call('HSET', KEYS[1], 'a', 1); redis.call('PUBLISH', 'c', 'x');"
+                           " return redis.call('HGET', KEYS[1], 'a')", 1, "h") == b"1"
+        assert client.get("k") == b"v" and server.running
+        client.close()

