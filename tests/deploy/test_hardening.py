@@ -441,8 +441,7 @@ def test_only_the_engines_reach_the_ai_service() -> None:
 def test_the_engines_are_reached_by_the_edge_web_and_ai_and_metrics_by_the_scraper() -> None:
     """The engines' gRPC port is open to the edge (Envoy: the rapid-reset and connection
     limits the engine lacks, twelfth audit), the web front and the AI workers only, so no
-    pod skips the edge or forges the forwarded address the engines believe from the pod
-    network; their metrics port only to pods labelled `app.kubernetes.io/name:
+    pod skips the edge; their metrics port only to pods labelled `app.kubernetes.io/name:
     prometheus` in the monitoring namespace. No rule admits a port it does not name."""
     engine = _by_kind("Deployment", "battleline-engine")["spec"]["template"]
     ports = {p["name"]: p["containerPort"] for p in engine["spec"]["containers"][0]["ports"]}
@@ -465,10 +464,6 @@ def test_the_engines_are_reached_by_the_edge_web_and_ai_and_metrics_by_the_scrap
     for name in callers:  # each names a workload of the base
         assert _by_kind("Deployment", name)["spec"]["template"]["metadata"]["labels"][
             "app.kubernetes.io/name"] == name
-    trusted = next(e["value"] for e in engine["spec"]["containers"][0]["env"]
-                   if e["name"] == "BATTLELINE_TRUSTED_PROXY")
-    assert trusted and "BATTLELINE_TRUSTED_PROXY" not in _by_kind(
-        "ConfigMap", "battleline-config")["data"], "not for the web pods, which face the internet"
     opened = {p["port"] for rule in policy["ingress"] for p in rule["ports"]}
     assert opened == set(ports.values())
     assert "app.kubernetes.io/name: prometheus" in README.read_text()

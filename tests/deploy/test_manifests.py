@@ -20,6 +20,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from battleline_engine.auth import GATEWAY_CLIENT, GATEWAY_SECRET
+
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 ENVOY = DEPLOY / "edge" / "envoy.yaml"  # compose mounts it; Kubernetes makes it a ConfigMap
 # Every manifest of the base: its own files and the edge (Envoy) it takes in.
@@ -216,22 +218,36 @@ def test_the_ai_key_is_one_secret_and_no_secret_is_an_argument() -> None:
         assert not any("redis://" in word for word in services[name]["command"]), name
 
 
-def test_forwarded_addresses_are_believed_from_envoy_and_the_gateway_only() -> None:
-    """Envoy appends the address it saw (use_remote_address) and is the engines' only
-    --trusted-proxy; the web gateway and the engines share the gateway secret, by
-    environment (issue #14)."""
-    for listener in _envoy()["static_resources"]["listeners"]:
-        assert _connection_manager(listener)["use_remote_address"] is True, listener["name"]
+def test_client_addresses_are_believed_from_envoy_and_the_gateway_by_their_secret_only() -> None:
+    """The engines count a client under the address the web gateway or Envoy names with
+    the gateway secret, shared by environment (issue #14). Until the twenty-eighth
+    session they also believed x-forwarded-for from Envoy's network position (compose's
+    fixed address, Kubernetes' whole pod network), which rested on nothing else reaching
+    the engines; no engine believes any proxy now."""
     services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
-    command = services["engine"]["command"]
-    envoy_ip = services["envoy"]["networks"]["default"]["ipv4_address"]
-    assert command[command.index("--trusted-proxy") + 1] == f"{envoy_ip}/32"
-    for name in ("engine", "web"):
-        assert "BATTLELINE_GATEWAY_SECRET" in services[name]["environment"]
-        assert "BATTLELINE_GATEWAY_SECRET" not in " ".join(services[name]["command"])
-    for name in ("battleline-engine", "battleline-web"):
+    assert "--trusted-proxy" not in services["engine"]["command"]
+    for name in ("engine", "web", "envoy"):
+        assert "BATTLELINE_GATEWAY_SECRET" in services[name]["environment"], name
+        assert "BATTLELINE_GATEWAY_SECRET" not in " ".join(services[name]["command"]), name
+    for name in ("battleline-engine", "battleline-web", "battleline-edge"):
         container = _by_kind("Deployment", name)["spec"]["template"]["spec"]["containers"][0]
-        assert {"secretRef": {"name": "battleline-gateway"}} in container["envFrom"]
+        assert {"secretRef": {"name": "battleline-gateway"}} in container["envFrom"], name
+        names = {e["name"] for e in container.get("env", [])}
+        assert "BATTLELINE_TRUSTED_PROXY" not in names, name
+    assert "BATTLELINE_TRUSTED_PROXY" not in _by_kind("ConfigMap", "battleline-config")["data"]
+    (clients, internal) = _envoy()["static_resources"]["listeners"]
+    assert (clients["name"], internal["name"]) == ("grpc", "grpc_internal")
+    (host,) = _connection_manager(clients)["route_config"]["virtual_hosts"]
+    added = {h["header"]["key"]: (h["header"]["value"], h["append_action"])
+             for h in host["request_headers_to_add"]}
+    assert added == {
+        GATEWAY_SECRET: ("%ENVIRONMENT(BATTLELINE_GATEWAY_SECRET)%", "OVERWRITE_IF_EXISTS_OR_ADD"),
+        GATEWAY_CLIENT: ("%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%", "OVERWRITE_IF_EXISTS_OR_ADD"),
+    }
+    assert {GATEWAY_SECRET, GATEWAY_CLIENT} <= set(host["request_headers_to_remove"])
+    # The internal listener passes the web gateway's own headers and adds none.
+    (inner,) = _connection_manager(internal)["route_config"]["virtual_hosts"]
+    assert "request_headers_to_add" not in inner and "request_headers_to_remove" not in inner
 
 
 def test_every_battleline_process_gets_the_same_log_settings() -> None:
