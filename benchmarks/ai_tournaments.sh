@@ -14,11 +14,13 @@ for r in standard basic deck52; do
     --json $out/heuristic_vs_random_$r.json
 done
 
-# Levels 1-3 (the heuristic with noise 0.6 / 0.2 / 0).
+# Levels 1-3 (the heuristic with noise 0.6 / 0.2 / 0: that share of its card plays at
+# random; since the twenty-eighth session its draws never are, and the level 1-2 runs
+# below were played again then; the earlier ones are results/ai_history/old_s27_*).
 battleline tournament --a ismcts:level=2 --b ismcts:level=1 --games 400 --workers 2 --seed 1 \
-  --json $out/level2_vs_level1.json
+  --json $out/level2_vs_level1.json --log $out/logs/level2_vs_level1.jsonl
 battleline tournament --a ismcts:level=3 --b ismcts:level=2 --games 400 --workers 2 --seed 1 \
-  --json $out/level3_vs_level2.json
+  --json $out/level3_vs_level2.json --log $out/logs/level3_vs_level2.jsonl
 battleline tournament --a ismcts:level=1 --b heuristic --games 400 --seed 120001 \
   --json $out/level1_vs_heuristic.json --log $out/logs/level1_vs_heuristic.jsonl
 
@@ -35,7 +37,7 @@ battleline tournament --a ismcts:level=1 --b random --games 400 --seed 90001 \
 # Levels 1-3 against prob (the stand-in for the outside probability-based bot), 400 games each.
 for l in 1 2 3; do
   battleline tournament --a ismcts:level=$l --b prob --games 400 --workers 2 --seed 11001 \
-    --json $out/level${l}_vs_prob.json
+    --json $out/level${l}_vs_prob.json --log $out/logs/level${l}_vs_prob.jsonl
 done
 
 # prob (exact odds, no search), 400 games each.

@@ -24,6 +24,7 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from .cards import CARD_COUNT, Tactic, card_name, parse_card
+from .errors import shown
 
 
 class Kind(IntEnum):
@@ -124,20 +125,20 @@ def format_action(action: Action) -> str:
 
 def _parse_flag(text: str) -> int:
     if not (text.isascii() and text.isdigit()) or int(text) < 1:  # no Arabic-Indic 1
-        raise ValueError(f"bad flag number {text!r}: flags are numbered from 1")
+        raise ValueError(f"bad flag number {shown(text)}: flags are numbered from 1")
     return int(text) - 1
 
 
 def _parse_at(text: str) -> tuple[int, int]:
     card, sep, flag = text.partition("@")
     if not sep:
-        raise ValueError(f"expected CARD@FLAG, got {text!r}")
+        raise ValueError(f"expected CARD@FLAG, got {shown(text)}")
     return parse_card(card), _parse_flag(flag)
 
 
 def _parse_deck(text: str) -> int:
     if text.lower() not in DECK_NAMES:
-        raise ValueError(f"bad deck {text!r}: use 'troop' or 'tactic'")
+        raise ValueError(f"bad deck {shown(text)}: use 'troop' or 'tactic'")
     return DECK_NAMES.index(text.lower())
 
 
@@ -145,7 +146,7 @@ def parse_action(text: str) -> Action:
     """Parse the text notation; raises ValueError with a precise message."""
     words = text.split()
     if not words or words[0].lower() not in _KINDS:
-        raise ValueError(f"unknown action {text!r}: expected one of {', '.join(_KINDS)}")
+        raise ValueError(f"unknown action {shown(text)}: expected one of {', '.join(_KINDS)}")
     kind, args = _KINDS[words[0].lower()], words[1:]
     expected = {
         Kind.PASS: 0,
@@ -161,7 +162,7 @@ def parse_action(text: str) -> Action:
         Kind.TRAITOR: 2,
     }[kind]
     if len(args) != expected:
-        raise ValueError(f"{words[0]!r} takes {expected} argument(s), got {len(args)}")
+        raise ValueError(f"{shown(words[0])} takes {expected} argument(s), got {len(args)}")
     if kind is Kind.PLAY:
         if "@" in args[0]:
             card, flag = _parse_at(args[0])

@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from enum import IntEnum
 from typing import Final
 
+from .errors import shown
+
 STANDARD_COLOURS: Final = "ROYGBP"
 DECK52_SUITS: Final = "SHDC"
 RANK_LETTERS: Final = {11: "J", 12: "Q", 13: "K"}
@@ -120,7 +122,7 @@ def parse_card(text: str) -> int:
     card = _BY_NAME.get(text.strip().upper())
     if card is None:
         raise ValueError(
-            f"unknown card {text!r}: troops are a colour R O Y G B P and 1-10 (R7), "
+            f"unknown card {shown(text)}: troops are a colour R O Y G B P and 1-10 (R7), "
             "deck52 cards a suit S H D C and 2-10, J, Q, K (HQ), tactics by name (FOG)"
         )
     return card

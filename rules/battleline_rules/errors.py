@@ -37,3 +37,9 @@ class RuleError(Exception):
 
     def __repr__(self) -> str:
         return f"RuleError({self.code.value}: {self.message})"
+
+
+def shown(value: str, limit: int = 24) -> str:
+    """A caller's value quoted in a message, cut to `limit` characters: a message never
+    echoes a whole bad input (a long one would not fit in a gRPC status's metadata)."""
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}... ({len(value)} chars)"

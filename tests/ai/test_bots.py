@@ -54,6 +54,29 @@ def test_bots_play_start_of_turn_claims() -> None:
     assert play_checked(bots, new_game("standard", options, 7), 7).is_over
 
 
+def test_noise_plays_cards_at_random_and_draws_as_the_heuristic() -> None:
+    """Level 1 (60% noise) drew at random too: it filled its hand with seven tactics it
+    could not play and the game ended in a stalemate with troops left in the deck. Noise
+    now picks only among the card plays; every other decision is the heuristic's."""
+    noisy, plain = HeuristicBot(noise=1.0), HeuristicBot()
+    steps = {"PLAY": 0, "other": 0}
+    random_plays = 0
+    for seed in range(3):
+        state = new_game("standard", None, seed)
+        rng = random.Random(seed)
+        while not state.is_over:
+            view = state.view(state.current_player)
+            action = noisy.choose(view, rng)
+            if view.phase.name == "PLAY":
+                steps["PLAY"] += 1
+                random_plays += action != plain.choose(view, random.Random(0))
+            else:
+                steps["other"] += 1
+                assert action == plain.choose(view, random.Random(0)), view.phase
+            state.apply(action)
+    assert steps["other"] > 50 and random_plays > steps["PLAY"] // 2, (steps, random_plays)
+
+
 def test_heuristic_always_claims_first() -> None:
     """Whenever a claim is legal, the heuristic claims before anything else."""
     bot, rng = HeuristicBot(), random.Random(3)

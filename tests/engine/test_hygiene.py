@@ -184,6 +184,36 @@ def test_a_huge_input_is_refused_without_echoing_it(client: Client) -> None:
     assert len(refused.value.details()) < 200
 
 
+def test_a_message_quotes_at_most_24_characters_of_a_bad_value(client: Client) -> None:
+    """docs/API.md promises it; a client developer found the rules core's own explanation
+    after the engine's cut quote repeating the whole card or action (50 characters), and
+    an unknown match id quoted whole."""
+    created = client.create()
+    match_id, token = created.match_id, created.seat_token
+    version = client.view(match_id, token).version
+    values = ["ABCDEFGHIJ" * 5, "attack" * 6 + " 3", "R7@" + "9" * 40, "draw " + "troops" * 8]
+    for value in values:
+        action = value if " " in value else f"play {value}"
+        with pytest.raises(grpc.RpcError) as refused:
+            client.submit(match_id, token, version, [action])
+        assert reason(refused.value) in ("malformed", "no-such-flag"), action
+        _assert_quotes_at_most_24(refused.value.details(), action)
+    unknown = "m" * 40
+    with pytest.raises(grpc.RpcError) as refused:
+        client.view(unknown, token)
+    assert reason(refused.value) in ("match-not-found", "other-match")
+    with pytest.raises(grpc.RpcError) as refused:
+        client.view(unknown, None)
+    assert reason(refused.value) == "match-not-found"
+    _assert_quotes_at_most_24(refused.value.details(), unknown)
+
+
+def _assert_quotes_at_most_24(message: str, value: str) -> None:
+    longest = max(n for n in range(len(value) + 1)
+                  if any(value[i:i + n] in message for i in range(len(value) - n + 1)))
+    assert longest <= 24, (longest, message)
+
+
 def test_request_bytes_that_are_not_protobuf_are_invalid_argument(engine: Engine) -> None:
     channel = grpc.insecure_channel(engine.address)
     raw = channel.unary_unary("/battleline.v1.LobbyService/ListOpenMatches")

@@ -139,8 +139,10 @@ def score_action(board: Board, action: Action) -> float:
 
 
 class HeuristicBot:
-    """Greedy on `score_action`; ``noise`` > 0 plays that share of moves at random (level 1);
-    ``charge`` prices a troop at its best use elsewhere (`Board`)."""
+    """Greedy on `score_action`; ``noise`` > 0 plays that share of its card plays at random
+    (levels 1 and 2; its draws and other small decisions stay the heuristic's, so a noisy
+    bot never fills its hand with tactics it may not play); ``charge`` prices a troop at
+    its best use elsewhere (`Board`)."""
 
     name = "heuristic"
     board_type: type[Board] = Board
@@ -166,9 +168,9 @@ class HeuristicBot:
         actions = view.legal_actions()
         if (forced := obvious(actions)) is not None:
             return forced
-        if self.noise and rng.random() < self.noise:
-            return rng.choice(actions)
         phase = view.phase
+        if self.noise and phase is Phase.PLAY and rng.random() < self.noise:
+            return rng.choice(actions)
         if phase is Phase.FINISH or phase is Phase.SCOUT_DRAW:
             return choose_draw(view, actions)
         board = self.board(view)

@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Final
 
 from battleline_rules import ErrorCode, RuleError
+from battleline_rules.errors import shown
 
 
 class Kind(Enum):
@@ -41,12 +42,6 @@ class Refusal(Exception):
         self.retry_after_s = retry_after_s
 
 
-def shown(value: str, limit: int = 24) -> str:
-    """A caller's value quoted in a message, cut to `limit` characters: a message never
-    echoes a whole bad input (a long one would not fit in the status's metadata)."""
-    return repr(value) if len(value) <= limit else f"{value[:limit]!r}... ({len(value)} chars)"
-
-
 def invalid(reason: str, message: str) -> Refusal:
     """The request itself is malformed."""
     return Refusal(Kind.INVALID, reason, message)
@@ -59,7 +54,7 @@ def precondition(reason: str, message: str) -> Refusal:
 
 def not_found(match_id: str) -> Refusal:
     """A match id that was never created or has expired."""
-    return Refusal(Kind.NOT_FOUND, "match-not-found", f"no match {match_id!r}")
+    return Refusal(Kind.NOT_FOUND, "match-not-found", f"no match {shown(match_id)}")
 
 
 # Rule errors are all PRECONDITION (the request was readable, the game says no)

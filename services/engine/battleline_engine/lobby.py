@@ -13,10 +13,11 @@ from battleline.v1 import lobby_pb2, lobby_pb2_grpc
 from battleline.v1 import types_pb2 as pb
 from battleline_client.printable import BLANK_LETTERS
 from battleline_rules import RULESETS, ClaimTiming, Options
+from battleline_rules.errors import shown
 from battleline_rules.rulesets import validate_options
 
 from . import views
-from .errors import invalid, precondition, shown
+from .errors import invalid, precondition
 from .model import ClockKind, Meta, Opponent
 from .runtime import Runtime, match_id_of, unary
 from .storage import valid_id

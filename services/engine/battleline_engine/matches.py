@@ -35,9 +35,10 @@ from battleline_rules import (
     series_points,
 )
 from battleline_rules import Kind as ActionKind
+from battleline_rules.errors import shown
 
 from .clocks import ClockState, advance, start_clock
-from .errors import Kind, Refusal, from_rule_error, invalid, not_found, precondition, shown
+from .errors import Kind, Refusal, from_rule_error, invalid, not_found, precondition
 from .model import (
     CANCELLED,
     Match,
@@ -489,7 +490,7 @@ class Matches:
             try:
                 events.append(state.apply(action))
             except RuleError as err:
-                raise from_rule_error(err, f"action {i} {format_action(action)!r}") from None
+                raise from_rule_error(err, f"action {i} {shown(format_action(action))}") from None
         events += _auto_claims(state, auto)
         return self._outcome(match, state, events, seat)
 
