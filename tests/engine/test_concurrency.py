@@ -103,6 +103,34 @@ def test_the_same_action_id_twice_applies_once_with_the_same_answer(engine: Engi
     assert [e.text for e in record.events].count(action) == 1
 
 
+def test_an_action_id_sent_again_with_other_actions_is_refused(engine: Engine) -> None:
+    """A client developer reused an id with other actions and got the first answer back,
+    OK, while nothing happened: a client whose id counter restarts would think it played.
+    The same id is answered from the store only for the same actions (written either
+    way: case and spacing do not matter); other actions are INVALID_ARGUMENT
+    `action-id-reused` and change nothing, on the quick path (the engine applies the
+    actions to its copy and the commit finds the record) and on the checked one."""
+    client = Client.to(engine.address)
+    created = client.create("standard", seed=5)
+    match_id, token = created.match_id, created.seat_token
+    view = client.view(match_id, token)
+    first, other = [a for a in view.legal_actions if a.startswith("play")][:2]
+    answer = client.submit(match_id, token, view.version, [first], "reused")
+    same = client.submit(match_id, token, view.version, ["  " + first.lower()], "reused")
+    assert same.SerializeToString() == answer.SerializeToString()
+    # At the old version the engine reads the store (checked path); at the new one the
+    # draw is legal, so it is committed without a read and the commit meets the record.
+    for version, actions in ((view.version, [other]), (view.version + 1, ["draw troop"])):
+        with pytest.raises(grpc.RpcError) as refused:
+            client.submit(match_id, token, version, actions, "reused")
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, actions
+        assert reason(refused.value) == "action-id-reused", actions
+    after = client.view(match_id, token)
+    assert after.version == view.version + 1
+    events = [e.text for e in client.get_record(match_id, token).events]
+    assert events.count(first) == 1 and other not in events
+
+
 @pytest.mark.timeout(120)
 def test_two_engine_processes_serve_one_match_alternately(redis_url: str) -> None:
     engines = [_serve(redis_url), _serve(redis_url)]

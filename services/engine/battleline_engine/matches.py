@@ -51,6 +51,7 @@ from .model import (
     progress_fields,
     stored_event,
 )
+from .replays import Replay
 from .storage import (
     AI_PLACE_TTL_S,
     CommitResult,
@@ -428,15 +429,17 @@ class Matches:
         answer (a stale version, a rejected action, a clock that has run out...) leaves
         it to the checked step, which reads the match and answers precisely.
         """
-        key = f"a:{seat}:{action_id}"
-        quick = await self._submit_known(match_id, seat, expected_version, key, actions, answer)
+        replay = Replay.of("a", seat, action_id, [format_action(a) for a in actions])
+        quick = await self._submit_known(match_id, seat, expected_version, replay, actions,
+                                         answer)
         if quick is not None:
             return quick
-        return await self._submit_checked(match_id, seat, expected_version, key, actions,
+        return await self._submit_checked(match_id, seat, expected_version, replay, actions,
                                           answer)
 
-    async def _submit_known(self, match_id: str, seat: int, expected_version: int, key: str,
-                            actions: list[Action], answer: Answer[A]) -> A | None:
+    async def _submit_known(self, match_id: str, seat: int, expected_version: int,
+                            replay: Replay, actions: list[Action],
+                            answer: Answer[A]) -> A | None:
         """The quick step: the answer, or None to take the checked step."""
         known = self.cache.match(match_id, expected_version)
         if known is None or known.status != Status.PLAYING or self.clock_expired(known):
@@ -446,19 +449,19 @@ class Matches:
         except Refusal:
             return None  # the checked step reads the match and refuses precisely
         reply = answer.build(outcome, seat)
-        result = await self._write(known, outcome, key, answer.encode(reply))
+        result = await self._write(known, outcome, replay.key, replay.seal(answer.encode(reply)))
         if result.status is CommitStatus.OK:
             return reply
         if result.status is CommitStatus.DUPLICATE:
-            return answer.decode(result.response or b"")
+            return answer.decode(replay.open(result.response or b""))
         return None
 
     async def _submit_checked(self, match_id: str, seat: int, expected_version: int,
-                              key: str, actions: list[Action], answer: Answer[A]) -> A:
+                              replay: Replay, actions: list[Action], answer: Answer[A]) -> A:
         """The checked step: read the match (or the stored answer), check, apply, commit."""
-        record, prior = await self.storage.matches.load_for_action(match_id, key)
+        record, prior = await self.storage.matches.load_for_action(match_id, replay.key)
         if prior is not None:
-            return answer.decode(prior)
+            return answer.decode(replay.open(prior))
         if record is None:
             raise not_found(match_id)
         match = await self._checked(record)
@@ -469,8 +472,8 @@ class Matches:
                           "refetch the view")
         outcome = self._play(match, seat, actions)
         reply = answer.build(outcome, seat)
-        result = await self._write(match, outcome, key, answer.encode(reply))
-        return self._answered(match, result, reply, answer)
+        result = await self._write(match, outcome, replay.key, replay.seal(answer.encode(reply)))
+        return self._answered(match, result, reply, answer, replay)
 
     def _play(self, match: Match, seat: int, actions: list[Action]) -> Outcome:
         """The seat's actions applied to a clone of the match's state."""
@@ -501,11 +504,11 @@ class Matches:
         a token, withdraws it): no winner, and it holds none of the creator's places.
         `cancel_only`: a match that has begun is left alone (the seat was taken while
         its creator asked to cancel)."""
-        key = f"r:{seat}:{action_id}"
+        replay = Replay.of("r", seat, action_id, ["cancel" if cancel_only else "resign"])
         for _ in range(5):
-            record, prior = await self.storage.matches.load_for_action(match_id, key)
+            record, prior = await self.storage.matches.load_for_action(match_id, replay.key)
             if prior is not None:
-                return answer.decode(prior)
+                return answer.decode(replay.open(prior))
             if record is None:
                 raise not_found(match_id)
             match = await self._checked(record)
@@ -521,9 +524,10 @@ class Matches:
                 state.resign(seat)
                 outcome = self._outcome(match, state, [], seat, end="resignation", loser=seat)
             reply = answer.build(outcome, seat)
-            result = await self._write(match, outcome, key, answer.encode(reply))
+            result = await self._write(match, outcome, replay.key,
+                                       replay.seal(answer.encode(reply)))
             if result.status is not CommitStatus.CONFLICT:
-                return self._answered(match, result, reply, answer)
+                return self._answered(match, result, reply, answer, replay)
         raise Refusal(Kind.CONFLICT, "stale-version", "the match keeps changing")
 
     async def _time_out(self, match: Match) -> None:
@@ -662,11 +666,12 @@ class Matches:
                     return
                 await asyncio.sleep(retry_s)
 
-    def _answered(self, match: Match, result: CommitResult, reply: A, answer: Answer[A]) -> A:
+    def _answered(self, match: Match, result: CommitResult, reply: A, answer: Answer[A],
+                  replay: Replay) -> A:
         """The answer after a checked write: the stored one for a repeated action id,
         else `reply` once written."""
         if result.status is CommitStatus.DUPLICATE:
-            return answer.decode(result.response or b"")
+            return answer.decode(replay.open(result.response or b""))
         self._check_written(match, result)
         return reply
 

@@ -228,7 +228,7 @@ class GetHintRequest(_message.Message):
     match_id: _builtins.str
     """The match id."""
     budget_ms: _builtins.int
-    """Search time in milliseconds; 0: 1000. At most 5000."""
+    """Search time in milliseconds; 0: 1000. Larger values are taken as 5000."""
     def __init__(
         self,
         *,
@@ -255,7 +255,9 @@ class GetHintResponse(_message.Message):
     """The match version the hint is for; it is stale once the version moves on."""
     @_builtins.property
     def suggestion(self) -> _ai_pb2.SuggestResponse:
-        """The suggested action, its win estimate and the search statistics."""
+        """The suggested action, its win estimate and the search statistics (at a draw,
+        decided by rule, 0 iterations and no estimate: see SuggestResponse).
+        """
 
     def __init__(
         self,

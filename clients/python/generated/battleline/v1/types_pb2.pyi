@@ -234,7 +234,7 @@ class _EndReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EndReason.V
     END_REASON_TIMEOUT: _EndReason.ValueType  # 5
     """A player ran out of time."""
     END_REASON_DRAW: _EndReason.ValueType  # 6
-    """Neither side can win (drawn game)."""
+    """A stalemate (below) in which both seats held as many flags: no winner."""
     END_REASON_STALEMATE: _EndReason.ValueType  # 7
     """Two turns in a row changed nothing: provable flags were awarded and the
     seat with more flags won (docs/RULES.md, "Stalemate").
@@ -261,7 +261,7 @@ END_REASON_RESIGNATION: EndReason.ValueType  # 4
 END_REASON_TIMEOUT: EndReason.ValueType  # 5
 """A player ran out of time."""
 END_REASON_DRAW: EndReason.ValueType  # 6
-"""Neither side can win (drawn game)."""
+"""A stalemate (below) in which both seats held as many flags: no winner."""
 END_REASON_STALEMATE: EndReason.ValueType  # 7
 """Two turns in a row changed nothing: provable flags were awarded and the
 seat with more flags won (docs/RULES.md, "Stalemate").
@@ -361,7 +361,9 @@ class TimeControl(_message.Message):
     """Per move, per game, none, or the server default."""
     @_builtins.property
     def limit(self) -> _duration_pb2.Duration:
-        """The time per move or per game; ignored for NONE and UNSPECIFIED."""
+        """The time per move or per game, 1 s to 24 h: required for PER_MOVE and
+        PER_GAME, ignored for NONE and UNSPECIFIED.
+        """
 
     def __init__(
         self,
@@ -389,7 +391,7 @@ class MatchOptions(_message.Message):
     SERIES_GAMES_FIELD_NUMBER: _builtins.int
     TIME_CONTROL_FIELD_NUMBER: _builtins.int
     ruleset: _builtins.str
-    """Ruleset name: "standard", "basic" or "deck52"."""
+    """Ruleset name: "standard", "basic" or "deck52" (required: no default)."""
     claim_timing: Global___ClaimTiming.ValueType
     """When flags may be claimed."""
     hand_size: _builtins.int
@@ -457,7 +459,9 @@ class Opponent(_message.Message):
     kind: Global___OpponentKind.ValueType
     """Open seat, AI or local."""
     ai_level: _builtins.int
-    """AI strength, 1 (weakest) to 10; only for OPPONENT_KIND_AI."""
+    """AI strength, 1 (weakest) to 10; only for OPPONENT_KIND_AI. Levels above 5
+    play as level 5 today (services/ai/SERVICE.md).
+    """
     private: _builtins.bool
     """For OPPONENT_KIND_OPEN: keep the match out of the public lobby; it can
     only be joined by its invite code.

@@ -235,7 +235,7 @@ export type GetHintRequest = Message<"battleline.v1.GetHintRequest"> & {
   matchId: string;
 
   /**
-   * Search time in milliseconds; 0: 1000. At most 5000.
+   * Search time in milliseconds; 0: 1000. Larger values are taken as 5000.
    *
    * @generated from field: uint32 budget_ms = 2;
    */
@@ -263,7 +263,8 @@ export type GetHintResponse = Message<"battleline.v1.GetHintResponse"> & {
   version: bigint;
 
   /**
-   * The suggested action, its win estimate and the search statistics.
+   * The suggested action, its win estimate and the search statistics (at a draw,
+   * decided by rule, 0 iterations and no estimate: see SuggestResponse).
    *
    * @generated from field: battleline.v1.SuggestResponse suggestion = 2;
    */

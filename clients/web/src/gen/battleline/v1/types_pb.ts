@@ -28,7 +28,8 @@ export type TimeControl = Message<"battleline.v1.TimeControl"> & {
   kind: TimeControlKind;
 
   /**
-   * The time per move or per game; ignored for NONE and UNSPECIFIED.
+   * The time per move or per game, 1 s to 24 h: required for PER_MOVE and
+   * PER_GAME, ignored for NONE and UNSPECIFIED.
    *
    * @generated from field: google.protobuf.Duration limit = 2;
    */
@@ -49,7 +50,7 @@ export const TimeControlSchema: GenMessage<TimeControl> = /*@__PURE__*/
  */
 export type MatchOptions = Message<"battleline.v1.MatchOptions"> & {
   /**
-   * Ruleset name: "standard", "basic" or "deck52".
+   * Ruleset name: "standard", "basic" or "deck52" (required: no default).
    *
    * @generated from field: string ruleset = 1;
    */
@@ -134,7 +135,8 @@ export type Opponent = Message<"battleline.v1.Opponent"> & {
   kind: OpponentKind;
 
   /**
-   * AI strength, 1 (weakest) to 10; only for OPPONENT_KIND_AI.
+   * AI strength, 1 (weakest) to 10; only for OPPONENT_KIND_AI. Levels above 5
+   * play as level 5 today (services/ai/SERVICE.md).
    *
    * @generated from field: uint32 ai_level = 2;
    */
@@ -946,7 +948,7 @@ export enum EndReason {
   TIMEOUT = 5,
 
   /**
-   * Neither side can win (drawn game).
+   * A stalemate (below) in which both seats held as many flags: no winner.
    *
    * @generated from enum value: END_REASON_DRAW = 6;
    */
