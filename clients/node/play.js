@@ -9,13 +9,16 @@
 // Every seat plays uniformly random legal actions taken from its view, sending
 // the view's version as expected_version and a fresh action id each time. The
 // opponent's moves are awaited on the Watch stream. Prints the result and exits 0
-// once the match is over.
+// once the match is over. A refusal is read as the engine sends it: a status code,
+// and in the rich status details an ErrorInfo reason and, for limits, a RetryInfo
+// delay (see `refusal`).
 "use strict";
 
 const crypto = require("node:crypto");
 const path = require("node:path");
 const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
+const protobuf = require("protobufjs");
 
 const PROTOS = path.resolve(__dirname, "..", "..", "protos");
 
@@ -51,20 +54,55 @@ function loadServices(target) {
   };
 }
 
+// googleapis' google.rpc messages of a refusal's details (the grpc-status-details-bin
+// trailer), declared by their field numbers rather than loaded from googleapis' files.
+const RPC = protobuf.Root.fromJSON({ nested: { google: { nested: {
+  protobuf: { nested: {
+    Any: { fields: { typeUrl: { type: "string", id: 1 }, value: { type: "bytes", id: 2 } } },
+    Duration: { fields: { seconds: { type: "int64", id: 1 }, nanos: { type: "int32", id: 2 } } },
+  } },
+  rpc: { nested: {
+    Status: { fields: { code: { type: "int32", id: 1 }, message: { type: "string", id: 2 },
+      details: { rule: "repeated", type: "google.protobuf.Any", id: 3 } } },
+    ErrorInfo: { fields: { reason: { type: "string", id: 1 }, domain: { type: "string", id: 2 } } },
+    RetryInfo: { fields: { retryDelay: { type: "google.protobuf.Duration", id: 1 } } },
+  } },
+} } } });
+
+// The reason (ErrorInfo) and the delay to wait in ms (RetryInfo) of a refused call.
+function refusal(err) {
+  const found = { reason: "", retryMs: 0 };
+  const [bytes] = err.metadata ? err.metadata.get("grpc-status-details-bin") : [];
+  if (!bytes) return found;
+  for (const any of RPC.lookupType("google.rpc.Status").decode(bytes).details) {
+    const name = any.typeUrl.slice(any.typeUrl.lastIndexOf("/") + 1);
+    if (name === "google.rpc.ErrorInfo") {
+      found.reason = RPC.lookupType(name).decode(any.value).reason;
+    } else if (name === "google.rpc.RetryInfo") {
+      const delay = RPC.lookupType(name).decode(any.value).retryDelay || {};
+      found.retryMs = Number(delay.seconds || 0) * 1000 + (delay.nanos || 0) / 1e6;
+    }
+  }
+  return found;
+}
+
 function auth(token) {
   const metadata = new grpc.Metadata();
   if (token) metadata.set("authorization", `Bearer ${token}`);
   return metadata;
 }
 
-// A unary call as a promise; a refusal becomes an Error naming its status code.
+// A unary call as a promise; a refusal becomes an Error with its status code, reason
+// and retry delay.
 function call(client, method, request, token) {
   return new Promise((resolve, reject) => {
     const deadline = new Date(Date.now() + 10000);
     client[method](request, auth(token), { deadline }, (err, response) => {
       if (err) {
         const code = Object.keys(grpc.status).find((k) => grpc.status[k] === err.code);
-        reject(Object.assign(new Error(`${method}: ${code}: ${err.details}`), { code: err.code }));
+        const { reason, retryMs } = refusal(err);
+        reject(Object.assign(new Error(`${method}: ${code} ${reason}: ${err.details}`),
+          { code: err.code, reason, retryMs }));
       } else {
         resolve(response);
       }
@@ -101,6 +139,10 @@ class Seat {
       return response.view;
     } catch (err) {
       if (err.code === grpc.status.ABORTED) return this.view(); // stale: decide again
+      if (err.reason === "rate-limited") { // wait as told, then decide again
+        await sleep(err.retryMs);
+        return this.view();
+      }
       throw err;
     }
   }

@@ -53,3 +53,14 @@ def test_node_client_plays_one_seat_against_a_hosted_ai(
             stop(worker)
     assert "against the hosted AI level 3" in out
     assert re.search(r"match over: winner SEAT_\w+ by END_REASON_\w+", out), out
+
+
+def test_node_client_reads_the_reason_of_a_refusal(node_modules: Path,
+                                                   service: LocalService) -> None:
+    """The example shows a client developer how to read a refusal's ErrorInfo outside
+    Python (a walkthrough lost most of its time there): the reason is printed."""
+    done = subprocess.run(["node", str(NODE_DIR / "play.js"), "--target", service.address,
+                           "--join", "no-such-invite"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "JoinMatch: NOT_FOUND invite-not-found:" in done.stderr, done.stderr
