@@ -163,6 +163,9 @@ battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --s
 battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --seed 92401 \
   --json $out/level5_vs_targets_seed92401.json \
   --log $out/logs/level5_vs_targets_seed92401.jsonl
+battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --seed 92601 \
+  --json $out/level5_vs_targets_seed92601.json \
+  --log $out/logs/level5_vs_targets_seed92601.jsonl
 battleline tournament --a ismcts:level=5,rollout=prob,depth=2,iterations=400 --b targets \
   --games 400 --workers 1 --seed 92001 \
   --json $out/pilot_s27_prob_rollouts_d2_vs_targets_seed92001.json \
