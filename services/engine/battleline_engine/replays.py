@@ -1,4 +1,4 @@
-"""Action ids: a request sent again with its id is answered from the store, once.
+"""Action ids: a request sent again under its id is answered from the store.
 
 A client that lost an answer sends the same request with the same id and gets the
 first answer back, nothing applied twice. The stored answer carries a digest of what
@@ -17,7 +17,9 @@ from .errors import invalid
 
 # Starts a stored answer that carries its request's digest. No protobuf message starts
 # with a 0 byte (field number 0 is invalid), so an answer stored bare, by an engine of
-# an earlier version, is told apart and replayed as it is.
+# an earlier version, is told apart and replayed as it is. (The other way round, an
+# earlier engine cannot read a sealed answer: during a rolling upgrade a retry that
+# reaches one after a newer engine answered the request gets an error, not the answer.)
 SEALED: Final = b"\x00r1"
 DIGEST_BYTES: Final = 8
 
