@@ -129,7 +129,7 @@ PAST_THE_DATA = {
     "shutdown": ("SHUTDOWN", "NOSAVE"), "replicaof": ("REPLICAOF", "NO", "ONE"),
     "slaveof": ("SLAVEOF", "NO", "ONE"), "sync": ("SYNC",), "psync": ("PSYNC", "?", "-1"),
     "failover": ("FAILOVER", "ABORT"), "migrate": ("MIGRATE", "127.0.0.1", "1", "k", "0", "1"),
-    "cluster": ("CLUSTER", "INFO"), "restore": ("RESTORE", "r", "0", "x"),
+    "cluster": ("CLUSTER", "MEET", "127.0.0.1", "1"), "restore": ("RESTORE", "r", "0", "x"),
     "restore-asking": ("RESTORE-ASKING", "r", "0", "x"), "flushall": ("FLUSHALL",),
     "flushdb": ("FLUSHDB",), "swapdb": ("SWAPDB", "0", "1"), "monitor": ("MONITOR",),
     "pfdebug": ("PFDEBUG", "GETREG", "k"),
@@ -149,6 +149,9 @@ def test_the_passwords_holder_cannot_reach_past_the_data(tmp_path: Path) -> None
                 client.execute_command(*call)
         with pytest.raises(redis.ResponseError, match="not allowed from scripts"):
             client.eval("return redis.call('CONFIG', 'SET', 'dir', '/tmp')", 0)
+        # A cluster client's topology read reaches the server (which has no cluster).
+        with pytest.raises(redis.ResponseError, match="cluster support disabled"):
+            client.execute_command("CLUSTER", "SLOTS")
         # What the service does send still works, from a script too.
         assert client.eval("redis.call('HSET', KEYS[1], 'a', 1); redis.call('PUBLISH', 'c', 'x');"
                            " return redis.call('HGET', KEYS[1], 'a')", 1, "h") == b"1"

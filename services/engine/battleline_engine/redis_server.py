@@ -42,7 +42,12 @@ DENIED_COMMANDS = (
     "replicaof", "slaveof", "sync", "psync", "failover", "migrate", "cluster",
     "restore", "restore-asking", "flushall", "flushdb", "swapdb", "monitor", "pfdebug",
 )
-USER_RULES = "~* &* +@all " + " ".join(f"-{command}" for command in DENIED_COMMANDS)
+# A Redis Cluster client's reads of the topology (redis-py asks CLUSTER SLOTS): the rest
+# of CLUSTER (MEET, FORGET, SETSLOT, RESET...) stays denied.
+ALLOWED_SUBCOMMANDS = ("cluster|slots", "cluster|shards", "cluster|nodes", "cluster|info",
+                       "cluster|myid")
+USER_RULES = " ".join(["~* &* +@all", *(f"-{command}" for command in DENIED_COMMANDS),
+                       *(f"+{command}" for command in ALLOWED_SUBCOMMANDS)])
 
 
 def user_line(password: str) -> str:

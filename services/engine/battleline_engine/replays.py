@@ -1,10 +1,10 @@
 """Action ids: a request sent again under its id is answered from the store.
 
 A client that lost an answer sends the same request with the same id and gets the
-first answer back, nothing applied twice. The stored answer carries a digest of what
-was asked, so an id sent again with other actions is refused rather than answered
-with the first request's answer: a client that reuses ids (a counter reset by a
-restart, say) would otherwise see success while the game does nothing.
+first answer back, nothing applied twice. The stored answer (a seat's latest only:
+storage.matches keeps one per seat) carries a digest of what was asked, so that id
+sent again with other actions is refused rather than answered with the first
+request's answer, which would look like success while the game did nothing.
 """
 
 from __future__ import annotations
