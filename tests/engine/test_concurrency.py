@@ -104,10 +104,10 @@ def test_the_same_action_id_twice_applies_once_with_the_same_answer(engine: Engi
 
 
 def test_an_action_id_sent_again_with_other_actions_is_refused(engine: Engine) -> None:
-    """A client developer reused an id with other actions and got the first answer back,
-    OK, while nothing happened: a client whose id counter restarts would think it played.
-    The same id is answered from the store only for the same actions (written either
-    way: case and spacing do not matter); other actions are INVALID_ARGUMENT
+    """A client developer sent its last id again with other actions and got the first
+    answer back, OK, while nothing happened. The seat's last id is answered from the
+    store only for the same actions (written either way: case and spacing do not
+    matter); other actions are INVALID_ARGUMENT
     `action-id-reused` and change nothing, on the quick path (the engine applies the
     actions to its copy and the commit finds the record) and on the checked one."""
     client = Client.to(engine.address)
