@@ -150,6 +150,11 @@ battleline tournament --a ismcts:level=5 --b prob --games 400 --workers 1 --seed
 battleline tournament --a ismcts:level=5 --b heuristic --games 400 --workers 1 --seed 81201 \
   --json $out/level5_vs_heuristic_seed81201.json \
   --log $out/logs/level5_vs_heuristic_seed81201.jsonl
+battleline tournament --a ismcts:level=5 --b prob --games 400 --workers 1 --seed 71601 \
+  --json $out/level5_vs_prob_seed71601.json --log $out/logs/level5_vs_prob_seed71601.jsonl
+battleline tournament --a ismcts:level=5 --b heuristic --games 400 --workers 1 --seed 81401 \
+  --json $out/level5_vs_heuristic_seed81401.json \
+  --log $out/logs/level5_vs_heuristic_seed81401.jsonl
 battleline tournament --a targets --b heuristic --games 400 --workers 1 --seed 91001 \
   --json $out/targets_vs_heuristic.json --log $out/logs/targets_vs_heuristic.jsonl
 battleline tournament --a targets --b prob --games 400 --workers 1 --seed 91101 \
