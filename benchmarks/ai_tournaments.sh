@@ -152,6 +152,8 @@ battleline tournament --a ismcts:level=5 --b heuristic --games 400 --workers 1 -
   --log $out/logs/level5_vs_heuristic_seed81201.jsonl
 battleline tournament --a ismcts:level=5 --b prob --games 400 --workers 1 --seed 71601 \
   --json $out/level5_vs_prob_seed71601.json --log $out/logs/level5_vs_prob_seed71601.jsonl
+battleline tournament --a ismcts:level=5 --b prob --games 400 --workers 1 --seed 71801 \
+  --json $out/level5_vs_prob_seed71801.json --log $out/logs/level5_vs_prob_seed71801.jsonl
 battleline tournament --a ismcts:level=5 --b heuristic --games 400 --workers 1 --seed 81401 \
   --json $out/level5_vs_heuristic_seed81401.json \
   --log $out/logs/level5_vs_heuristic_seed81401.jsonl
@@ -171,6 +173,9 @@ battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --s
 battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --seed 92601 \
   --json $out/level5_vs_targets_seed92601.json \
   --log $out/logs/level5_vs_targets_seed92601.jsonl
+battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --seed 92801 \
+  --json $out/level5_vs_targets_seed92801.json \
+  --log $out/logs/level5_vs_targets_seed92801.jsonl
 battleline tournament --a ismcts:level=5,rollout=prob,depth=2,iterations=400 --b targets \
   --games 400 --workers 1 --seed 92001 \
   --json $out/pilot_s27_prob_rollouts_d2_vs_targets_seed92001.json \
