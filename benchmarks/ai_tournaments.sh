@@ -142,40 +142,20 @@ battleline tournament --a ismcts:level=5,width=16 --b prob --games 400 --workers
 # Twenty-third to twenty-fifth sessions: level 5 on fresh deals, the same commands with
 # seeds 70601, 70801, 71001, 71201 (against prob) and 80601, 80801, 81001 (against the
 # heuristic); the rollout pilots are in services/ai/README.md with their logs.
-# Twenty-seventh session: level 5 on the next 200 deals against prob; the yardstick
-# `targets` (a stand-in for an outside rule-based bot) against both one-ply bots, and
-# level 5 and its prob-rollout variant against it on the same deals.
-battleline tournament --a ismcts:level=5 --b prob --games 400 --workers 1 --seed 71401 \
-  --json $out/level5_vs_prob_seed71401.json --log $out/logs/level5_vs_prob_seed71401.jsonl
-battleline tournament --a ismcts:level=5 --b heuristic --games 400 --workers 1 --seed 81201 \
-  --json $out/level5_vs_heuristic_seed81201.json \
-  --log $out/logs/level5_vs_heuristic_seed81201.jsonl
-battleline tournament --a ismcts:level=5 --b prob --games 400 --workers 1 --seed 71601 \
-  --json $out/level5_vs_prob_seed71601.json --log $out/logs/level5_vs_prob_seed71601.jsonl
-battleline tournament --a ismcts:level=5 --b prob --games 400 --workers 1 --seed 71801 \
-  --json $out/level5_vs_prob_seed71801.json --log $out/logs/level5_vs_prob_seed71801.jsonl
-battleline tournament --a ismcts:level=5 --b heuristic --games 400 --workers 1 --seed 81401 \
-  --json $out/level5_vs_heuristic_seed81401.json \
-  --log $out/logs/level5_vs_heuristic_seed81401.jsonl
+# Twenty-seventh and twenty-eighth sessions: level 5 on the next deals against prob and the
+# heuristic; the yardstick `targets` (a stand-in for an outside rule-based bot) against
+# both one-ply bots, and level 5 and its prob-rollout variant against it on the same deals.
+level5() {  # level5 OPPONENT SEED: 400 games, logged as level5_vs_OPPONENT_seedSEED
+  battleline tournament --a ismcts:level=5 --b "$1" --games 400 --workers 1 --seed "$2" \
+    --json "$out/level5_vs_$1_seed$2.json" --log "$out/logs/level5_vs_$1_seed$2.jsonl"
+}
+for seed in 71401 71601 71801; do level5 prob $seed; done
+for seed in 81201 81401; do level5 heuristic $seed; done
 battleline tournament --a targets --b heuristic --games 400 --workers 1 --seed 91001 \
   --json $out/targets_vs_heuristic.json --log $out/logs/targets_vs_heuristic.jsonl
 battleline tournament --a targets --b prob --games 400 --workers 1 --seed 91101 \
   --json $out/targets_vs_prob.json --log $out/logs/targets_vs_prob.jsonl
-battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --seed 92001 \
-  --json $out/level5_vs_targets_seed92001.json \
-  --log $out/logs/level5_vs_targets_seed92001.jsonl
-battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --seed 92201 \
-  --json $out/level5_vs_targets_seed92201.json \
-  --log $out/logs/level5_vs_targets_seed92201.jsonl
-battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --seed 92401 \
-  --json $out/level5_vs_targets_seed92401.json \
-  --log $out/logs/level5_vs_targets_seed92401.jsonl
-battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --seed 92601 \
-  --json $out/level5_vs_targets_seed92601.json \
-  --log $out/logs/level5_vs_targets_seed92601.jsonl
-battleline tournament --a ismcts:level=5 --b targets --games 400 --workers 1 --seed 92801 \
-  --json $out/level5_vs_targets_seed92801.json \
-  --log $out/logs/level5_vs_targets_seed92801.jsonl
+for seed in 92001 92201 92401 92601 92801; do level5 targets $seed; done
 battleline tournament --a ismcts:level=5,rollout=prob,depth=2,iterations=400 --b targets \
   --games 400 --workers 1 --seed 92001 \
   --json $out/pilot_s27_prob_rollouts_d2_vs_targets_seed92001.json \
