@@ -19,6 +19,9 @@ from .ratelimit import OpenCounts
 from .runtime import Runtime, match_id_of, streaming
 from .storage import StoredEvent, now_ms
 
+# Events a resume may replay for free: what a viewer misses while it reconnects.
+FREE_BACKLOG = 16
+
 
 class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
     """battleline.v1.WatchService."""
@@ -61,13 +64,15 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
                       viewer: int, client: str) -> AsyncGenerator[watch_pb2.WatchResponse]:
         """The stream of one counted Watch: snapshot (or backlog), then live events.
 
-        Resuming far back replays what GetRecord reads (a long match's events, each
-        projected for the viewer), so it is charged to the client's GetRecord budget; a
-        reconnect resuming a page or less is free."""
+        Resuming replays what GetRecord reads (the match's events, each projected for the
+        viewer: about 60 µs apiece), so it is charged to the client's GetRecord budget, a
+        read of the record for every page it replays (at most a full bucket); a reconnect
+        that missed a few events is free."""
         match = await self.rt.matches.read(match_id)
         resume = request.resume_after if request.HasField("resume_after") else None
-        if resume is not None and match.record.last_event - resume > PAGE:
-            self.rt.record_limit.take(client)
+        if resume is not None and match.record.last_event - resume > FREE_BACKLOG:
+            limit = self.rt.record_limit
+            limit.take(client, min((match.record.last_event - resume) / PAGE, limit.rate.burst))
         subscription = await Subscription.open(self.rt.hub, match, resume)
         SUBSCRIBERS.inc()
         try:
