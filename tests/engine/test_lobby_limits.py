@@ -11,7 +11,7 @@ import grpc
 import pytest
 import redis
 
-from battleline.v1 import lobby_pb2, types_pb2
+from battleline.v1 import game_pb2, lobby_pb2, types_pb2
 from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
 from battleline_engine.storage.matches import match_key
@@ -63,6 +63,29 @@ def test_an_unjoined_match_expires_in_minutes(capped: Engine, redis_url: str) ->
     assert 0 < r.ttl(f"bl:invite:{created.invite_code}") <= 600
     client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id), timeout=10)
     assert r.ttl(match_key(created.match_id, "m")) > 24 * 3600  # playing: the idle TTL
+    client.channel.close()
+    r.close()
+
+
+def test_a_match_cancelled_before_anyone_joined_expires_as_an_unjoined_one(
+        capped: Engine, redis_url: str) -> None:
+    """A cancelled match has no game to keep: it stays readable (cancelled) for the
+    lobby's minutes, not the retention of a finished match's record (seventeenth audit:
+    create and cancel, 5 keys and 9.8 KB of Redis each, were kept for 7 days)."""
+    client = Client.to(capped.address)
+    created = _open(client)
+    client.game.Resign(game_pb2.ResignRequest(
+        match_id=created.match_id, action_id="cancel", cancel_only=True),
+        metadata=[("authorization", f"Bearer {created.seat_token}")], timeout=10)
+    assert client.view(created.match_id, None).phase == types_pb2.MATCH_PHASE_FINISHED
+    r = redis.Redis.from_url(redis_url)
+    ttls = [r.ttl(key) for key in r.keys(f"*{created.match_id}*")]
+    assert ttls and all(0 < ttl <= 600 for ttl in ttls), ttls
+    joined = _open(client)
+    client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=joined.match_id), timeout=10)
+    client.game.Resign(game_pb2.ResignRequest(match_id=joined.match_id, action_id="resign"),
+                       metadata=[("authorization", f"Bearer {joined.seat_token}")], timeout=10)
+    assert r.ttl(match_key(joined.match_id, "m")) > 24 * 3600  # a game's record is kept
     client.channel.close()
     r.close()
 

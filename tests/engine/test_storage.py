@@ -358,6 +358,26 @@ def test_live_count_follows_create_and_finish(redis_url: str, cluster: bool) -> 
     run(redis_url, cluster, body)
 
 
+def test_live_count_forgets_a_match_that_expired_unjoined(redis_url: str, cluster: bool,
+                                                          ) -> None:
+    """An OPEN match nobody joins expires in the lobby's minutes; its entry used to stay
+    counted as live for the 30 days of the idle TTL (seventeenth audit: 5 matches
+    expired, the gauge went from 60 to 65). Joining gives the match the idle TTL."""
+    async def body(s: Storage) -> None:
+        for match_id in ("open", "joined"):
+            created = await s.matches.create(match_id, "S0", status="waiting", ttl_s=1)
+            assert created.status is CommitStatus.OK
+        await s.matches.commit("joined", expected_version=1, state="P",
+                               claim_seat=(1, "h"), status="playing")
+        await _new(s, "never")  # the idle TTL from its start
+        assert await s.matches.live_count() == 3
+        await asyncio.sleep(1.2)
+        assert await s.matches.live_count() == 2
+        assert not await s.matches.exists("open")
+
+    run(redis_url, cluster, body)
+
+
 def test_load_for_action_is_one_command(redis_url: str, cluster: bool) -> None:
     """The start of every action: the stored answer of a repeated key, else the match."""
 

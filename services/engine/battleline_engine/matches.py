@@ -617,6 +617,8 @@ class Matches:
             status=new.status if new.status != match.status else None,
             deadline_ms=new.record.deadline_ms, fields=changed,
             finished=new.status == Status.FINISHED, updated_ms=new.record.updated_ms,
+            # Cancelled before its first game, it holds no record worth the retention.
+            finished_ttl_s=self.lobby_ttl_s if new.end == CANCELLED else None,
         )
         if result.status is CommitStatus.OK:
             self.cache.remember(new)

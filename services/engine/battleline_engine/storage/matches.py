@@ -18,7 +18,7 @@ Cluster slot and every script stays in that slot::
 
 and one global index::
 
-    bl:live        zset    unfinished matches by creation time (ms), for metrics
+    bl:live        zset    unfinished matches by when they expire untouched (ms), for metrics
 
 Every write that appends events also publishes the match id on the pub/sub channel
 ``bl:moved`` (events.py: each process's event reader reads only the streams announced
@@ -213,6 +213,11 @@ def match_id_of_key(key: bytes | str) -> str:
     return text(key).split("{", 1)[1].split("}", 1)[0]
 
 
+def _expiry_ms(now: int, ttl_s: int) -> float:
+    """When keys given `ttl_s` at `now` expire untouched (never, for 0)."""
+    return now + ttl_s * 1000 if ttl_s else float("inf")
+
+
 def _match_keys(match_id: str) -> list[str]:
     base = f"{PREFIX}:{{{check_id(match_id)}}}:"
     return [base + "m", base + "ev", base + "idem", base + "seats"]
@@ -296,7 +301,7 @@ class MatchStore:
             return CommitResult(CommitStatus.EXISTS)
         if deadline_ms and not in_script_clock:
             await self._clocks.index(match_id, deadline_ms)
-        await self._conn.command("ZADD", _LIVE, created, match_id)
+        await self._conn.command("ZADD", _LIVE, _expiry_ms(created, ttl), match_id)
         return CommitResult(CommitStatus.OK, int(reply[1]), int(reply[2]))
 
     async def load(self, match_id: str, known: MatchRecord | None = None,
@@ -361,6 +366,7 @@ class MatchStore:
         claim_seat: tuple[int, str] | None = None,
         finished: bool = False,
         updated_ms: int | None = None,
+        finished_ttl_s: int | None = None,
     ) -> CommitResult:
         """Atomically replace the state if the version is still `expected_version`.
 
@@ -371,12 +377,16 @@ class MatchStore:
         status, fields and deadline (`None` keeps it, 0 clears it) are written, the
         response is recorded under `action_key` (replacing the record of the last
         key with the same "<kind>:<who>:" prefix), and the keys get the retention
-        TTL (`finished`) or the idle TTL. `claim_seat=(seat, token_hash)` also
-        takes a seat, failing with SEAT_TAKEN if it is held.
+        TTL (`finished`; `finished_ttl_s` in its place, for a match with nothing to
+        keep) or the idle TTL. `claim_seat=(seat, token_hash)` also takes a seat,
+        failing with SEAT_TAKEN if it is held.
         """
         if fields and _RESERVED & set(fields):
             raise ValueError(f"reserved field names: {sorted(_RESERVED & set(fields))}")
-        ttl = self.retention_s if finished else self.idle_ttl_s
+        if not finished:
+            ttl = self.idle_ttl_s
+        else:
+            ttl = self.retention_s if finished_ttl_s is None else finished_ttl_s
         # Settings by name; one left out keeps what is stored (or means none).
         args: list[str | bytes] = ["expect", str(expected_version), "state", state,
                                    "now", str(updated_ms or now_ms()), "match", match_id]
@@ -406,14 +416,16 @@ class MatchStore:
         if finished:
             await self._lobby.remove_open([match_id])
             await self._conn.redis.zrem(_LIVE, match_id)
+        elif claim_seat is not None:  # joined: from the lobby's minutes to the idle TTL
+            await self._conn.redis.zadd(_LIVE, {match_id: _expiry_ms(now_ms(), ttl)}, xx=True)
         return CommitResult(outcome, int(reply[1]), int(reply[2]))
 
     async def live_count(self) -> int:
-        """Unfinished matches. Entries older than the idle TTL are dropped first:
-        those matches expired without finishing (a longer live match is miscounted)."""
+        """Unfinished matches. Entries past their expiry are dropped first: those
+        matches expired without finishing (an entry is not moved on at every move, so a
+        match live for longer than the idle TTL is miscounted)."""
         redis = self._conn.redis
-        if self.idle_ttl_s:
-            await redis.zremrangebyscore(_LIVE, "-inf", now_ms() - self.idle_ttl_s * 1000)
+        await redis.zremrangebyscore(_LIVE, "-inf", now_ms())
         return int(await redis.zcard(_LIVE))
 
     async def exists(self, match_id: str) -> bool:
