@@ -13,6 +13,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+import redis
 from google.protobuf import duration_pb2
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
@@ -157,6 +158,41 @@ def test_token_errors_are_precise(shared: Engine) -> None:
     assert illegal.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "claims are made after playing" in (illegal.value.details() or "")
     assert details(illegal.value)["ErrorInfo"].reason == "wrong-phase"  # type: ignore[attr-defined]
+
+
+def test_a_full_store_refuses_writes_precisely_and_changes_nothing(
+        shared: Engine, redis_server: str) -> None:
+    """deploy/ gives Redis a `maxmemory` with noeviction (seventeenth audit: without one,
+    Redis grew until its container was killed). Full, it refuses every write: a client
+    gets RESOURCE_EXHAUSTED `storage-full` with a time to retry, reads still work, and the
+    refused action is applied once room is made."""
+    client = Client.to(shared.address)
+    store = redis.Redis.from_url(redis_server)
+    created = client.create("standard")
+    view = client.view(created.match_id, created.seat_token)
+    to_act = (created.seat_token, created.other_seat_token)[SEATS.index(view.current_seat)]
+    view = client.view(created.match_id, to_act)
+    move = [view.legal_actions[0]]
+    try:
+        store.config_set("maxmemory", 1)  # below what is used: every write is refused
+        for attempt in (lambda: client.submit(created.match_id, to_act, view.version, move),
+                        lambda: client.create("standard")):
+            with pytest.raises(grpc.RpcError) as full:
+                attempt()
+            assert full.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert reason(full.value) == "storage-full"
+            retry = details(full.value)["RetryInfo"]
+            assert retry.retry_delay.ToSeconds() >= 1  # type: ignore[attr-defined]
+        after = client.view(created.match_id, to_act)
+        for seen in (after, view):
+            seen.ClearField("clocks")  # time passes; nothing else may change
+        assert after == view
+    finally:
+        store.config_set("maxmemory", 0)
+        store.close()
+    client.submit(created.match_id, to_act, view.version, move)
+    assert client.view(created.match_id, to_act).version > view.version
+    client.channel.close()
 
 
 def test_rate_limits_say_when_to_retry(redis_url: str) -> None:

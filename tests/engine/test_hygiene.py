@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import grpc
 import pytest
+import redis
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
@@ -19,6 +20,7 @@ from battleline.v1 import lobby_pb2, types_pb2, watch_pb2, watch_pb2_grpc
 from battleline_engine.health import STREAMS_PER_ADDRESS
 from battleline_engine.metrics import REGISTRY
 from battleline_engine.ratelimit import Rate
+from battleline_engine.storage.matches import match_key
 
 from .harness import AI_KEY, OPEN_LIMITS, Client, Engine, auth
 from .test_errors import reason
@@ -310,3 +312,22 @@ def test_reflection_streams_are_capped_per_address(engine: Engine) -> None:
     assert engine.call(opens(n)) == (STREAMS_PER_ADDRESS, 3)
     time.sleep(0.3)
     assert engine.call(opens(n)) == (STREAMS_PER_ADDRESS, 3)
+
+
+def test_a_defect_is_internal_with_a_fixed_message(engine: Engine, client: Client,
+                                                   redis_url: str) -> None:
+    """An exception the engine does not expect (here: a match whose stored state cannot
+    be read) is a defect: logged, and answered INTERNAL with a fixed message. gRPC's own
+    answer was UNKNOWN "Unexpected <class ...>: " with the exception's text (the
+    seventeenth audit's full Redis gave a client Redis's error and its script's line)."""
+    created = client.create()
+    store = redis.Redis.from_url(redis_url)
+    store.hset(match_key(created.match_id, "m"), mapping={"state": "not a position"})
+    store.hincrby(match_key(created.match_id, "m"), "version", 1)
+    store.close()
+    for call in (lambda: client.view(created.match_id, created.seat_token),
+                 lambda: next(client.watch(created.match_id, created.seat_token))):
+        with pytest.raises(grpc.RpcError) as failed:
+            call()
+        assert failed.value.code() == grpc.StatusCode.INTERNAL
+        assert failed.value.details() == "internal error: the engine logged it"

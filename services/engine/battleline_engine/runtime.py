@@ -6,7 +6,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import grpc
 
@@ -16,7 +16,7 @@ from .matches import Matches
 from .model import ClockKind
 from .ratelimit import Rate, RateLimiter
 from .status import abort
-from .storage import STORE_UNAVAILABLE, Storage, check_id
+from .storage import STORE_UNAVAILABLE, Storage, check_id, store_full
 
 log = logging.getLogger(__name__)
 
@@ -102,13 +102,36 @@ def match_id_of(value: str) -> str:
         raise invalid("bad-match-id", str(err)) from None
 
 
+STORAGE_FULL_RETRY_S = 30.0  # a full store frees room as matches expire, not at once
+
+
 def _refusal_of(err: Exception) -> Refusal | None:
+    """The refusal a handler's exception stands for, or None for a defect."""
     if isinstance(err, Refusal):
         return err
     if isinstance(err, STORE_UNAVAILABLE):
         return Refusal(Kind.UNAVAILABLE, "storage-unavailable",
                        "the match store is unreachable: retry")
+    if store_full(err):
+        return Refusal(Kind.EXHAUSTED, "storage-full",
+                       "the match store is full: nothing was written; retry later",
+                       retry_after_s=STORAGE_FULL_RETRY_S)
     return None
+
+
+async def _end_with(context: grpc.aio.ServicerContext[Any, Any], err: Exception,
+                    handler: str) -> NoReturn:
+    """End a call that raised `err`: a refusal with its rich status; a defect logged with
+    its traceback and answered INTERNAL with a fixed message, never Python's text of the
+    exception (gRPC's default, UNKNOWN "Unexpected <class ...>: ...", gave a client
+    Redis's error and the line of the script it failed on). gRPC's own abort passes."""
+    if isinstance(err, grpc.aio.AbortError):
+        raise err
+    refusal = _refusal_of(err)
+    if refusal is None:
+        log.exception("%s failed", handler)
+        await context.abort(grpc.StatusCode.INTERNAL, "internal error: the engine logged it")
+    await abort(context, refusal)
 
 
 R = TypeVar("R")
@@ -130,10 +153,7 @@ def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
             count_call(self.rt, context)
             return await method(self, request, context)
         except Exception as err:
-            refusal = _refusal_of(err)
-            if refusal is None:
-                raise
-            await abort(context, refusal)
+            await _end_with(context, err, method.__qualname__)
 
     return wrapped
 
@@ -152,9 +172,6 @@ def streaming(
             async for item in method(self, request, context):
                 yield item
         except Exception as err:
-            refusal = _refusal_of(err)
-            if refusal is None:
-                raise
-            await abort(context, refusal)
+            await _end_with(context, err, method.__qualname__)
 
     return wrapped

@@ -32,6 +32,7 @@ from .connection import (
     new_seat_token,
     now_ms,
     raise_lost_cancellation,
+    store_full,
     valid_id,
 )
 from .events import EventPage, EventStreams, StoredEvent
@@ -43,7 +44,7 @@ __all__ = [
     "AI_PLACE_TTL_S", "STORE_UNAVAILABLE", "CommitResult", "CommitStatus", "EventPage",
     "MatchRecord", "Storage", "StoredEvent", "check_id", "hash_token", "is_cluster_url",
     "log_failure", "new_match_id", "new_seat_token", "now_ms", "raise_lost_cancellation",
-    "valid_id",
+    "store_full", "valid_id",
 ]
 
 

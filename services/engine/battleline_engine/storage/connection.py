@@ -37,6 +37,16 @@ STORE_UNAVAILABLE: Final = (
 )
 
 
+def store_full(err: Exception) -> bool:
+    """Whether the store refused a write for its `maxmemory` (deploy/ sets one, with
+    noeviction, so Redis refuses writes rather than its container being killed). A script
+    is refused at its first write only, so nothing is half-written. Redis 7 names the
+    error OOM; 6.2 (the embedded one) wraps a script's in a generic error."""
+    return isinstance(err, redis.exceptions.OutOfMemoryError) or (
+        isinstance(err, redis.exceptions.ResponseError)
+        and "-OOM command not allowed" in str(err))
+
+
 def log_failure(log: logging.Logger, what: str, err: Exception) -> None:
     """Log a background task's failure: the store being unreachable (expected while Redis
     restarts) in one line, anything else with its traceback."""
