@@ -521,10 +521,57 @@ def test_every_pod_runs_unprivileged_and_without_an_api_token() -> None:
                 "capabilities": {"drop": ["ALL"]}}, (name, container["name"])
     assert names == {"battleline-engine", "battleline-ai", "battleline-web", "battleline-edge",
                      "redis"}
-    for name in ("engine", "ai", "web"):  # compose: every container of our image
-        service = _compose()["services"][name]
+    services = _compose()["services"]
+    assert set(services) == {"engine", "ai", "web", "envoy", "redis"}
+    for name, service in services.items():  # compose: every container (seventeenth audit:
+        # Redis and Envoy kept Docker's default capabilities and a writable filesystem)
         assert service["cap_drop"] == ["ALL"] and service["read_only"] is True, name
         assert service["security_opt"] == ["no-new-privileges:true"], name
+        # Redis's start script and entrypoint chown, read the 0600 secret, drop to redis.
+        assert service.get("cap_add", []) == (
+            ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID"] if name == "redis" else [])
+    assert services["envoy"]["user"] == "101:101"  # as in Kubernetes: no su-exec, no caps
+
+
+def test_redis_refuses_writes_before_its_container_is_killed() -> None:
+    """Seventeenth audit: the example Redis had a memory limit (Kubernetes) or none
+    (compose) and no `maxmemory`: full, it would be killed and replay its AOF into the
+    same limit. Both configs set a ceiling well under the container's limit with
+    noeviction (the engines then answer storage-full; no match is dropped)."""
+    (container,) = _by_kind("StatefulSet", "redis")["spec"]["template"]["spec"]["containers"]
+    limits = {"k8s": container["resources"]["limits"]["memory"],
+              "compose": _compose()["services"]["redis"]["mem_limit"]}
+    assert limits == {"k8s": "1Gi", "compose": "1g"}
+    for name, text in (("k8s", _by_kind("ConfigMap", "redis-config")["data"]["redis.conf"]),
+                       ("compose", (DEPLOY / "redis.conf").read_text())):
+        settings = dict(line.split(None, 1) for line in text.splitlines()
+                        if line.strip() and not line.lstrip().startswith("#"))
+        assert settings["maxmemory-policy"] == "noeviction", name
+        assert settings["maxmemory"].endswith("mb"), name
+        assert 256 <= int(settings["maxmemory"][:-2]) <= 0.75 * 1024, name
+
+
+def test_scratch_space_is_bounded_and_the_public_pods_dial_the_engines_only() -> None:
+    """Seventeenth audit: the engine's and AI's /tmp had no size limit, and the web front
+    and the edge, the pods the internet reaches, could dial anything (Redis, the AI
+    service, the outside). Every emptyDir is capped; those two may dial the engines' gRPC
+    port and the cluster's DNS, nothing else."""
+    for name, pod in _pods():
+        for volume in pod.get("volumes", []):
+            if "emptyDir" in volume:
+                assert "sizeLimit" in volume["emptyDir"], (name, volume["name"])
+    for workload, policy in (("battleline-web", "web-dials-engines-only"),
+                             ("battleline-edge", "edge-dials-engines-only")):
+        spec = _by_kind("NetworkPolicy", policy)["spec"]
+        assert spec["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": workload}
+        assert spec["policyTypes"] == ["Egress"]
+        to_engines, to_dns = spec["egress"]
+        assert to_engines == {
+            "to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name":
+                                                    "battleline-engine"}}}],
+            "ports": [{"protocol": "TCP", "port": 50051}]}
+        assert to_dns["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
+        assert {p["port"] for p in to_dns["ports"]} == {53}
 
 
 def test_nothing_reaches_a_pod_unless_a_policy_says_so_and_redis_dials_out_to_nobody() -> None:
