@@ -21,6 +21,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from battleline.v1 import game_pb2, lobby_pb2, types_pb2, watch_pb2
+from battleline_engine.matches import Matches
+from battleline_engine.model import Status
 from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
 from battleline_engine.status import DOCUMENTED
@@ -463,3 +465,21 @@ def test_the_documented_codes_are_the_ones_returned() -> None:
 
     mapped = {c.name for c in client_errors._BY_CODE}
     assert mapped - documented <= {"DEADLINE_EXCEEDED"}
+
+
+def test_a_clock_two_replicas_time_out_at_once_ends_the_match_once(shared: Engine) -> None:
+    """Two replicas that read a match whose clock has run out both write its timeout;
+    the one that loses the race read it again instead of failing (an operator saw a
+    `serve --workers 2` sweep log it as an ERROR with a traceback, its pass cut short)."""
+    client = Client.to(shared.address)
+    created = client.create("standard", time_control=types_pb2.TimeControl(
+        kind=types_pb2.TIME_CONTROL_KIND_PER_MOVE, limit=duration_pb2.Duration(seconds=1)))
+    other_replica = Matches(shared.storage)
+    before = shared.call(other_replica.read(created.match_id))
+    assert before.status == Status.PLAYING
+    time.sleep(1.2)
+    ended = client.view(created.match_id, created.seat_token)  # this replica times it out
+    assert ended.end_reason == types_pb2.END_REASON_TIMEOUT
+    after = shared.call(other_replica._checked(before))  # as its own read of `before` would
+    assert after.status == Status.FINISHED and after.version == ended.version
+    client.channel.close()

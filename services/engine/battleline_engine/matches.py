@@ -531,12 +531,14 @@ class Matches:
         raise Refusal(Kind.CONFLICT, "stale-version", "the match keeps changing")
 
     async def _time_out(self, match: Match) -> None:
-        """The running clock ran out: its seat loses the match (committed once, by any replica)."""
+        """The running clock ran out: its seat loses the match (committed once, by any
+        replica). A write that lost the race (another replica, or a read of this one, timed
+        it out first) is no error: the caller reads the match again."""
         loser = ClockState.parse(match.fields).seat
         state = match.state.clone()
         state.resign(loser)
         outcome = self._outcome(match, state, [], None, end="timeout", loser=loser)
-        self._check_written(match, await self._write(match, outcome, None, b""))
+        await self._write(match, outcome, None, b"")
 
     def _outcome(self, match: Match, state: GameState, events: list[Event], seat: int | None,
                  end: str = "", loser: int | None = None) -> Outcome:
