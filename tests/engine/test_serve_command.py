@@ -267,6 +267,12 @@ def test_serve_workers_share_one_port(redis_url: str) -> None:
         with pytest.raises(AssertionError, match="serve did not start"):
             start_serve("--no-web", "--no-ai", "--port", address.rsplit(":", 1)[1],
                         env={"REDIS_URL": redis_url})
+        # Nor can another serve's workers, though they too bind with SO_REUSEPORT (an
+        # operator's second `serve --workers 2` shared the port, against its own Redis).
+        with pytest.raises(AssertionError, match="cannot listen on 127.0.0.1:"):
+            start_serve("--no-web", "--no-ai", "--workers", "2", "--port",
+                        address.rsplit(":", 1)[1], env={"REDIS_URL": redis_url},
+                        stderr=subprocess.PIPE)
     finally:
         _stop(process)
     assert not any(is_alive(pid) for pid in workers)
@@ -297,6 +303,44 @@ def test_a_port_in_use_is_said_in_one_line(command: str, flag: str, redis_url: s
     what = "serve metrics on" if flag == "--metrics-port" else "listen on"
     assert f"cannot {what} 127.0.0.1:{port}" in said[0], said
     assert flag in said[0] and "Traceback" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(("command", "args"), [
+    ("serve", ["--port", "70000"]), ("serve", ["--port", "-1"]),
+    ("serve", ["--web-port", "70000"]), ("serve", ["--metrics-port", "65536"]),
+    ("serve", ["--clock-s", "-5"]), ("serve", ["--retention", "-1"]),
+    ("serve", ["--grace", "-1"]), ("serve", ["--action-rate", "0"]),
+    ("serve", ["--create-rate", "0"]), ("serve", ["--streams-per-seat", "0"]),
+    ("web", ["--port", "70000"]), ("ai", ["--port", "70000"]),
+    ("ai", ["--move-cap", "0"]),
+])
+def test_numbers_out_of_range_are_refused_before_anything_starts(
+        command: str, args: list[str]) -> None:
+    """An operator's `--port 70000` listened on 4464 (the port modulo 65536), `--port -1`
+    on 65535, `--web-port 70000` failed with a traceback after the engine had started, and
+    `--clock-s -5` made every new match end as it was created."""
+    from typer.testing import CliRunner
+
+    from battleline_client.cli import app
+
+    result = CliRunner().invoke(app, [command, *args])
+    assert result.exit_code == 2, result.output
+    assert args[0] in result.output and "Traceback" not in result.output
+
+
+def test_a_data_directory_another_serve_runs_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A second serve on a running serve's data directory ended in a 34-line traceback."""
+    data = str(tmp_path / "data")
+    process, _ = _start("--data-dir", data, "--no-ai", "--no-web")
+    try:
+        second = subprocess.run(
+            [BATTLELINE, "serve", "--port", "0", "--no-web", "--no-ai", "--data-dir", data],
+            env={**os.environ, "REDIS_URL": ""}, capture_output=True, text=True, timeout=30)
+    finally:
+        _stop(process)
+    assert second.returncode == 2, second.stderr
+    assert "another process runs Redis on" in second.stderr
+    assert "--data-dir" in second.stderr and "Traceback" not in second.stderr
 
 
 def test_the_other_engines_get_every_shared_option() -> None:

@@ -48,6 +48,28 @@ def host_port(host: str, port: int) -> str:
     return f"{host}:{port}"
 
 
+def refuse_if_bound(host: str, port: int) -> None:
+    """Raise CannotListen if some socket holds `host:port`, one bound with SO_REUSEPORT
+    included. The engines of `serve --workers N` bind their port with SO_REUSEPORT, which
+    would let a second serve's engines in beside them without a word: an operator's two
+    serves then split one port's calls between two stores (7 of 12 matches read back as
+    unknown). A probe without it is refused while any such socket is bound."""
+    import errno
+    import socket
+
+    if port == 0:
+        return
+    for family, kind, proto, _, address in socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE):
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is free
+            try:
+                probe.bind(address)
+            except OSError as err:
+                if err.errno == errno.EADDRINUSE:
+                    raise CannotListen(f"cannot listen on {host_port(host, port)}") from None
+
+
 def listen(server: grpc.aio.Server, address: str,
            credentials: grpc.ServerCredentials | None = None) -> int:
     """Bind `server` to `address` (with TLS given `credentials`); returns the port."""

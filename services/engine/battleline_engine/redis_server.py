@@ -67,6 +67,10 @@ def redis_executable() -> str:
     return path
 
 
+class DataDirectoryInUse(RuntimeError):
+    """Another process (a serve already running) holds this data directory's Redis."""
+
+
 class UnsafeDataDirectory(PermissionError):
     """A data directory that is a symbolic link or another user's: its owner could put
     links in it that this process would follow (truncating or writing files of ours:
@@ -193,7 +197,9 @@ class EmbeddedRedis:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             lock.close()
-            raise RuntimeError(f"another process runs Redis on {self.data_dir}") from None
+            raise DataDirectoryInUse(
+                f"another process runs Redis on {self.data_dir} (a serve running there? "
+                "give this one another --data-dir)") from None
         self._lock = lock
 
     def _wait_ready(self, timeout: float) -> None:

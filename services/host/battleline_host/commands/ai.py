@@ -38,13 +38,15 @@ def ai(
         envvar="BATTLELINE_AI_SEARCH_PROCESSES", min=1,
         help="Search processes per worker (and for the RPC).")] = 1,
     claim_idle: Annotated[float, typer.Option(
-        envvar="BATTLELINE_AI_CLAIM_IDLE",
+        envvar="BATTLELINE_AI_CLAIM_IDLE", min=1.0,
         help="Seconds a request may stay silent before another worker takes it over.")] = 30.0,
     move_cap: Annotated[float, typer.Option(
-        envvar="BATTLELINE_AI_MOVE_CAP", help="Longest think per move, seconds.")] = 5.0,
+        envvar="BATTLELINE_AI_MOVE_CAP", min=0.1, help="Longest think per move, seconds.")] = 5.0,
     port: Annotated[int | None, typer.Option(
-        envvar="BATTLELINE_AI_PORT", help="Serve the AiService RPC on this port (0: any).")] = None,
-    host: Annotated[str, typer.Option(help="Address for --port.")] = "127.0.0.1",
+        envvar="BATTLELINE_AI_PORT", min=0, max=65535,
+        help="Serve the AiService RPC on this port (0: any).")] = None,
+    host: Annotated[str, typer.Option(
+        envvar="BATTLELINE_AI_HOST", help="Address for --port.")] = "127.0.0.1",
     socket: Annotated[Path | None, typer.Option(
         envvar="BATTLELINE_AI_SOCKET",
         help="Serve the AiService RPC on this Unix socket instead (in a directory only "

@@ -22,7 +22,12 @@ import typer
 from typer.core import TyperOption
 
 from battleline_client.processes import dying_with_parent, stop_processes
-from battleline_engine.listening import MAX_CALLS, MAX_CONNECTIONS, is_loopback_host
+from battleline_engine.listening import (
+    MAX_CALLS,
+    MAX_CONNECTIONS,
+    is_loopback_host,
+    refuse_if_bound,
+)
 from battleline_engine.socket_dirs import private_socket_dir
 from battleline_gateway.limits import WebLimits
 
@@ -57,7 +62,8 @@ GATEWAY_SECRET_ENV = "BATTLELINE_GATEWAY_SECRET"
 
 def serve(
     ctx: typer.Context,
-    port: Annotated[int, typer.Option(envvar="BATTLELINE_PORT", help="gRPC port, 0: any.")] = 50051,
+    port: Annotated[int, typer.Option(envvar="BATTLELINE_PORT", min=0, max=65535,
+                                      help="gRPC port, 0: any.")] = 50051,
     host: Annotated[str, typer.Option(envvar="BATTLELINE_HOST", help="Address to bind.")] = (
         "127.0.0.1"
     ),
@@ -81,7 +87,8 @@ def serve(
     tls_cert: Annotated[Path | None, typer.Option(help="PEM certificate; enables TLS.")] = None,
     tls_key: Annotated[Path | None, typer.Option(help="PEM private key for --tls-cert.")] = None,
     metrics_port: Annotated[int, typer.Option(
-        envvar="BATTLELINE_METRICS_PORT", help="Prometheus /metrics port (0: off)."
+        envvar="BATTLELINE_METRICS_PORT", min=0, max=65535,
+        help="Prometheus /metrics port (0: off)."
     )] = 0,
     metrics_host: Annotated[str | None, typer.Option(
         envvar="BATTLELINE_METRICS_HOST",
@@ -89,20 +96,23 @@ def serve(
              "scraper: with --host 0.0.0.0, give an internal interface here.",
     )] = None,
     retention: Annotated[int, typer.Option(
-        envvar="BATTLELINE_RETENTION_S", help="Seconds a finished match is kept."
+        envvar="BATTLELINE_RETENTION_S", min=1, help="Seconds a finished match is kept."
     )] = 7 * 24 * 3600,
-    grace: Annotated[float, typer.Option(help="Seconds running calls get on shutdown.")] = 5.0,
+    grace: Annotated[float, typer.Option(
+        envvar="BATTLELINE_GRACE_S", min=0.0, help="Seconds running calls get on shutdown."
+    )] = 5.0,
     clock: Annotated[str, typer.Option(
         envvar="BATTLELINE_CLOCK", help="Default time control: per-move or per-game."
     )] = "per-move",
     clock_s: Annotated[float, typer.Option(
-        envvar="BATTLELINE_CLOCK_S", help="Seconds of the default time control."
+        envvar="BATTLELINE_CLOCK_S", min=1.0, help="Seconds of the default time control."
     )] = 300.0,
     create_rate: Annotated[float, typer.Option(
-        envvar="BATTLELINE_CREATE_RATE", help="Matches created or joined per second per peer."
+        envvar="BATTLELINE_CREATE_RATE", min=0.001,
+        help="Matches created or joined per second per peer."
     )] = 2.0,
     action_rate: Annotated[float, typer.Option(
-        envvar="BATTLELINE_ACTION_RATE", help="Actions per second per seat."
+        envvar="BATTLELINE_ACTION_RATE", min=0.001, help="Actions per second per seat."
     )] = 20.0,
     call_rate: Annotated[float, typer.Option(
         envvar="BATTLELINE_CALL_RATE", min=0.001,
@@ -128,7 +138,7 @@ def serve(
              "(burst: 20 s of them, at least the 5 s of the dearest hint).",
     )] = 0.5,
     streams_per_seat: Annotated[int, typer.Option(
-        envvar="BATTLELINE_STREAMS_PER_SEAT", help="Open Watch streams per seat."
+        envvar="BATTLELINE_STREAMS_PER_SEAT", min=1, help="Open Watch streams per seat."
     )] = 4,
     streams_per_client: Annotated[int, typer.Option(
         envvar="BATTLELINE_STREAMS_PER_CLIENT", min=1,
@@ -165,7 +175,8 @@ def serve(
     web_request_timeout: WebRequestTimeoutOption = WEB_LIMITS.request_timeout_s,
     web_request_rate: WebRequestRateOption = WEB_LIMITS.request_rate.per_s,
     web_port: Annotated[int, typer.Option(
-        envvar="BATTLELINE_WEB_PORT", help="Web page and Connect/gRPC-Web port, 0: any."
+        envvar="BATTLELINE_WEB_PORT", min=0, max=65535,
+        help="Web page and Connect/gRPC-Web port, 0: any."
     )] = 8080,
     no_web: Annotated[bool, typer.Option(
         "--no-web", envvar="BATTLELINE_NO_WEB", help="Do not serve the web page."
@@ -175,7 +186,7 @@ def serve(
         help="AI service (battleline ai --port) for hints; default: the AI started here.",
     )] = "",
     ai_idle: Annotated[float, typer.Option(
-        envvar="BATTLELINE_AI_IDLE_S",
+        envvar="BATTLELINE_AI_IDLE_S", min=1.0,
         help="Per-move limit, seconds, of an AI match created without a clock.",
     )] = 900.0,
     ai_matches_per_client: Annotated[int, typer.Option(
@@ -209,6 +220,17 @@ def serve(
         raise typer.BadParameter("--redis-cluster needs --redis-url (a node of the cluster)")
     if redis_cluster and redis_url and "+cluster://" not in redis_url:
         redis_url = redis_url.replace("://", "+cluster://", 1)  # Storage picks the cluster client
+    # Checked before anything starts (an embedded Redis would start and stop again).
+    if open_limits and not is_loopback_host(host):
+        raise typer.BadParameter("--open-limits serves loopback only (--host 127.0.0.1): "
+                                 "a public engine needs its abuse limits")
+    if clock not in ("per-move", "per-game"):
+        raise typer.BadParameter("--clock: per-move or per-game")
+    if redis_client not in ("lean", "redis-py"):
+        raise typer.BadParameter("--redis-client: lean or redis-py")
+    if workers > 1 and not shared_port:
+        with one_line_when_cannot_listen("serve", "--port"):
+            refuse_if_bound(host, port)
     if not redis_url:
         embedded = EmbeddedRedis(data_dir)
         with _own_data_dir():
@@ -219,13 +241,6 @@ def serve(
         from battleline_engine.ratelimit import Rate
         from battleline_engine.runtime import EngineConfig
 
-        if open_limits and not is_loopback_host(host):
-            raise typer.BadParameter("--open-limits serves loopback only (--host 127.0.0.1): "
-                                     "a public engine needs its abuse limits")
-        if clock not in ("per-move", "per-game"):
-            raise typer.BadParameter("--clock: per-move or per-game")
-        if redis_client not in ("lean", "redis-py"):
-            raise typer.BadParameter("--redis-client: lean or redis-py")
         ai_workers = 0 if no_ai else ai_workers
         if ai_workers and tls_cert:
             log.warning("no hosted AI with --tls-cert (AI matches are refused): run "
@@ -501,13 +516,13 @@ def _given_ai_key() -> str:
 
 @contextlib.contextmanager
 def _own_data_dir() -> Iterator[None]:
-    """A data directory that is not this user's own is refused in one line, not a
-    traceback (`redis_server.UnsafeDataDirectory`)."""
-    from battleline_engine.redis_server import UnsafeDataDirectory
+    """A data directory that is not this user's own, or whose Redis another serve runs,
+    is refused in one line, not a traceback."""
+    from battleline_engine.redis_server import DataDirectoryInUse, UnsafeDataDirectory
 
     try:
         yield
-    except UnsafeDataDirectory as err:
+    except (UnsafeDataDirectory, DataDirectoryInUse) as err:
         raise typer.BadParameter(str(err), param_hint="--data-dir") from None
 
 

@@ -30,7 +30,8 @@ def web(
     engine: Annotated[str, typer.Option(
         envvar="BATTLELINE_ENGINE", help="The engine's gRPC address (host:port)."
     )] = "127.0.0.1:50051",
-    port: Annotated[int, typer.Option(envvar="BATTLELINE_WEB_PORT", help="HTTP port, 0: any.")] = (
+    port: Annotated[int, typer.Option(envvar="BATTLELINE_WEB_PORT", min=0, max=65535,
+                                      help="HTTP port, 0: any.")] = (
         8080
     ),
     host: Annotated[str, typer.Option(envvar="BATTLELINE_HOST", help="Address to bind.")] = (
