@@ -135,3 +135,25 @@ def test_play_takes_a_seed_for_a_local_game_only() -> None:
                                           *mode])
         assert result.exit_code == 2, result.output
         assert "--seed" in result.output and "--local" in result.output
+
+
+def test_a_hot_seats_screen_tells_the_moves_as_that_seat_was_told_them(
+        service: LocalService) -> None:
+    """Both seats of `play --local` shared one account of the last moves: the second seat's
+    screen named the tactic the first seat drew (and the cards its Scout put back)."""
+    from battleline_client.commands.play import _own_account
+
+    with Client(service.address) as client:
+        created = client.create(opponent="local", clock="none", seed=5)
+        assert created.other is not None
+        seats = [client.seat(created.seat), client.seat(created.other)]
+        mover = next(seat for seat in seats if is_my_turn(seat.view()))
+        other = seats[1 - seats.index(mover)]
+        view = mover.view()
+        play = next(a for a in view.legal_actions if a.startswith("play "))
+        told = " ".join(e.text for e in mover.act(play, "draw tactic").events)
+        (drawn,) = set(mover.view().hand) - set(view.hand)
+        assert drawn in told  # the mover was told which tactic it drew
+        for seat, sees in ((mover, True), (other, False)):
+            account = " ".join(e.text for e in _own_account(seat, seat.view()))
+            assert (drawn in account) is sees, (sees, account)

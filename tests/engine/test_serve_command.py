@@ -269,7 +269,7 @@ def test_serve_workers_share_one_port(redis_url: str) -> None:
                         env={"REDIS_URL": redis_url})
         # Nor can another serve's workers, though they too bind with SO_REUSEPORT (an
         # operator's second `serve --workers 2` shared the port, against its own Redis).
-        with pytest.raises(AssertionError, match="cannot listen on 127.0.0.1:"):
+        with pytest.raises(AssertionError, match=r"cannot listen on 127\.0\.0\.1:"):
             start_serve("--no-web", "--no-ai", "--workers", "2", "--port",
                         address.rsplit(":", 1)[1], env={"REDIS_URL": redis_url},
                         stderr=subprocess.PIPE)

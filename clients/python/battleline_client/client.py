@@ -15,7 +15,7 @@ typed exception from `battleline_client.errors`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
 import grpc
@@ -172,7 +172,7 @@ class Client:
 
     def watch(self, match_id: str, token: str | None = None, *, include_views: bool = False,
               resume_after: int | None = None,
-              max_reconnects: int = 10) -> Iterator[watch_pb2.WatchResponse]:
+              max_reconnects: int = 10) -> Generator[watch_pb2.WatchResponse]:
         """Every message of the match's Watch stream, surviving dropped connections.
 
         A dropped stream is reopened with `resume_after` = the last event given,
@@ -253,7 +253,7 @@ class Seat(SeatMemory["Client"]):
         """The hosted AI's suggestion for this seat's move (see `Client.hint`)."""
         return self.client.hint(self.handle, budget_ms)
 
-    def watch(self, **kwargs: Any) -> Iterator[watch_pb2.WatchResponse]:
+    def watch(self, **kwargs: Any) -> Generator[watch_pb2.WatchResponse]:
         """This seat's Watch stream (see `Client.watch`); views on it update `last_view`
         when newer, so `act` after a streamed view sends the right version."""
         for message in self.client.watch(self.handle.match_id, self.handle.token, **kwargs):

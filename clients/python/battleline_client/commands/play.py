@@ -72,6 +72,10 @@ class Terminal:
                 self.shown = event.number
                 self.recent.append(event)
 
+    def recall(self, events: list[types_pb2.MatchEvent]) -> None:
+        """Tell the next screens these moves (a hot seat's: its own account of them)."""
+        self.recent = deque(events, maxlen=self.recent.maxlen)
+
     def screen(self, view: types_pb2.MatchView, title: str = "") -> None:
         self.console.print(tui.screen(view, title, recent=list(self.recent)))
 
@@ -156,11 +160,28 @@ def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool
             views = [seat.view() for seat in seats]
             continue
         who = f"{tui.SEAT_NAMES.get(seats[i].handle.seat, '?')} seat"
+        term.recall(_own_account(seats[i], views[i]))
         term.screen(views[i], title=f"{who} to move (hot seat)")
         views[i] = term.turn(seats[i], views[i], who)
         if not is_my_turn(views[i]):
             views[1 - i] = seats[1 - i].view()
     return client.view(created.match_id)  # as a spectator: the result names both seats
+
+
+def _own_account(seat: Seat, view: types_pb2.MatchView) -> list[types_pb2.MatchEvent]:
+    """The last moves as this seat was told them. A hot seat's screen showed the moves as
+    the other seat had been told them: the tactic it drew, the cards its Scout put back."""
+    first = max(0, view.last_event_number - (tui.RECENT * 3))
+    if first >= view.last_event_number:
+        return []
+    events = []
+    with contextlib.closing(seat.watch(resume_after=first)) as stream:
+        for message in stream:
+            if message.HasField("event"):
+                events.append(message.event)
+                if message.event.number >= view.last_event_number:
+                    break
+    return events
 
 
 def _wait_for_opponent(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchView:
