@@ -128,6 +128,48 @@ def test_what_can_be_done_fits_in_a_few_lines(client: Client) -> None:
     assert re.search(r"traitor\s+B4@2, then a flag", told) and "play no card" in told
 
 
+def test_a_tactic_that_cannot_be_played_is_named_with_the_reason(client: Client) -> None:
+    """A player held six tactics, a second Leader among them, and "you can" never named
+    them: a tactic in hand that cannot be played now is told with the rules' reason."""
+    reasons: set[str] = set()
+    for seed in range(6):
+        created = client.create(opponent="local", clock="none", seed=seed)
+        assert created.other is not None
+        seats = [client.seat(created.seat), client.seat(created.other)]
+        rng = random.Random(seed)
+        for _ in range(200):
+            view = seats[0].view()
+            if is_finished(view):
+                break
+            mover = 0 if is_my_turn(view) else 1
+            view = seats[mover].view()
+            shown = _text(tui.choices(view))
+            for name, why in tui.held_back(view):
+                assert re.search(rf"not now\s+{name}: {re.escape(why[:30])}", shown), shown
+                reasons.add(why.split(":")[0])
+            if view.turn_step == types_pb2.TURN_STEP_PLAY:
+                playable = {a.split()[1].partition("@")[0] for a in view.legal_actions
+                            if a.startswith("play ")}
+                held = {name for name, _ in tui.held_back(view)}
+                for name in view.hand:  # every card in hand: playable, a troop, or told
+                    assert name in playable or name in held or len(name) <= 3 \
+                        or any(a.split()[0] == name.lower() for a in view.legal_actions), name
+            draws = [a for a in view.legal_actions if a == "draw tactic"]  # hold many
+            seats[mover].act(*(draws or choose(view, rng)))
+    assert any("tactics and your opponent" in r for r in reasons), reasons
+
+
+def test_a_card_typed_alone_that_has_no_move_is_told_why() -> None:
+    """`G9` alone (not held) was passed on as notation and came back "refused (malformed):
+    unknown action 'G9'"; a card named is now told: not in the hand, or no move now."""
+    view = types_pb2.MatchView(hand=["R7", "FOG"], legal_actions=["play R7@1", "play R7@2"],
+                               turn_step=types_pb2.TURN_STEP_PLAY)
+    assert tui.not_playable("g9", view) == "G9 is not in your hand"
+    assert tui.not_playable("CAVALRY", view) == "CAVALRY is not in your hand"
+    assert tui.not_playable("fog", view) == "FOG has no move at this step"
+    assert tui.not_playable("3", view) is None and tui.not_playable("draw troop", view) is None
+
+
 def _columns(shown: str) -> tuple[list[str], int, list[tuple[int, int]]]:
     """The board's lines, the index of the flags' line, and each flag column's span."""
     lines = shown.splitlines()

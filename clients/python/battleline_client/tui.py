@@ -24,8 +24,16 @@ from rich.table import Table
 from rich.text import Text
 
 from battleline.v1 import types_pb2
-from battleline_rules import GameState, Voice, card_name, decide_claim, load_position
+from battleline_rules import (
+    GameState,
+    Voice,
+    card_name,
+    decide_claim,
+    load_position,
+    parse_card,
+)
 from battleline_rules.board import UNCLAIMED
+from battleline_rules.cards import is_tactic
 
 from .printable import BLANK_LETTERS, MULTILINE_FIELDS, plain, rewrite_strings
 
@@ -225,7 +233,8 @@ def actions(view: types_pb2.MatchView) -> RenderableType:
 
 _GUILE = {"redeploy": "REDEPLOY", "deserter": "DESERTER", "traitor": "TRAITOR"}
 _ALONE = {"pass": "play no card (no troop card can be placed)",
-          "end": "end the turn without drawing (both decks are empty)"}
+          "end": "end the turn without drawing (your hand holds seven, or both decks are "
+                 "empty)"}
 
 
 def placed(text: str, ruleset: str = "standard") -> Text:
@@ -271,9 +280,48 @@ def choices(view: types_pb2.MatchView) -> RenderableType:
         else:
             table.add_row(Text(verb), Text(" ".join(rests) or _ALONE.get(verb, ""), style=(
                 "" if rests[0] else "dim")))
+    for name, why in held_back(view):
+        table.add_row(Text("not now", style="dim"),
+                      Text.assemble(card(name, rules), (f": {why}", "dim")))
     return Group(table, Text("type a card then a flag (R7 3), or a card alone and answer, or "
                              "the notation; 'list' numbers every action, '?' helps",
                              style="dim"))
+
+
+def not_playable(text: str, view: types_pb2.MatchView) -> str | None:
+    """Why the card named by ``text`` has no move now, said to the player; None when the
+    text names no card (it may be a number or the notation)."""
+    name = text.strip().upper()
+    try:
+        parse_card(name)
+    except ValueError:
+        return None
+    if name not in view.hand:
+        return f"{name} is not in your hand"
+    reason = dict(held_back(view)).get(name)
+    return f"{name}: {reason}" if reason else f"{name} has no move at this step"
+
+
+def held_back(view: types_pb2.MatchView) -> list[tuple[str, str]]:
+    """The tactics in hand that cannot be played now, each with the rules core's reason:
+    left out of "you can" without a word, a player took them for a bug."""
+    state = _position(view)
+    if view.turn_step != types_pb2.TURN_STEP_PLAY or state is None:
+        return []
+    usable = {a.split()[1].partition("@")[0] for a in view.legal_actions if a.startswith("play ")}
+    usable |= {card_ for verb, card_ in _GUILE.items()
+               if any(a.startswith(f"{verb} ") for a in view.legal_actions)}
+    held = []
+    for name in view.hand:
+        try:
+            tactic = parse_card(name)
+        except ValueError:
+            continue
+        if name in usable or not is_tactic(tactic):
+            continue
+        refusal = state.tactic_refusal(state.current_player, tactic)
+        held.append((name, refusal.message if refusal else "nothing it could be played on now"))
+    return held
 
 
 def proofs(view: types_pb2.MatchView) -> RenderableType | None:

@@ -44,7 +44,8 @@ HELP = """\
   play R7@3            put R7 on your side of flag 3 (play FOG@5 likewise; play SCOUT)
   claim 4              claim flag 4 (offered only when it can be proven: the proof is shown)
   draw troop           draw from the troop deck and end your turn (draw tactic likewise)
-  end                  end the turn without drawing (when both decks are empty)
+  end                  end the turn without drawing (a hand of seven, as after Scout, or
+                       both decks empty)
   pass                 play no card (only when you cannot place a troop card)
   redeploy R7@3 5      move your R7 from flag 3 to flag 5 ("discard" instead of 5)
   deserter B4@2        discard the opponent's B4 from flag 2
@@ -110,6 +111,10 @@ class Terminal:
                 return plays
             if tui.card_moves(text, view.legal_actions):
                 self.console.print(f"[red]no such choice[/] ({HINT})")
+                continue
+            unplayable = tui.not_playable(text, view)
+            if unplayable is not None:
+                self.console.print(f"[red]{escape(unplayable)}[/] ({HINT})")
                 continue
             choice = tui.parse_choice(text, view.legal_actions)
             if choice:
