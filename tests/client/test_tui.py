@@ -268,9 +268,10 @@ def test_the_end_names_the_winner_shows_discards_and_reveals_every_hand() -> Non
                      discards=("DESERTER", "TRAITOR Y8"))
     playing = _ai_view(state.view(0))
     assert "discards: you DESERTER; AI level 1 TRAITOR Y8" in _text(tui.screen(playing))
-    over = _event("game 1 won by the second seat; score 0-1", types_pb2.SEAT_UNSPECIFIED,
-                  types_pb2.EVENT_KIND_GAME_OVER)
-    assert "game 1 won by AI level 1; score 0-1" in _text(tui.event_line(over, playing))
+    over = _event("game 1 won by the second seat; series points: the first seat 2, the "
+                  "second seat 5", types_pb2.SEAT_UNSPECIFIED, types_pb2.EVENT_KIND_GAME_OVER)
+    assert "game 1 won by AI level 1; series points: you 2, AI level 1 5" in _text(
+        tui.event_line(over, playing))
     state.resign(0)
     final = _ai_view(state.view(0))
     assert "AI level 1's hand: Y3 P9" in _text(tui.revealed_hands(final))

@@ -109,6 +109,14 @@ def test_start_of_turn_claims_and_series(client: Client) -> None:
     kinds = [e.kind for e in record.events]
     assert kinds.count(types_pb2.EVENT_KIND_GAME_STARTED) == 3
     assert kinds.count(types_pb2.EVENT_KIND_GAME_OVER) == 3
+    # The points of a series, each seat named (a player read "score 5-1" as winner first).
+    last = [e.text for e in record.events if e.kind == types_pb2.EVENT_KIND_GAME_OVER][-1]
+    assert last.endswith(f"series points: the first seat {scores[0]}, "
+                         f"the second seat {scores[1]}"), last
+    single = play_local(client, "basic", random.Random(6))
+    over = [e.text for e in client.get_record(single.match_id, single.tokens[0]).events
+            if e.kind == types_pb2.EVENT_KIND_GAME_OVER]
+    assert len(over) == 1 and "points" not in over[0] and "score" not in over[0], over
 
 
 def test_seed_reproduces_the_deal_and_is_refused_for_open_matches(client: Client) -> None:

@@ -567,9 +567,11 @@ class Matches:
                 else:
                     winner = None if score[0] == score[1] else int(score[1] > score[0])
             who = "drawn" if state.winner is None else f"won by the {seat_name(state.winner)}"
-            stored.append(stored_event(
-                "game_over", version, now,
-                text=f"game {game} {who}; score {score[0]}-{score[1]}", final=last))
+            told = f"game {game} {who}"
+            if meta.series_games > 1:  # a single game's points only restate who won it
+                told += (f"; series points: the {seat_name(0)} {score[0]}, "
+                         f"the {seat_name(1)} {score[1]}")
+            stored.append(stored_event("game_over", version, now, text=told, final=last))
             if not last:
                 game += 1
                 state = deal(meta, game, next_first_player(state))

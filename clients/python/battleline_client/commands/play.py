@@ -220,6 +220,7 @@ def _gave_up(term: Terminal, seat: Seat, wait_s: float, ai: bool) -> int:
 def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchView:
     """One seat here, the other somewhere else: opponent's moves arrive on the Watch stream."""
     view = _wait_for_opponent(term, seat, wait_s)
+    term.recall(_own_account(seat, view))  # the opponent may have moved first: told too
     term.shown = view.last_event_number
     stream = seat.watch(include_views=True, resume_after=view.last_event_number)
     while not is_finished(view):
