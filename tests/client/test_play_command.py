@@ -157,3 +157,13 @@ def test_a_hot_seats_screen_tells_the_moves_as_that_seat_was_told_them(
         for seat, sees in ((mover, True), (other, False)):
             account = " ".join(e.text for e in _own_account(seat, seat.view()))
             assert (drawn in account) is sees, (sees, account)
+
+
+def test_an_invite_link_from_the_web_page_is_read_for_its_code() -> None:
+    """The web page hands out `http://host/#join=CODE`; `play --join` took it whole and
+    answered invite-not-found."""
+    from battleline_client.commands.play import invite_code
+
+    assert invite_code("http://127.0.0.1:8080/#join=X5CGF8PJTQ") == "X5CGF8PJTQ"
+    assert invite_code("https://example.org/play?join=AB12CD34EF") == "AB12CD34EF"
+    assert invite_code(" X5CGF8PJTQ ") == "X5CGF8PJTQ"

@@ -318,3 +318,4 @@ def test_a_cancelled_match_is_told_as_such_and_ends_a_followed_stream() -> None:
         event=_event("cancelled: no hosted AI took its seat within 60 s",
                      types_pb2.SEAT_UNSPECIFIED, types_pb2.EVENT_KIND_CANCELLED)))
     assert cursor.finished  # the stream ends with that event: no reconnect waits for more
+

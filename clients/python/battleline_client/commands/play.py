@@ -173,6 +173,19 @@ def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool
     return client.view(created.match_id)  # as a spectator: the result names both seats
 
 
+def invite_code(given: str) -> str:
+    """The code of an invite: as given, or out of the web page's link (`…#join=CODE` or
+    `…?join=CODE`), which a player was handed and `--join` refused as not found."""
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(given.strip())
+    for query in (parts.fragment, parts.query):
+        codes = parse_qs(query).get("join")
+        if codes:
+            return codes[0]
+    return given.strip()
+
+
 def _own_account(seat: Seat, view: types_pb2.MatchView) -> list[types_pb2.MatchEvent]:
     """The last moves as this seat was told them. A hot seat's screen showed the moves as
     the other seat had been told them: the tactic it drew, the cards its Scout put back."""
@@ -256,7 +269,8 @@ def play(
     friend: Annotated[bool, typer.Option(
         "--friend", help="Create a private match and print its invite code.")] = False,
     join: Annotated[str | None, typer.Option(
-        "--join", help="Join a friend's match by its invite code.")] = None,
+        "--join", help="Join a friend's match by its invite code, or the web page's invite "
+                       "link (…#join=CODE).")] = None,
     local: Annotated[bool, typer.Option(
         "--local", help="Both seats on this terminal (hot seat).")] = False,
     ruleset: Annotated[str, typer.Option(help="standard, basic or deck52.")] = "standard",
@@ -287,7 +301,8 @@ def play(
             if local:
                 final = play_hot_seat(term, client, ruleset, auto_claim, seed)
             elif join is not None:
-                handle = client.join(invite_code=join, name=name, auto_claim=auto_claim)
+                handle = client.join(invite_code=invite_code(join), name=name,
+                                     auto_claim=auto_claim)
                 final = play_remote(term, client.seat(handle), wait)
             else:
                 kind = "open" if friend else "ai"
