@@ -71,3 +71,26 @@ def run(command: list[str], *, answer: bool = True, timeout_s: float = 120) -> S
     pool, pending = start(command, answer=answer, timeout_s=timeout_s)
     with pool:
         return pending.get(timeout_s + 30)
+
+
+def _interrupted(command: list[str], after: str) -> Session:
+    child = pexpect.spawn(command[0], command[1:], encoding="utf-8", timeout=30,
+                          dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"})
+    try:
+        child.expect(after)
+        seen = [child.before or "", str(child.after)]
+        child.sendintr()
+        child.expect(pexpect.EOF)
+        seen.append(child.before or "")
+        child.close()
+        return Session(0, "", child.exitstatus, "".join(seen)[-12000:])
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+
+
+def interrupt(command: list[str], after: str) -> Session:
+    """Run a session until the terminal shows `after` (a pattern), then press Ctrl-C."""
+    pool = multiprocessing.get_context("spawn").Pool(1)
+    with pool:
+        return pool.apply_async(_interrupted, (command, after)).get(90)

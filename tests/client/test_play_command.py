@@ -57,6 +57,20 @@ def test_play_gives_up_when_no_ai_worker_comes(redis_url: str) -> None:
     store.close()
 
 
+def test_leaving_the_table_resigns_the_match(redis_url: str) -> None:
+    """Ctrl-C left the match running with no way back to it: four left against the AI
+    held all of a player's places, and a friend waited out the clock. Leaving resigns
+    (a match still waiting for its other seat is cancelled)."""
+    with LocalService(redis_url) as engine:
+        session = terminal.interrupt([BATTLELINE, "play", "--target", engine.address,
+                                      "--friend"], after=r"invite code: \S+")
+    assert session.exitstatus == 130, session.output
+    assert "left the table: resigned the match" in session.output
+    store = redis.Redis.from_url(redis_url)
+    assert {store.hget(key, "status") for key in store.scan_iter("bl:{*}:m")} == {b"finished"}
+    store.close()
+
+
 def test_watch_follows_a_match_to_its_result(service: LocalService) -> None:
     with Client(service.address) as client:
         created = client.create(opponent="local", clock="none", auto_claim=True)

@@ -279,7 +279,8 @@ class Matches:
             what = "unjoined open matches" if kind == Opponent.OPEN else \
                 "unfinished matches against the hosted AI"
             step = ("wait for someone to join one, or cancel one (Resign)"
-                    if kind == Opponent.OPEN else "finish or resign one")
+                    if kind == Opponent.OPEN else
+                    "finish or resign one (one left alone ends when its clock runs out)")
             raise Refusal(Kind.EXHAUSTED, f"{kind}-matches-per-client",
                           f"at most {cap} {what} per client: {step} first")
 

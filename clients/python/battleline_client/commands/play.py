@@ -62,6 +62,7 @@ class Terminal:
 
     def __init__(self, console: Console) -> None:
         self.console = console
+        self.playing: Seat | None = None  # the seat played here (a hot seat's first)
         self.shown = 0  # number of the last event printed
         self.recent: deque[types_pb2.MatchEvent] = deque(maxlen=tui.RECENT * 3)
 
@@ -157,6 +158,7 @@ def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool
                             clock="none", seed=seed)
     assert created.other is not None
     seats = [client.seat(created.seat), client.seat(created.other)]
+    term.playing = seats[0]
     views = [seat.view() for seat in seats]
     term.console.print(f"local match {escape(created.match_id)}: two seats on this terminal")
     while not is_finished(views[0]):
@@ -232,6 +234,7 @@ def _gave_up(term: Terminal, seat: Seat, wait_s: float, ai: bool) -> int:
 
 def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchView:
     """One seat here, the other somewhere else: opponent's moves arrive on the Watch stream."""
+    term.playing = seat
     view = _wait_for_opponent(term, seat, wait_s)
     term.recall(_own_account(seat, view))  # the opponent may have moved first: told too
     term.shown = view.last_event_number
@@ -297,7 +300,7 @@ def play(
         target, service = _engine(console, local)
     term = Terminal(console)
     try:
-        with Client(target) as client:
+        with Client(target) as client, _resigned_on_leaving(term, service is None):
             if local:
                 final = play_hot_seat(term, client, ruleset, auto_claim, seed)
             elif join is not None:
@@ -323,16 +326,32 @@ def play(
                           "(a local engine with one is started), or start the engine with "
                           "`battleline serve`")
         raise typer.Exit(1) from None
-    except (KeyboardInterrupt, EOFError):
-        if service is None:
-            console.print("\nleft the table (the match goes on without you; your clock runs)")
-        else:
-            console.print("\nleft the table; the engine started for this game stops, and "
-                          "the match with it")
+    except (KeyboardInterrupt, EOFError):  # before a match was made
         raise typer.Exit(130) from None
     finally:
         if service is not None:
             service.stop()
+
+
+@contextlib.contextmanager
+def _resigned_on_leaving(term: Terminal, remote: bool) -> Iterator[None]:
+    """Ctrl-C (or the end of input) leaves the table and resigns the match: nothing here
+    could take the seat up again, and a match left running held one of the player's four
+    places against the hosted AI (a player who left a few was refused new ones) and kept
+    a friend waiting out its clock."""
+    try:
+        yield
+    except (KeyboardInterrupt, EOFError):
+        seat, resigned = term.playing, False
+        if seat is not None and remote and not (seat.last_view and is_finished(seat.last_view)):
+            with contextlib.suppress(BattleLineError):
+                seat.resign()
+                resigned = True
+        term.console.print(
+            "\nleft the table: " + ("resigned the match" if resigned else
+                                    "the engine started for this game stops, and the match "
+                                    "with it" if not remote else "the match goes on"))
+        raise typer.Exit(130) from None
 
 
 def _engine(console: Console, local: bool) -> tuple[str, ServeChild | None]:
