@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -25,6 +26,20 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def free_port_pair() -> int:
+    """A port p with p and p + 1 free, below Linux's ephemeral range (32768 and up), so
+    no outgoing connection of this busy machine takes either before serve binds them."""
+    while True:
+        port = random.randrange(20000, 32000)
+        try:
+            with socket.socket() as first, socket.socket() as second:
+                first.bind(("127.0.0.1", port))
+                second.bind(("127.0.0.1", port + 1))
+            return port
+        except OSError:
+            continue
 
 
 def start_serve(*args: str, env: dict[str, str] | None = None,

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from battleline_client.cli import app
 from battleline_client.loadtest import percentile
+from battleline_engine.ratelimit import Rate
+from battleline_engine.runtime import EngineConfig
 from battleline_host.local import LocalService
+from tests.processes import calls_served, free_port_pair, start_serve, stop_serve
 
 
 def test_loadtest_writes_json_and_png_with_zero_errors(service: LocalService,
@@ -38,6 +43,36 @@ def test_loadtest_joined_mode_meets_through_the_lobby(service: LocalService,
     data = json.loads(out.read_text())
     assert data["matches_completed"] == 3 and data["errors"] == 0
     assert data["latency_ms"]["JoinMatch"]["count"] == 3
+
+
+def test_a_limited_target_names_the_limit_and_the_way_round_it(redis_url: str) -> None:
+    """Against a serve with its per-client limits an operator's load test failed 39 of 40
+    matches with `RESOURCE_EXHAUSTED: 373` and no word of why."""
+    limited = dataclasses.replace(EngineConfig(), call_rate=Rate(0.01, 10))  # no retry
+    with LocalService(redis_url, config=limited) as engine:
+        result = CliRunner().invoke(app, ["loadtest", "--target", engine.address,
+                                          "--matches", "4", "--concurrency", "4"])
+    assert result.exit_code == 1, result.output
+    assert "RESOURCE_EXHAUSTED rate-limited" in result.output
+    assert "serve --open-limits" in result.output
+
+
+@pytest.mark.timeout(90)
+def test_each_channel_is_a_connection_of_its_own(redis_url: str) -> None:
+    """`--channels 4` held one connection (gRPC shares one between channels of the same
+    settings), so a `serve --workers 2` under load served it from one process."""
+    metrics_port = free_port_pair()
+    process, address = start_serve(
+        "--no-web", "--no-ai", "--open-limits", "--workers", "2",
+        "--metrics-port", str(metrics_port), env={"REDIS_URL": redis_url})
+    try:
+        result = CliRunner().invoke(app, ["loadtest", "--target", address, "--matches", "16",
+                                          "--concurrency", "16", "--channels", "16"])
+        assert result.exit_code == 0, result.output
+        served = [calls_served(metrics_port), calls_served(metrics_port + 1)]
+    finally:
+        stop_serve(process)
+    assert min(served) > 0, served  # 16 connections all on one process: 1 in 32,768
 
 
 def test_percentile_is_nearest_rank() -> None:

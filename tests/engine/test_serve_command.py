@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -24,6 +23,7 @@ from tests.processes import (
     children,
     command_line,
     free_port,
+    free_port_pair,
     is_alive,
     start_serve,
     stop_serve,
@@ -207,27 +207,13 @@ def test_a_stop_is_bounded_even_when_redis_hangs(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(90)
-def _free_port_pair() -> int:
-    """A port p with p and p + 1 free, below Linux's ephemeral range (32768 and up), so
-    no outgoing connection of this busy machine takes either before serve binds them."""
-    while True:
-        port = random.randrange(20000, 32000)
-        try:
-            with socket.socket() as first, socket.socket() as second:
-                first.bind(("127.0.0.1", port))
-                second.bind(("127.0.0.1", port + 1))
-            return port
-        except OSError:
-            continue
-
-
 def test_serve_workers_share_one_port(redis_url: str) -> None:
     """`serve --workers 2`: two engine processes on one port and one Redis; new
     connections are spread over both, and both answer calls (each counts its own in its
     /metrics, worker i on the metrics port + i), with serve's limits (a listing rate with a
     burst of one: at most one listing per process passes). A plain serve cannot take the
     port."""
-    metrics_port = _free_port_pair()
+    metrics_port = free_port_pair()
     process, address = start_serve(
         "--no-web", "--no-ai", "--workers", "2", "--metrics-port", str(metrics_port),
         "--create-rate", "1000", "--list-rate", "0.001", env={"REDIS_URL": redis_url},

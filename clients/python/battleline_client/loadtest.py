@@ -23,6 +23,7 @@ import grpc
 
 from .aio import AsyncClient
 from .bots import Finished, aplay_joined, aplay_local
+from .client import CHANNEL_OPTIONS
 from .errors import BattleLineError
 
 Mode = Literal["local", "joined"]
@@ -102,7 +103,12 @@ async def run(target: str, matches: int, concurrency: int, *, mode: Mode = "loca
               on_match: Callable[[Report], None] | None = None) -> Report:
     """Play `matches` matches, at most `concurrency` at once, over `channels` channels."""
     report = Report(target, mode, matches, concurrency)
-    clients = [AsyncClient(target, observer=report.stats.observe, timeout=30)
+    # A subchannel pool of each channel's own: gRPC shares one connection between channels
+    # of the same settings, and `--channels 4` held one connection, all on one engine
+    # process of `serve --workers 2`.
+    clients = [AsyncClient(target, observer=report.stats.observe, timeout=30,
+                           channel=grpc.aio.insecure_channel(
+                               target, [*CHANNEL_OPTIONS, ("grpc.use_local_subchannel_pool", 1)]))
                for _ in range(max(1, channels))]
     queue: asyncio.Queue[int] = asyncio.Queue()
     for n in range(matches):
@@ -123,7 +129,7 @@ async def run(target: str, matches: int, concurrency: int, *, mode: Mode = "loca
                 done = await one(n)
             except BattleLineError as err:  # its call is already in stats.errors
                 report.failed += 1
-                report.stats.match_errors[err.code.name] += 1
+                report.stats.match_errors[f"{err.code.name} {err.reason}".strip()] += 1
             except Exception as err:  # a bot or protocol bug: count it, keep going
                 report.failed += 1
                 report.stats.match_errors[type(err).__name__] += 1

@@ -13,13 +13,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from battleline_rules import RULESETS
+
 from .server import needs_server
 
 
 def loadtest(
     target: Annotated[str | None, typer.Option(
         help="Engine host:port; without it a private `battleline serve` (embedded Redis, "
-             "no per-peer limits) is started in a child process.")] = None,
+             "no per-peer limits) is started in a child process. An engine of yours counts "
+             "this whole test as one client: start it with `serve --open-limits`.")] = None,
     matches: Annotated[int, typer.Option(min=1, help="Matches to play.")] = 100,
     concurrency: Annotated[int, typer.Option(min=1, help="Matches at once.")] = 20,
     mode: Annotated[str, typer.Option(
@@ -37,6 +40,8 @@ def loadtest(
 
     if mode not in ("local", "joined"):
         raise typer.BadParameter("local or joined", param_hint="--mode")
+    if ruleset not in RULESETS:
+        raise typer.BadParameter(", ".join(RULESETS), param_hint="--ruleset")
     if png is not None and importlib.util.find_spec("matplotlib") is None:
         raise typer.BadParameter("needs matplotlib: pip install 'battleline-client[plot]'",
                                  param_hint="--png")
@@ -76,6 +81,13 @@ def loadtest(
                       f"{row['p99']:.2f}", f"{row['max']:.2f}")
     console.print(table)
     console.print(f"errors: {data['errors']} {data['errors_by_code'] or ''}")
+    causes = data["failed_matches_by_cause"]
+    if causes:
+        console.print(f"failed matches by cause: {causes}")
+    if any("rate-limited" in cause or "per-client" in cause for cause in causes):
+        console.print("the target limits each client's calls and matches, and this load "
+                      "test is one client: load-test an engine started with `battleline "
+                      "serve --open-limits` (loopback only), or without --target")
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
