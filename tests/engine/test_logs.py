@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import re
 import sys
 from collections.abc import Iterator
 
@@ -53,6 +55,35 @@ def test_records_go_to_the_stderr_of_the_moment(configured: None,
     logging.getLogger("battleline.test").info("after the swap")
     lines = [json.loads(line) for line in second.getvalue().splitlines()]
     assert [line["message"] for line in lines] == ["after the swap"]
+
+
+@pytest.mark.parametrize("fmt", list(logs.LogFormat))
+def test_a_line_says_when_in_utc_which_process_and_every_extra_field(
+        fmt: logs.LogFormat, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An operator's text log said "engine listening" without the address, its JSON a
+    time to the second with no zone, and the processes of `serve --workers 2` could not
+    be told apart."""
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    try:
+        logs.configure(logs.LogLevel.INFO, fmt)
+        logging.getLogger("battleline.test").info(
+            "engine listening", extra={"address": "127.0.0.1:50051", "tls": False})
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    line = out.getvalue().strip()
+    if fmt is logs.LogFormat.JSON:
+        record = json.loads(line)
+        stamp, pid = record["time"], record["pid"]
+        assert record["address"] == "127.0.0.1:50051" and record["tls"] is False
+    else:
+        stamp, pid = line.split(" ", 1)[0], int(line.split("[", 1)[1].split("]", 1)[0])
+        assert line.endswith("engine listening (address=127.0.0.1:50051 tls=False)"), line
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp), stamp
+    assert pid == os.getpid()
 
 
 def test_a_metadata_value_that_is_not_utf8_is_logged_without_its_bytes(

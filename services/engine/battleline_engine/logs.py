@@ -6,6 +6,7 @@ callers pass ids and counts, never states.
 
 from __future__ import annotations
 
+import datetime
 import enum
 import json
 import logging
@@ -34,20 +35,49 @@ class LogFormat(enum.StrEnum):
     TEXT = "text"
 
 
+def _extra(record: logging.LogRecord) -> dict[str, object]:
+    """The fields a call passed in `extra` (an address, a data directory, a count)."""
+    return {k: v for k, v in record.__dict__.items() if k not in _STANDARD}
+
+
+def _utc(record: logging.LogRecord) -> str:
+    """The record's time in UTC to the millisecond, ISO 8601 (`2026-12-05T12:33:37.125Z`):
+    the lines of several processes and hosts sort and line up."""
+    moment = datetime.datetime.fromtimestamp(record.created, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 class JsonFormatter(logging.Formatter):
-    """Formats a record as JSON: time, level, logger, message, then any extra fields."""
+    """Formats a record as JSON: time, level, logger, process, message, then any extra
+    fields."""
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, object] = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "time": _utc(record),
             "level": record.levelname.lower(),
             "logger": record.name,
+            "pid": record.process,  # which process of `serve --workers N` said it
             "message": record.getMessage(),
         }
-        out.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD})
+        out.update(_extra(record))
         if record.exc_info:
             out["error"] = self.formatException(record.exc_info)
         return json.dumps(out, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """A line for a terminal: time, level, logger, process, message, then the extra fields
+    as key=value (an operator's text log said "engine listening" but not where)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = (f"{_utc(record)} {record.levelname} {record.name}[{record.process}]: "
+                f"{record.getMessage()}")
+        extra = " ".join(f"{key}={value}" for key, value in _extra(record).items())
+        if extra:
+            line += f" ({extra})"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
 
 
 class RepeatFilter(logging.Filter):
@@ -120,7 +150,7 @@ def configure(level: LogLevel = LogLevel.INFO, fmt: LogFormat = LogFormat.JSON) 
     if fmt is LogFormat.JSON:
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.value.upper())
