@@ -34,8 +34,8 @@ RPC_ERRORS: Final = Counter(
     ["method", "code"], registry=REGISTRY,
 )
 ACTIONS: Final = Counter(
-    "battleline_actions_total", "Game actions submitted, by outcome.",
-    ["result"], registry=REGISTRY,  # applied, rejected, conflict, duplicate
+    "battleline_actions_total", "SubmitAction calls, by outcome.",
+    ["result"], registry=REGISTRY,  # applied (a replayed answer too), rejected, conflict
 )
 ACTIONS_APPLIED: Final = ACTIONS.labels("applied")  # every successful submit: resolved once
 LIVE_MATCHES: Final = Gauge(

@@ -68,7 +68,9 @@ def serve(
         "127.0.0.1"
     ),
     data_dir: Annotated[Path, typer.Option(
-        envvar="BATTLELINE_DATA_DIR", help="Where the embedded Redis keeps its data."
+        envvar="BATTLELINE_DATA_DIR",
+        help="Where the embedded Redis keeps its data, and the hosted AI's key (ai.key) "
+             "when BATTLELINE_AI_KEY is not set."
     )] = Path("data"),
     redis_url: Annotated[str | None, typer.Option(
         envvar="REDIS_URL", help="Use this Redis instead of starting an embedded one."
@@ -207,7 +209,10 @@ def serve(
              "client): a private engine for one load test. Loopback addresses only.",
     )] = False,
 ) -> None:
-    """Start the Battle Line engine (gRPC), its hosted AI and the web page until SIGINT/SIGTERM."""
+    """Start the Battle Line engine (gRPC), its hosted AI and the web page until SIGINT/SIGTERM.
+
+    Secrets by environment only: BATTLELINE_AI_KEY, BATTLELINE_GATEWAY_SECRET (deploy/README).
+    """
     from battleline_engine import logs
     from battleline_engine.redis_server import EmbeddedRedis
 
