@@ -181,3 +181,17 @@ def test_an_invite_link_from_the_web_page_is_read_for_its_code() -> None:
     assert invite_code("http://127.0.0.1:8080/#join=X5CGF8PJTQ") == "X5CGF8PJTQ"
     assert invite_code("https://example.org/play?join=AB12CD34EF") == "AB12CD34EF"
     assert invite_code(" X5CGF8PJTQ ") == "X5CGF8PJTQ"
+
+
+def test_watching_a_finished_match_shows_its_board_once_and_every_hand(
+        service: LocalService) -> None:
+    """`watch` of a finished match drew the board twice (its snapshot, then the end) and,
+    unlike `play`, never showed the hands left at the end."""
+    with Client(service.address) as client:
+        created = client.create(opponent="local", clock="none", seed=2)
+        client.seat(created.seat).resign()
+        result = CliRunner().invoke(app, ["watch", created.match_id, "--target",
+                                          service.address])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("[1]") == 1, result.output  # one board
+    assert len(re.findall(r"hand: ", result.output)) == 2, result.output

@@ -31,24 +31,32 @@ def watch(
     console = Console(highlight=False)
     view: types_pb2.MatchView | None = None
     recent: deque[types_pb2.MatchEvent] = deque(maxlen=4 * tui.RECENT)  # the boards tell them
+    board_is_last = False  # the board last printed shows `view` (a finished match's once)
     try:
         with Client(target) as client:
             for message in client.watch(match_id, token, include_views=True):
                 if message.HasField("snapshot"):
                     view = message.snapshot
                     console.print(tui.screen(view))
+                    board_is_last = True
                     continue
                 if message.HasField("view"):
                     view = message.view
                 recent.append(message.event)
                 console.print(tui.event_line(message.event, view))
+                board_is_last = False
                 if boards and view is not None and message.HasField("view"):
                     console.print(tui.screen(view, recent=recent))
+                    board_is_last = True
     except BattleLineError as err:
         console.print(f"[red]{escape(str(err))}[/]")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     if view is not None and view.phase == types_pb2.MATCH_PHASE_FINISHED:
-        console.print(tui.screen(view, recent=recent))
+        if not board_is_last:
+            console.print(tui.screen(view, recent=recent))
+        hands = tui.revealed_hands(view)  # the end shows every hand, as `play` does
+        if hands is not None:
+            console.print(hands)
         console.print(f"[bold]{escape(tui.result(view))}[/]")
