@@ -121,3 +121,53 @@ def test_tactic_through_the_page(service: Service, browser: BrowserContext,
         assert flag is not None
         expect(page.get_by_test_id(f"flag-{flag.group(1)}")).to_have_attribute(
             "aria-label", re.compile(f"{card}"))
+
+
+def seat_a_tactic_ahead(engine: str) -> SeatHandle:
+    """The first seat of a LOCAL match at its play step, holding a tactic after playing one
+    (the second seat plays none): the rules hold that tactic back."""
+    tactic_play = re.compile(r"^play [A-Z]{3,}@\d$")
+    with Client(engine) as client:
+        for seed in range(1, 20):
+            rng = random.Random(seed)
+            created = client.create(opponent="local", clock="none", seed=seed, seat="first")
+            assert created.other is not None
+            first, second = client.seat(created.seat), client.seat(created.other)
+            played = False
+            for _ in range(120):
+                view = first.view()
+                seat = first if view.legal_actions else second
+                legal = list(view.legal_actions if seat is first else second.view().legal_actions)
+                if not legal:
+                    break
+                tactics_held = [c for c in view.hand if len(c) > 3]
+                if seat is first and played and tactics_held and any(
+                        a.startswith("play ") for a in legal):
+                    return created.seat
+                plays = [a for a in legal if tactic_play.match(a)]
+                if seat is first and not played and plays and len(tactics_held) >= 2:
+                    seat.act(plays[0], "draw troop")
+                    played = True
+                    continue
+                troops = [action for action in legal if TROOP_PLAY.match(action)]
+                prefer = "draw tactic" if seat is first and not played else "draw troop"
+                if troops:
+                    seat.act(rng.choice(troops))
+                elif prefer in legal:
+                    seat.act(prefer)
+                else:
+                    seat.act(next((a for a in legal if not a.startswith("claim")), legal[0]))
+    raise AssertionError("no position with a tactic held back in 19 seeded games")
+
+
+@pytest.mark.timeout(120)
+def test_a_tactic_held_back_says_why(service: Service, browser: BrowserContext) -> None:
+    """A player saw Redeploy greyed out with no reason, and took it for a bug."""
+    page = browser.new_page()
+    open_seat(page, service.web_url, seat_a_tactic_ahead(service.engine))
+    note = page.get_by_test_id("not-now")
+    expect(note).to_contain_text("You have played 1 tactics and your opponent 0")
+    idle = page.locator("[data-testid='hand'] .card.idle[title*='not now: You have played 1']")
+    expect(idle).not_to_have_count(0)  # the card itself says so on hover
+    expect(page.get_by_test_id("deck-troop")).to_have_attribute(
+        "title", "Play a card first; then draw to end your turn")

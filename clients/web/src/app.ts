@@ -62,7 +62,7 @@ function renderGame(state: State, game: Game): HTMLElement {
       renderPlayer(view, me, names.get(me) ?? "You", state.viewAt)),
     over && state.record !== null && renderReview(view, state.record, names),
     over && renderAnalysis(state.matchId, names),
-    !over && view.hand.length > 0 && renderHand(view.hand, ruleset, opts, state.selection, {
+    !over && view.hand.length > 0 && renderHand(view, ruleset, opts, state.selection, {
       pick: (card) => game.select(card === null ? NOTHING : { card, target: null }),
       drag: (card) => { dragging = card; },
     }),

@@ -68,3 +68,8 @@ export function face(card: string, ruleset: string): CardFace {
 export function cardLabel(card: string, ruleset: string): string {
   return face(card, ruleset).label;
 }
+
+/** Whether a hand card is a tactic (its name, not a troop's colour and value). */
+export function isTactic(card: string): boolean {
+  return card in TACTICS;
+}

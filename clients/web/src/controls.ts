@@ -45,6 +45,8 @@ export function renderControls(
       type: "button", class: `deck deck-${d.deck}`, disabled: action === undefined,
       "data-testid": `deck-${d.deck}`, "data-key": `deck-${d.deck}`,
       "aria-label": `${action !== undefined ? "Draw from the " : ""}${what}, ${d.count} cards`,
+      title: action !== undefined ? `Draw from the ${what.toLowerCase()}` : view.turnStep === TurnStep.PLAY
+        ? "Play a card first; then draw to end your turn" : `${what}: not drawable now`,
       onclick: () => action !== undefined && act(action),
     }, h("span", { class: "deck-name" }, what), h("span", { class: "deck-count" }, String(d.count))));
   }

@@ -1,9 +1,26 @@
 // The viewer's hand: each card a button (Enter or Space picks it), draggable to a flag.
 
-import { cardLabel } from "./cards";
+import { cardLabel, isTactic } from "./cards";
 import { cardButton, cardFace } from "./cardview";
 import { h } from "./dom";
+import { type MatchView, TurnStep } from "./gen/battleline/v1/types_pb";
 import type { Options, Selection } from "./selection";
+
+const LEADERS = ["ALEXANDER", "DARIUS"];
+
+/** Why a tactic in hand cannot be played on this turn ("" when it can, or when the turn
+ * is not at its play step): a greyed card with no word was taken for a bug. */
+export function idleReason(view: MatchView, card: string, usable: boolean): string {
+  if (usable || !isTactic(card) || view.turnStep !== TurnStep.PLAY || view.legalActions.length === 0) {
+    return "";
+  }
+  const played = (seat: number): number => view.players.find((p) => p.seat === seat)?.tacticsPlayed ?? 0;
+  const mine = played(view.viewer);
+  const theirs = view.players.filter((p) => p.seat !== view.viewer).reduce((n, p) => n + p.tacticsPlayed, 0);
+  if (mine > theirs) return `You have played ${mine} tactics and your opponent ${theirs}: wait until they play one.`;
+  if (LEADERS.includes(card)) return "One Leader each: you have played yours.";
+  return "Nothing it could be played on now.";
+}
 
 export interface HandActions {
   pick(card: string | null): void;
@@ -11,13 +28,20 @@ export interface HandActions {
 }
 
 export function renderHand(
-  hand: readonly string[], ruleset: string, opts: Options | null, sel: Selection, actions: HandActions,
+  view: MatchView, ruleset: string, opts: Options | null, sel: Selection, actions: HandActions,
 ): HTMLElement {
   const list = h("ol", { class: "hand-cards" });
-  for (const card of hand) {
+  const notes: HTMLElement[] = [];
+  for (const card of view.hand) {
     const usable = opts?.usableCards.has(card) ?? false;
     if (!usable) {
-      list.append(h("li", {}, cardFace(card, ruleset, "idle")));
+      const why = idleReason(view, card, usable);
+      const idle = cardFace(card, ruleset, "idle");
+      if (why !== "") {
+        idle.title = `${idle.title} (not now: ${why})`;
+        notes.push(h("li", {}, `${cardLabel(card, ruleset)}: ${why}`));
+      }
+      list.append(h("li", {}, idle));
       continue;
     }
     const chosen = sel.card === card;
@@ -33,5 +57,6 @@ export function renderHand(
     list.append(h("li", {}, button));
   }
   return h("section", { class: "hand", "aria-label": "Your hand", "data-testid": "hand" },
-    h("h2", {}, "Your hand"), list);
+    h("h2", {}, "Your hand"), list,
+    notes.length > 0 && h("ul", { class: "not-now muted", "data-testid": "not-now" }, ...notes));
 }
