@@ -39,8 +39,10 @@ def _newcomer() -> dict[str, str]:
             child.expect(until)
             shown[name] = child.before or ""
         child.sendline(first_card)
-        child.expect(r"to which flag\? \(([\d ]+)\)")
+        child.expect(r"to which flag\? \(([\d ]+);")
         flag = str(child.match.group(1)).split()[0]  # type: ignore[union-attr]
+        child.sendline("77")  # a slip: asked again, the move not thrown away
+        child.expect(r"no such choice[^\r\n]*\r?\n[^\r\n]*to which flag\? \(")
         child.sendline(flag)
         child.expect(MOVE)
         shown["card then flag"] = _plain(child.before or "")

@@ -105,14 +105,18 @@ class Terminal:
             while len(plays) > 1:  # a card with several uses: which card it takes, which flag
                 question, answers = tui.choice_step(plays)
                 answer = self.console.input(escape(
-                    f"{asked} {question} ({' '.join(answers)}) ")).strip().upper()
-                plays = answers.get(answer, [])
-                asked += f" {answer}"
+                    f"{asked} {question} ({' '.join(answers)}; Enter: back) ")).strip().upper()
+                if not answer:
+                    plays = []
+                elif answer in answers:
+                    plays = answers[answer]
+                    asked += f" {answer}"
+                else:  # asked again: a slip of the finger does not throw the move away
+                    self.console.print(f"[red]no such choice[/]: {escape(answer)}")
             if plays:
                 return plays
             if tui.card_moves(text, view.legal_actions):
-                self.console.print(f"[red]no such choice[/] ({HINT})")
-                continue
+                continue  # Enter at a question: back to the move prompt
             unplayable = tui.not_playable(text, view)
             if unplayable is not None:
                 self.console.print(f"[red]{escape(unplayable)}[/] ({HINT})")
