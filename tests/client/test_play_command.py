@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import redis
 from typer.testing import CliRunner
 
@@ -57,15 +58,20 @@ def test_play_gives_up_when_no_ai_worker_comes(redis_url: str) -> None:
     store.close()
 
 
-def test_leaving_the_table_resigns_the_match(redis_url: str) -> None:
+@pytest.mark.parametrize(("args", "after", "said"), [
+    (["--friend"], r"invite code: \S+", "cancelled the match"),
+    (["--local", "--seed", "3"], terminal.MOVE, "resigned the match"),
+])
+def test_leaving_the_table_resigns_the_match(redis_url: str, args: list[str], after: str,
+                                             said: str) -> None:
     """Ctrl-C left the match running with no way back to it: four left against the AI
     held all of a player's places, and a friend waited out the clock. Leaving resigns
     (a match still waiting for its other seat is cancelled)."""
     with LocalService(redis_url) as engine:
-        session = terminal.interrupt([BATTLELINE, "play", "--target", engine.address,
-                                      "--friend"], after=r"invite code: \S+")
+        session = terminal.interrupt([BATTLELINE, "play", "--target", engine.address, *args],
+                                     after=after)
     assert session.exitstatus == 130, session.output
-    assert "left the table: resigned the match" in session.output
+    assert f"left the table: {said}" in session.output
     store = redis.Redis.from_url(redis_url)
     assert {store.hget(key, "status") for key in store.scan_iter("bl:{*}:m")} == {b"finished"}
     store.close()

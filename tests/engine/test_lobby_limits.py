@@ -90,6 +90,28 @@ def test_a_match_cancelled_before_anyone_joined_expires_as_an_unjoined_one(
     r.close()
 
 
+def test_a_create_and_a_join_are_answered_whatever_becomes_of_the_live_count(
+        capped: Engine, redis_url: str) -> None:
+    """The live-match index feeds a gauge only: when writing it fails after the match was
+    written (a full Redis refuses it; here it holds the wrong type, which Redis refuses
+    alike), the create and the join are still answered, with their seat tokens (a join
+    answered with an error was written all the same, and its retry was match-full)."""
+    client = Client.to(capped.address)
+    store = redis.Redis.from_url(redis_url)
+    store.delete("bl:live")
+    store.set("bl:live", "not a sorted set")
+    try:
+        created = _open(client)
+        joined = client.lobby.JoinMatch(
+            lobby_pb2.JoinMatchRequest(match_id=created.match_id), timeout=10)
+        for token in (created.seat_token, joined.seat_token):
+            assert client.view(created.match_id, token).phase == types_pb2.MATCH_PHASE_PLAYING
+    finally:
+        store.delete("bl:live")
+        store.close()
+        client.channel.close()
+
+
 def _hgetall_calls(r: redis.Redis) -> int:
     stats = r.info("commandstats").get("cmdstat_hgetall", {})
     return int(stats.get("calls", 0))

@@ -71,11 +71,14 @@ def test_a_line_says_when_in_utc_which_process_and_every_extra_field(
         logs.configure(logs.LogLevel.INFO, fmt)
         logging.getLogger("battleline.test").info(
             "engine listening", extra={"address": "127.0.0.1:50051", "tls": False})
+        if fmt is logs.LogFormat.JSON:  # a call's field of the same name does not replace it
+            logging.getLogger("battleline.test").info("worker", extra={"pid": 1})
     finally:
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
-    line = out.getvalue().strip()
+    line, *rest = out.getvalue().strip().splitlines()
     if fmt is logs.LogFormat.JSON:
+        assert [json.loads(other)["pid"] for other in rest] == [os.getpid()]
         record = json.loads(line)
         stamp, pid = record["time"], record["pid"]
         assert record["address"] == "127.0.0.1:50051" and record["tls"] is False

@@ -59,15 +59,19 @@ def refuse_if_bound(host: str, port: int) -> None:
 
     if port == 0:
         return
-    for family, kind, proto, _, address in socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE):
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is free
-            try:
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                       flags=socket.AI_PASSIVE)
+    except OSError:  # a host that names nothing: gRPC's bind says so
+        return
+    for family, kind, proto, _, address in addresses:
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is free
                 probe.bind(address)
-            except OSError as err:
-                if err.errno == errno.EADDRINUSE:
-                    raise CannotListen(f"cannot listen on {host_port(host, port)}") from None
+        except OSError as err:  # another error (no IPv6 here...): gRPC's bind will tell
+            if err.errno == errno.EADDRINUSE:
+                raise CannotListen(f"cannot listen on {host_port(host, port)}") from None
 
 
 def listen(server: grpc.aio.Server, address: str,

@@ -59,7 +59,7 @@ class JsonFormatter(logging.Formatter):
             "pid": record.process,  # which process of `serve --workers N` said it
             "message": record.getMessage(),
         }
-        out.update(_extra(record))
+        out.update({k: v for k, v in _extra(record).items() if k not in out})  # ours first
         if record.exc_info:
             out["error"] = self.formatException(record.exc_info)
         return json.dumps(out, default=str)

@@ -114,7 +114,7 @@ def _refusal_of(err: Exception) -> Refusal | None:
                        "the match store is unreachable: retry")
     if store_full(err):
         return Refusal(Kind.EXHAUSTED, "storage-full",
-                       "the match store is full: nothing was written; retry later",
+                       "the match store is full (its memory limit): retry later",
                        retry_after_s=STORAGE_FULL_RETRY_S)
     return None
 

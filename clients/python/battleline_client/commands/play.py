@@ -346,15 +346,15 @@ def _resigned_on_leaving(term: Terminal, remote: bool) -> Iterator[None]:
     try:
         yield
     except (KeyboardInterrupt, EOFError):
-        seat, resigned = term.playing, False
+        seat, gave_up = term.playing, ""
         if seat is not None and remote and not (seat.last_view and is_finished(seat.last_view)):
             with contextlib.suppress(BattleLineError):
-                seat.resign()
-                resigned = True
-        term.console.print(
-            "\nleft the table: " + ("resigned the match" if resigned else
-                                    "the engine started for this game stops, and the match "
-                                    "with it" if not remote else "the match goes on"))
+                ended = seat.resign()  # a match still waiting for its other seat: cancelled
+                gave_up = ("cancelled the match" if ended.end_reason ==
+                           types_pb2.END_REASON_CANCELLED else "resigned the match")
+        if not remote:
+            gave_up = "the engine started for this game stops, and the match with it"
+        term.console.print("\nleft the table" + (f": {gave_up}" if gave_up else ""))
         raise typer.Exit(130) from None
 
 

@@ -30,16 +30,20 @@ lobby (lobby.py) up to date, through those parts.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Final, cast
+
+import redis
 
 from .clocks import ClockIndex
 from .connection import PREFIX, Connection, check_id, hash_token, now_ms, text, valid_id
 from .lobby import Lobby
 
 _LIVE: Final = f"{PREFIX}:live"
+log = logging.getLogger(__name__)
 MOVED_CHANNEL: Final = f"{PREFIX}:moved"  # pub/sub: ids of matches whose streams grew
 _RESERVED: Final = frozenset(
     {"state", "version", "seq", "status", "deadline", "created", "updated"}
@@ -301,7 +305,7 @@ class MatchStore:
             return CommitResult(CommitStatus.EXISTS)
         if deadline_ms and not in_script_clock:
             await self._clocks.index(match_id, deadline_ms)
-        await self._conn.command("ZADD", _LIVE, _expiry_ms(created, ttl), match_id)
+        await self._index_live(match_id, _expiry_ms(created, ttl))
         return CommitResult(CommitStatus.OK, int(reply[1]), int(reply[2]))
 
     async def load(self, match_id: str, known: MatchRecord | None = None,
@@ -417,8 +421,21 @@ class MatchStore:
             await self._lobby.remove_open([match_id])
             await self._conn.redis.zrem(_LIVE, match_id)
         elif claim_seat is not None:  # joined: from the lobby's minutes to the idle TTL
-            await self._conn.redis.zadd(_LIVE, {match_id: _expiry_ms(now_ms(), ttl)}, xx=True)
+            await self._index_live(match_id, _expiry_ms(now_ms(), ttl), joined=True)
         return CommitResult(outcome, int(reply[1]), int(reply[2]))
+
+    async def _index_live(self, match_id: str, expiry_ms: float, joined: bool = False) -> None:
+        """Note when a match expires untouched in `bl:live`, which feeds a gauge and nothing
+        else: a failure to write it (Redis full, or away for a moment) must not turn a
+        create or a join already written into an error whose caller never learns its
+        token. `joined`: move the entry of a match already listed (never add one)."""
+        try:
+            if joined:
+                await self._conn.redis.zadd(_LIVE, {match_id: expiry_ms}, xx=True)
+            else:
+                await self._conn.command("ZADD", _LIVE, expiry_ms, match_id)
+        except redis.exceptions.RedisError as err:
+            log.warning("match %s left out of the live-match count: %s", match_id, err)
 
     async def live_count(self) -> int:
         """Unfinished matches. Entries past their expiry are dropped first: those

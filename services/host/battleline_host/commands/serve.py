@@ -432,7 +432,7 @@ class Workers:
             line = await asyncio.to_thread(process.stdout.readline)
             if "listening on" not in line:
                 raise RuntimeError(f"an engine worker did not start (exit {process.poll()})")
-            log.info("engine worker listening", extra={"pid": process.pid})
+            log.info("engine worker listening", extra={"worker_pid": process.pid})
 
     def terminate(self) -> None:
         for process in self.processes:
