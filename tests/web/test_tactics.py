@@ -10,23 +10,28 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
+from battleline.v1 import types_pb2
 from battleline_client.client import Client
 from battleline_client.common import SeatHandle
 
 from .pages import Service, first_step, open_seat, settle
 
 TROOP_PLAY = re.compile(r"^play [ROYGBP]\d+@\d$")
+TACTIC_PLAY = re.compile(r"^play [A-Z]{3,}@\d$")  # a Leader, morale tactic, Fog or Mud
 # After picking the tactic: a highlighted flag, or a highlighted card on the board.
 TACTIC_STEPS = ["button.flag-token.target", ".board button.card[aria-pressed='false']"]
 
 
-def seat_holding(engine: str, wanted: str) -> SeatHandle:
-    """The first seat of a LOCAL match at a turn where an action starting with `wanted` is
-    legal: the first seat plays troops and draws tactics, the second plays troops."""
+def first_seat_at(engine: str, reached: Callable[[types_pb2.MatchView], bool], what: str,
+                  one_tactic: bool = False) -> SeatHandle:
+    """The first seat of a LOCAL match at its first turn where `reached(its view)`: the
+    first seat plays troops and draws tactics (with `one_tactic`, it plays one tactic once
+    it holds two, then draws troops only), the second plays troops."""
     with Client(engine) as client:
         for seed in range(1, 20):
             rng = random.Random(seed)
@@ -39,17 +44,45 @@ def seat_holding(engine: str, wanted: str) -> SeatHandle:
                 legal = list(view.legal_actions if seat is first else second.view().legal_actions)
                 if not legal:
                     break  # the game is over
-                if seat is first and any(action.startswith(wanted) for action in legal):
+                if seat is first and reached(view):
                     return created.seat
+                played = _tactics_played(view, view.viewer)
+                tactics = [a for a in legal if TACTIC_PLAY.match(a)]
+                if seat is first and one_tactic and not played and tactics and len(
+                        [c for c in view.hand if len(c) > 3]) >= 2:
+                    seat.act(tactics[0], "draw troop")
+                    continue
                 troops = [action for action in legal if TROOP_PLAY.match(action)]
-                prefer = "draw tactic" if seat is first else "draw troop"
+                drawing_tactics = seat is first and not (one_tactic and played)
+                prefer = "draw tactic" if drawing_tactics else "draw troop"
                 if troops:
                     seat.act(rng.choice(troops))
                 elif prefer in legal:
                     seat.act(prefer)
                 else:
                     seat.act(next((a for a in legal if not a.startswith("claim")), legal[0]))
-    raise AssertionError(f"no position with {wanted!r} in 19 seeded games")
+    raise AssertionError(f"no position with {what} in 19 seeded games")
+
+
+def _tactics_played(view: types_pb2.MatchView, seat: int) -> int:
+    return next(p.tactics_played for p in view.players if p.seat == seat)
+
+
+def seat_holding(engine: str, wanted: str) -> SeatHandle:
+    """The first seat at a turn where an action starting with `wanted` is legal."""
+    return first_seat_at(engine, lambda view: any(
+        action.startswith(wanted) for action in view.legal_actions), repr(wanted))
+
+
+def seat_a_tactic_ahead(engine: str) -> SeatHandle:
+    """The first seat at its play step, holding a tactic after playing one (the second
+    seat plays none): the rules hold that tactic back."""
+    def held_back(view: types_pb2.MatchView) -> bool:
+        others = [p.seat for p in view.players if p.seat != view.viewer]
+        return (view.turn_step == types_pb2.TURN_STEP_PLAY
+                and _tactics_played(view, view.viewer) > _tactics_played(view, others[0])
+                and any(len(card) > 3 for card in view.hand))
+    return first_seat_at(engine, held_back, "a tactic held back", one_tactic=True)
 
 
 def pick(page: Page, card: str) -> None:
@@ -122,42 +155,6 @@ def test_tactic_through_the_page(service: Service, browser: BrowserContext,
         expect(page.get_by_test_id(f"flag-{flag.group(1)}")).to_have_attribute(
             "aria-label", re.compile(f"{card}"))
 
-
-def seat_a_tactic_ahead(engine: str) -> SeatHandle:
-    """The first seat of a LOCAL match at its play step, holding a tactic after playing one
-    (the second seat plays none): the rules hold that tactic back."""
-    tactic_play = re.compile(r"^play [A-Z]{3,}@\d$")
-    with Client(engine) as client:
-        for seed in range(1, 20):
-            rng = random.Random(seed)
-            created = client.create(opponent="local", clock="none", seed=seed, seat="first")
-            assert created.other is not None
-            first, second = client.seat(created.seat), client.seat(created.other)
-            played = False
-            for _ in range(120):
-                view = first.view()
-                seat = first if view.legal_actions else second
-                legal = list(view.legal_actions if seat is first else second.view().legal_actions)
-                if not legal:
-                    break
-                tactics_held = [c for c in view.hand if len(c) > 3]
-                if seat is first and played and tactics_held and any(
-                        a.startswith("play ") for a in legal):
-                    return created.seat
-                plays = [a for a in legal if tactic_play.match(a)]
-                if seat is first and not played and plays and len(tactics_held) >= 2:
-                    seat.act(plays[0], "draw troop")
-                    played = True
-                    continue
-                troops = [action for action in legal if TROOP_PLAY.match(action)]
-                prefer = "draw tactic" if seat is first and not played else "draw troop"
-                if troops:
-                    seat.act(rng.choice(troops))
-                elif prefer in legal:
-                    seat.act(prefer)
-                else:
-                    seat.act(next((a for a in legal if not a.startswith("claim")), legal[0]))
-    raise AssertionError("no position with a tactic held back in 19 seeded games")
 
 
 @pytest.mark.timeout(120)
