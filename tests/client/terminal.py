@@ -79,8 +79,11 @@ def _interrupted(command: list[str], after: str) -> Session:
     try:
         child.expect(after)
         seen = [child.before or "", str(child.after)]
-        child.sendintr()
-        child.expect(pexpect.EOF)
+        for _ in range(6):  # a Ctrl-C that lands inside a gRPC call can be lost: press again
+            child.sendintr()
+            if child.expect([pexpect.EOF, pexpect.TIMEOUT], timeout=5) == 0:
+                break
+            seen.append(child.before or "")
         seen.append(child.before or "")
         child.close()
         return Session(0, "", child.exitstatus, "".join(seen)[-12000:])
