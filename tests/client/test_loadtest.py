@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,8 @@ from battleline_client.loadtest import percentile
 from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
 from battleline_host.local import LocalService
-from tests.processes import calls_served, free_port_pair, start_serve, stop_serve
+from tests.client import terminal
+from tests.processes import BATTLELINE, calls_served, free_port_pair, start_serve, stop_serve
 
 
 def test_loadtest_writes_json_and_png_with_zero_errors(service: LocalService,
@@ -98,3 +100,13 @@ def test_open_limits_serve_loopback_only() -> None:
                                        "--no-web", "--redis-url", "redis://127.0.0.1:1/0"])
     assert refused.exit_code == 2, refused.output
     assert "--open-limits serves loopback only" in refused.output
+
+
+def test_a_run_stopped_with_ctrl_c_reports_what_it_measured(service: LocalService) -> None:
+    """Ctrl-C printed nothing and wrote no JSON: an operator bounding a run by hand lost it."""
+    session = terminal.interrupt(
+        [BATTLELINE, "loadtest", "--target", service.address, "--matches", "5000",
+         "--concurrency", "4"], after=r"\b[1-9]\d*/5000")
+    assert session.exitstatus == 130, session.output
+    assert "interrupted: the matches finished so far" in session.output
+    assert re.search(r"[1-9]\d* matches completed", session.output), session.output

@@ -59,19 +59,29 @@ def loadtest(
                       TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
                       console=console) as progress:
             task = progress.add_task("matches", total=matches, info="")
+            so_far: list[Report] = []  # the run's report, for a Ctrl-C before its end
 
             def on_match(report: Report) -> None:
+                so_far[:] = [report]
                 failed = f"{report.failed} failed" if report.failed else ""
                 progress.update(task, completed=report.completed + report.failed, info=failed)
 
-            report = asyncio.run(run(target, matches, concurrency,
-                                     mode="joined" if mode == "joined" else "local",
-                                     ruleset=ruleset, channels=channels, seed=seed,
-                                     on_match=on_match))
+            interrupted = False
+            try:
+                report = asyncio.run(run(target, matches, concurrency,
+                                         mode="joined" if mode == "joined" else "local",
+                                         ruleset=ruleset, channels=channels, seed=seed,
+                                         on_match=on_match))
+            except KeyboardInterrupt:  # what was measured so far is still reported
+                if not so_far:
+                    raise typer.Exit(130) from None
+                report, interrupted = so_far[0], True
     finally:
         if service is not None:
             service.stop()
     data = report.to_json()
+    if interrupted:
+        console.print("interrupted: the matches finished so far")
     console.print(f"{data['matches_completed']} matches completed, {data['matches_failed']} "
                   f"failed in {data['duration_s']:.1f} s: {data['matches_per_s']:.2f} matches/s, "
                   f"{data['actions_per_s']:.1f} actions/s, {data['rpcs_per_s']:.1f} RPCs/s")
@@ -93,5 +103,7 @@ def loadtest(
         json_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     if png is not None:
         histogram(report, png)
+    if interrupted:
+        raise typer.Exit(130)
     if data["errors"] or data["matches_failed"]:
         raise typer.Exit(1)
