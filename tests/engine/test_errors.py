@@ -197,6 +197,39 @@ def test_a_full_store_refuses_writes_precisely_and_changes_nothing(
     client.channel.close()
 
 
+def test_a_store_that_cannot_save_refuses_writes_as_unavailable(
+        shared: Engine, redis_server: str) -> None:
+    """A Redis whose last save failed (its disk full) refuses writes with MISCONF, a
+    replica after a failover with READONLY: the store cannot take writes now, a reason
+    and a retry, where the eighteenth audit saw INTERNAL and a traceback for each call."""
+    client = Client.to(shared.address)
+    store = redis.Redis.from_url(redis_server)
+    saved_dir, saves = store.config_get("dir")["dir"], store.config_get("save")["save"]
+    try:
+        store.config_set("save", "3600 1")  # with a save point, a failed save stops writes
+        store.config_set("dir", "/proc")  # nothing can be written there: the save fails
+        store.bgsave()
+        deadline = time.monotonic() + 10
+        while store.info("persistence")["rdb_last_bgsave_status"] != "err":
+            assert time.monotonic() < deadline, "the save did not fail"
+            time.sleep(0.05)
+        with pytest.raises(grpc.RpcError) as refused:
+            client.create("standard")
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert reason(refused.value) == "storage-unavailable"
+    finally:
+        store.config_set("dir", saved_dir)
+        store.config_set("save", saves)
+        store.bgsave()
+        deadline = time.monotonic() + 10
+        while store.info("persistence")["rdb_last_bgsave_status"] != "ok" \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        store.close()
+    client.create("standard")  # saved again: writes are taken
+    client.channel.close()
+
+
 def test_rate_limits_say_when_to_retry(redis_url: str) -> None:
     config = EngineConfig(create_rate=Rate(1, 3), action_rate=Rate(1, 2), streams_per_seat=2)
     engine = Engine(redis_url, config)

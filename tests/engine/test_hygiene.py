@@ -20,6 +20,7 @@ from battleline.v1 import lobby_pb2, types_pb2, watch_pb2, watch_pb2_grpc
 from battleline_engine.health import STREAMS_PER_ADDRESS
 from battleline_engine.metrics import REGISTRY
 from battleline_engine.ratelimit import Rate
+from battleline_engine.status import DEFECT
 from battleline_engine.storage.matches import match_key
 
 from .harness import AI_KEY, OPEN_LIMITS, Client, Engine, auth
@@ -330,4 +331,4 @@ def test_a_defect_is_internal_with_a_fixed_message(engine: Engine, client: Clien
         with pytest.raises(grpc.RpcError) as failed:
             call()
         assert failed.value.code() == grpc.StatusCode.INTERNAL
-        assert failed.value.details() == "internal error: the engine logged it"
+        assert failed.value.details() == DEFECT

@@ -112,6 +112,30 @@ def test_a_create_and_a_join_are_answered_whatever_becomes_of_the_live_count(
         client.channel.close()
 
 
+def test_a_creation_that_cannot_be_completed_leaves_nothing_behind(
+        capped: Engine, redis_url: str) -> None:
+    """A creator told its match failed never gets the token: a match left behind held one
+    of its places (eighteenth audit: a Redis that filled up between the match and its
+    lobby entry left 5 such, and the creator was refused new ones for 15 minutes). Here
+    the lobby index holds the wrong type, which Redis refuses as it refuses a full
+    store's writes."""
+    client = Client.to(capped.address)
+    store = redis.Redis.from_url(redis_url)
+    store.delete("bl:lobby")
+    store.set("bl:lobby", "not a sorted set")
+    try:
+        for _ in range(4):  # more than the cap of 3 unjoined matches
+            with pytest.raises(grpc.RpcError):
+                _open(client)
+        assert not store.keys("bl:{*}:*")  # no match left
+    finally:
+        store.delete("bl:lobby")
+    for _ in range(3):  # and no place held: the creator's 3 are all free
+        _open(client)
+    store.close()
+    client.channel.close()
+
+
 def _hgetall_calls(r: redis.Redis) -> int:
     stats = r.info("commandstats").get("cmdstat_hgetall", {})
     return int(stats.get("calls", 0))

@@ -41,7 +41,7 @@ from battleline_engine.health import CappedHealthServicer
 from battleline_engine.listening import listen
 from battleline_engine.metrics import MetricsInterceptor
 from battleline_engine.ratelimit import Rate, RateLimiter
-from battleline_engine.status import abort
+from battleline_engine.status import end_with
 from battleline_rules import MAX_REPEAT
 
 from .decide import decide, level_spec
@@ -133,15 +133,15 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
                       context: grpc.aio.ServicerContext[Any, Any]) -> ai_pb2.SuggestResponse:
         try:
             return await self._suggest(request, context)
-        except Refusal as refusal:
-            await abort(context, refusal)
+        except Exception as err:
+            await end_with(context, err, err if isinstance(err, Refusal) else None, "Suggest")
 
     async def Review(self, request: ai_pb2.ReviewRequest,
                      context: grpc.aio.ServicerContext[Any, Any]) -> ai_pb2.ReviewResponse:
         try:
             return await self._review(request, context)
-        except Refusal as refusal:
-            await abort(context, refusal)
+        except Exception as err:
+            await end_with(context, err, err if isinstance(err, Refusal) else None, "Review")
 
     async def _review(self, request: ai_pb2.ReviewRequest,
                       context: grpc.aio.ServicerContext[Any, Any]) -> ai_pb2.ReviewResponse:

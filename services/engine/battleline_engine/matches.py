@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Generic, TypeVar
@@ -252,14 +252,36 @@ class Matches:
                 await self.storage.lobby.free_places(meta.opponent, client, match_id)
         if result.status is not CommitStatus.OK:  # a 96-bit id collided: practically never
             raise Refusal(Kind.CONFLICT, "retry", "could not allocate a match id")
-        if invite:
-            await self.storage.lobby.set_invite(invite, match_id, self.lobby_ttl_s)
-            if not meta.private:
-                await self.storage.lobby.add_open(match_id, now, meta.ruleset, self.lobby_ttl_s)
-        if meta.opponent == Opponent.AI:
-            await self.storage.ai.request(match_id, other, meta.ai_level, owner=client)
+        try:
+            if invite:
+                await self.storage.lobby.set_invite(invite, match_id, self.lobby_ttl_s)
+                if not meta.private:
+                    await self.storage.lobby.add_open(match_id, now, meta.ruleset,
+                                                      self.lobby_ttl_s)
+            if meta.opponent == Opponent.AI:
+                await self.storage.ai.request(match_id, other, meta.ai_level, owner=client)
+        except Exception:
+            # Its creator hears of a failure and never gets its token: a match left behind
+            # would hold one of the creator's places with no way to cancel it (eighteenth
+            # audit: a Redis that filled up between the match and its invite).
+            await self._withdraw(match_id, meta, client)
+            raise
         match = await self.read(match_id)
         return Created(match, creator, token, other_token, invite)
+
+    async def _withdraw(self, match_id: str, meta: Meta, client: str) -> None:
+        """Undo a creation that could not be completed, as far as the store lets us (what
+        it refuses expires by itself)."""
+        lobby = self.storage.lobby
+        steps: list[Callable[[], Awaitable[None]]] = [
+            lambda: self.storage.matches.discard(match_id),
+            lambda: lobby.remove_open([match_id], [meta.ruleset]),
+            lambda: lobby.free_places(meta.opponent, client, match_id)]
+        if meta.invite:
+            steps.append(lambda: lobby.delete_invite(meta.invite))
+        for step in steps:
+            with contextlib.suppress(Exception):
+                await step()
 
     async def _hold_place(self, kind: Opponent, client: str, match_id: str, cap: int) -> None:
         """Count a new match against its creator, or refuse once the creator holds `cap`

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
@@ -15,10 +14,8 @@ from .errors import Kind, Refusal, invalid
 from .matches import Matches
 from .model import ClockKind
 from .ratelimit import Rate, RateLimiter
-from .status import abort
-from .storage import STORE_UNAVAILABLE, Storage, check_id, store_full
-
-log = logging.getLogger(__name__)
+from .status import end_with
+from .storage import STORE_UNAVAILABLE, Storage, check_id, store_full, store_unwritable
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,22 +113,11 @@ def _refusal_of(err: Exception) -> Refusal | None:
         return Refusal(Kind.EXHAUSTED, "storage-full",
                        "the match store is full (its memory limit): retry later",
                        retry_after_s=STORAGE_FULL_RETRY_S)
+    if store_unwritable(err):
+        return Refusal(Kind.UNAVAILABLE, "storage-unavailable",
+                       "the match store cannot take writes now (a replica, or its disk "
+                       "full): retry")
     return None
-
-
-async def _end_with(context: grpc.aio.ServicerContext[Any, Any], err: Exception,
-                    handler: str) -> NoReturn:
-    """End a call that raised `err`: a refusal with its rich status; a defect logged with
-    its traceback and answered INTERNAL with a fixed message, never Python's text of the
-    exception (gRPC's default, UNKNOWN "Unexpected <class ...>: ...", gave a client
-    Redis's error and the line of the script it failed on). gRPC's own abort passes."""
-    if isinstance(err, grpc.aio.AbortError):
-        raise err
-    refusal = _refusal_of(err)
-    if refusal is None:
-        log.exception("%s failed", handler)
-        await context.abort(grpc.StatusCode.INTERNAL, "internal error: the engine logged it")
-    await abort(context, refusal)
 
 
 R = TypeVar("R")
@@ -153,7 +139,7 @@ def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
             count_call(self.rt, context)
             return await method(self, request, context)
         except Exception as err:
-            await _end_with(context, err, method.__qualname__)
+            await end_with(context, err, _refusal_of(err), method.__qualname__)
 
     return wrapped
 
@@ -172,6 +158,6 @@ def streaming(
             async for item in method(self, request, context):
                 yield item
         except Exception as err:
-            await _end_with(context, err, method.__qualname__)
+            await end_with(context, err, _refusal_of(err), method.__qualname__)
 
     return wrapped

@@ -6,6 +6,7 @@ The servicer layer's half of errors.py: the only place where kinds meet codes.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Final, NoReturn
 
 import grpc
@@ -16,6 +17,8 @@ from grpc_status import rpc_status
 from .errors import Kind, Refusal
 
 DOMAIN: Final = "battleline.v1"
+DEFECT: Final = "internal error: the server logged it"  # all a caller learns of a defect
+log = logging.getLogger(__name__)
 
 CODES: Final = {
     Kind.INVALID: grpc.StatusCode.INVALID_ARGUMENT,
@@ -57,3 +60,18 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], refusal: Refusal) -
     """End the RPC with the refusal's rich status."""
     await context.abort_with_status(rich_status(refusal))
     raise AssertionError("abort_with_status returned")  # pragma: no cover
+
+
+async def end_with(context: grpc.aio.ServicerContext[Any, Any], err: Exception,
+                   refusal: Refusal | None, handler: str) -> NoReturn:
+    """End a call that raised `err`: `refusal` (what `err` stands for) with its rich
+    status; without one, `err` is a defect, logged with its traceback and answered
+    INTERNAL with DEFECT, never Python's text of the exception (gRPC's default, UNKNOWN
+    "Unexpected <class ...>: ...", gave a client Redis's error and the line of the script
+    it failed on). gRPC's own abort passes. Call it from the `except` block."""
+    if isinstance(err, grpc.aio.AbortError):
+        raise err
+    if refusal is None:
+        log.exception("%s failed", handler)
+        await context.abort(grpc.StatusCode.INTERNAL, DEFECT)
+    await abort(context, refusal)

@@ -33,6 +33,7 @@ from .connection import (
     now_ms,
     raise_lost_cancellation,
     store_full,
+    store_unwritable,
     valid_id,
 )
 from .events import EventPage, EventStreams, StoredEvent
@@ -44,7 +45,7 @@ __all__ = [
     "AI_PLACE_TTL_S", "STORE_UNAVAILABLE", "CommitResult", "CommitStatus", "EventPage",
     "MatchRecord", "Storage", "StoredEvent", "check_id", "hash_token", "is_cluster_url",
     "log_failure", "new_match_id", "new_seat_token", "now_ms", "raise_lost_cancellation",
-    "store_full", "valid_id",
+    "store_full", "store_unwritable", "valid_id",
 ]
 
 

@@ -37,6 +37,17 @@ STORE_UNAVAILABLE: Final = (
 )
 
 
+def store_unwritable(err: Exception) -> bool:
+    """Whether the store refused a write it cannot take now: a replica after a failover
+    (READONLY), or a Redis whose last save failed, its disk full (MISCONF). Redis 6.2
+    wraps a script's in a generic error."""
+    text = str(err)
+    return isinstance(err, redis.exceptions.ReadOnlyError) or (
+        isinstance(err, redis.exceptions.ResponseError)
+        and (text.startswith(("MISCONF", "READONLY")) or "-MISCONF" in text
+             or "-READONLY" in text))
+
+
 def store_full(err: Exception) -> bool:
     """Whether the store refused a write for its `maxmemory` (deploy/ sets one, with
     noeviction, so Redis refuses writes rather than its container being killed). A script

@@ -304,7 +304,7 @@ class MatchStore:
         if text(reply[0]) == "EXISTS":
             return CommitResult(CommitStatus.EXISTS)
         if deadline_ms and not in_script_clock:
-            await self._clocks.index(match_id, deadline_ms)
+            await self._index_clock(match_id, deadline_ms)
         await self._index_live(match_id, _expiry_ms(created, ttl))
         return CommitResult(CommitStatus.OK, int(reply[1]), int(reply[2]))
 
@@ -416,13 +416,23 @@ class MatchStore:
         if outcome is not CommitStatus.OK:
             return CommitResult(outcome, int(reply[1]) if len(reply) > 1 else 0)
         if deadline_ms is not None and not in_script_clock:
-            await self._clocks.index(match_id, deadline_ms)
+            await self._index_clock(match_id, deadline_ms)
         if finished:
             await self._lobby.remove_open([match_id])
             await self._conn.redis.zrem(_LIVE, match_id)
         elif claim_seat is not None:  # joined: from the lobby's minutes to the idle TTL
             await self._index_live(match_id, _expiry_ms(now_ms(), ttl), joined=True)
         return CommitResult(outcome, int(reply[1]), int(reply[2]))
+
+    async def _index_clock(self, match_id: str, deadline_ms: int) -> None:
+        """Index a running clock outside the match's script (Redis Cluster: another slot).
+        The match is written by then: a failure here must not answer it as not done (a
+        join's caller would never learn its token); the clock still runs out on the next
+        read of the match, only the sweeper does not see it coming."""
+        try:
+            await self._clocks.index(match_id, deadline_ms)
+        except redis.exceptions.RedisError as err:
+            log.warning("match %s: its clock left out of the index: %s", match_id, err)
 
     async def _index_live(self, match_id: str, expiry_ms: float, joined: bool = False) -> None:
         """Note when a match expires untouched in `bl:live`, which feeds a gauge and nothing
@@ -444,6 +454,13 @@ class MatchStore:
         redis = self._conn.redis
         await redis.zremrangebyscore(_LIVE, "-inf", now_ms())
         return int(await redis.zcard(_LIVE))
+
+    async def discard(self, match_id: str) -> None:
+        """Delete a match and its index entries: one whose creation could not be completed
+        (deletions go through where a full Redis refuses writes)."""
+        await self._conn.redis.delete(*_match_keys(match_id))
+        await self._conn.redis.zrem(_LIVE, match_id)
+        await self._clocks.unindex(match_id)
 
     async def exists(self, match_id: str) -> bool:
         """Whether the match is stored (not expired)."""
