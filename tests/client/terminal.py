@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import time
 from dataclasses import dataclass
 from multiprocessing.pool import AsyncResult, Pool
@@ -73,17 +74,21 @@ def run(command: list[str], *, answer: bool = True, timeout_s: float = 120) -> S
         return pending.get(timeout_s + 30)
 
 
+def _default_sigint() -> None:
+    """Ctrl-C as a terminal's user has it: a test run started in the background (`nohup
+    .ci/run &`) ignores SIGINT, and so would the command, which then never sees it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupted(command: list[str], after: str) -> Session:
     child = pexpect.spawn(command[0], command[1:], encoding="utf-8", timeout=30,
-                          dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"})
+                          dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"},
+                          preexec_fn=_default_sigint)
     try:
         child.expect(after)
         seen = [child.before or "", str(child.after)]
-        for _ in range(6):  # a Ctrl-C that lands inside a gRPC call can be lost: press again
-            child.sendintr()
-            if child.expect([pexpect.EOF, pexpect.TIMEOUT], timeout=5) == 0:
-                break
-            seen.append(child.before or "")
+        child.sendintr()
+        child.expect(pexpect.EOF)
         seen.append(child.before or "")
         child.close()
         return Session(0, "", child.exitstatus, "".join(seen)[-12000:])
