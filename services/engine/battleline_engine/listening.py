@@ -6,7 +6,7 @@ MAX_CALLS for its options' defaults before it loads the engine."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
     import grpc
@@ -48,12 +48,53 @@ def host_port(host: str, port: int) -> str:
     return f"{host}:{port}"
 
 
+def claim_shared_port(host: str, port: int) -> IO[bytes] | None:
+    """For `serve --workers N`, whose engines bind their port with SO_REUSEPORT: that
+    would let a second serve's engines in beside them without a word, and an operator's
+    two serves then split one port's calls between two stores (7 of 12 matches read back
+    as unknown). Raise CannotListen if this user's other serve holds the port (a lock it
+    keeps while it runs: two serves started at once both passed a probe alone) or some
+    socket is bound there. Returns the lock, to keep open while the engines run."""
+    if port == 0:
+        return None
+    lock = _port_lock(port)
+    refuse_if_bound(host, port)
+    return lock
+
+
+def _port_lock(port: int) -> IO[bytes] | None:
+    """This user's lock of `port` (sharing a SO_REUSEPORT port needs the same user), or
+    None where its directory is not this user's own (the probe alone then guards)."""
+    import fcntl
+    import os
+    import stat
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.gettempdir()) / f"battleline-ports-{os.geteuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = folder.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        return None
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        lock = os.fdopen(os.open(folder / f"port-{port}.lock", flags, 0o600), "r+b")
+    except OSError:
+        return None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise CannotListen(f"cannot listen on port {port}: another serve holds it") from None
+    return lock
+
+
 def refuse_if_bound(host: str, port: int) -> None:
     """Raise CannotListen if some socket holds `host:port`, one bound with SO_REUSEPORT
-    included. The engines of `serve --workers N` bind their port with SO_REUSEPORT, which
-    would let a second serve's engines in beside them without a word: an operator's two
-    serves then split one port's calls between two stores (7 of 12 matches read back as
-    unknown). A probe without it is refused while any such socket is bound."""
+    included: a probe without it is refused while any such socket is bound."""
     import errno
     import socket
 

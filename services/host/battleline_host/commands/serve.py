@@ -25,8 +25,8 @@ from battleline_client.processes import dying_with_parent, stop_processes
 from battleline_engine.listening import (
     MAX_CALLS,
     MAX_CONNECTIONS,
+    claim_shared_port,
     is_loopback_host,
-    refuse_if_bound,
 )
 from battleline_engine.socket_dirs import private_socket_dir
 from battleline_gateway.limits import WebLimits
@@ -233,9 +233,10 @@ def serve(
         raise typer.BadParameter("--clock: per-move or per-game")
     if redis_client not in ("lean", "redis-py"):
         raise typer.BadParameter("--redis-client: lean or redis-py")
+    port_lock = None  # held while this serve runs: its --workers own the port
     if workers > 1 and not shared_port:
         with one_line_when_cannot_listen("serve", "--port"):
-            refuse_if_bound(host, port)
+            port_lock = claim_shared_port(host, port)
     if not redis_url:
         embedded = EmbeddedRedis(data_dir)
         with _own_data_dir():
@@ -311,6 +312,8 @@ def serve(
             embedded.stop()
         if ai_socket is not None:
             shutil.rmtree(ai_socket.parent, ignore_errors=True)
+        if port_lock is not None:
+            port_lock.close()
 
 
 async def _run(
