@@ -18,6 +18,7 @@ from multiprocessing.pool import AsyncResult, Pool
 import pexpect
 
 MOVE = r"your move \(1-\d+"
+PASS = r"press Enter when the other seat is not looking"  # a hot seat changes hands
 # To the line's end: the line may reach the pty in pieces, and a pattern free to stop
 # anywhere would match only the first piece.
 OVER = r"match over: [^\r\n]*\r?\n"
@@ -43,7 +44,7 @@ def _session(command: list[str], answer: bool, timeout_s: float,
     deadline = time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline:
-            index = child.expect([MOVE, OVER, pexpect.EOF])
+            index = child.expect([MOVE, OVER, pexpect.EOF, PASS])
             seen.append(child.before or "")
             if index == 0 and answer:
                 child.sendline("1")
@@ -52,6 +53,8 @@ def _session(command: list[str], answer: bool, timeout_s: float,
                 result = str(child.after).rstrip()
             elif index == 2:
                 break
+            elif index == 3:
+                child.sendline("")
         child.close()
         return Session(prompts, result, child.exitstatus, "".join(seen)[-12000:])
     finally:

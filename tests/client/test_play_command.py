@@ -60,7 +60,7 @@ def test_play_gives_up_when_no_ai_worker_comes(redis_url: str) -> None:
 
 @pytest.mark.parametrize(("args", "after", "said"), [
     (["--friend"], r"waiting for the other seat", "cancelled the match"),
-    (["--local", "--seed", "3"], terminal.MOVE, "resigned the match"),
+    (["--local", "--seed", "3"], terminal.PASS, "resigned the match"),
 ])
 def test_leaving_the_table_resigns_the_match(redis_url: str, args: list[str], after: str,
                                              said: str) -> None:

@@ -12,7 +12,7 @@ import re
 
 import pexpect
 
-from tests.client.terminal import MOVE
+from tests.client.terminal import MOVE, PASS
 from tests.processes import BATTLELINE
 
 
@@ -27,6 +27,8 @@ def _newcomer() -> dict[str, str]:
                           timeout=60, dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"})
     shown: dict[str, str] = {}
     try:
+        child.expect(PASS)
+        child.sendline("")
         child.expect(MOVE)
         shown["first"] = _plain(child.before or "")
         hand = re.search(r"your hand: ([^\r\n│]*)", shown["first"])
@@ -47,6 +49,9 @@ def _newcomer() -> dict[str, str]:
         child.expect(MOVE)
         shown["card then flag"] = _plain(child.before or "")
         child.sendline("draw troop")  # the other seat's turn: its screen tells our move
+        child.expect(PASS)
+        shown["handover"] = child.before or ""
+        child.sendline("")
         child.expect(MOVE)
         shown["next screen"] = _plain(child.before or "")
         shown["played"] = f"play {first_card}@{flag}"
@@ -79,6 +84,10 @@ def test_a_newcomer_gets_help_short_errors_and_a_resign_question() -> None:
     card, flag = shown["played"].removeprefix("play ").split("@")
     assert f"first seat: played {card} at flag {flag}" in shown["next screen"], shown[
         "next screen"]
+    # Handed over, the terminal is wiped, scrollback too, before the second seat is asked
+    # in: the first seat's hand and the card it drew stood above the second seat's screen.
+    wiped = shown["handover"].rsplit("\x1b[2J", 1)
+    assert len(wiped) == 2 and "\x1b[3J" in wiped[1], repr(shown["handover"][-300:])
 
 
 GUILE_WORDS = {"DESERTER": "Deserter: removed", "TRAITOR": "Traitor: took",
@@ -101,6 +110,12 @@ def _answer(offered: str) -> str:
     return "1"
 
 
+def _expect_move(child: pexpect.spawn) -> None:
+    """Up to the next move prompt, handing the terminal over when the seat changes."""
+    while child.expect([MOVE, PASS]) == 1:
+        child.sendline("")
+
+
 def _guile_by_name() -> tuple[str, str]:
     """A hot-seat game played until a guile tactic is offered; it is chosen by typing its
     name, then answering which card and which flag. Returns the questions asked and what
@@ -108,12 +123,12 @@ def _guile_by_name() -> tuple[str, str]:
     child = pexpect.spawn(BATTLELINE, ["play", "--local", "--seed", "2"], encoding="utf-8",
                           timeout=60, dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"})
     try:
-        child.expect(MOVE)
+        _expect_move(child)
         for _ in range(200):
             typed = _answer(_plain(child.before or ""))
             child.sendline(typed)
             if typed not in GUILE_WORDS:
-                child.expect(MOVE)
+                _expect_move(child)
                 continue
             asked = []
             while child.expect([rf"{typed}[^\r\n]*\? \(([^)]*)\) ", MOVE]) == 0:

@@ -74,6 +74,17 @@ class Terminal:
                 self.shown = event.number
                 self.recent.append(event)
 
+    def pass_to(self, who: str) -> None:
+        """Hand a hot seat's terminal over: what the last seat saw (its hand, its draws) is
+        wiped, scrollback too, and the next seat's screen waits for it to be there (the
+        other seat's draws and hand stood above the next screen)."""
+        self.console.clear()
+        if self.console.is_terminal:
+            self.console.file.write("\x1b[3J")  # the scrollback as well
+        self.console.input(f"[bold]{escape(who)}[/]: your turn; press Enter when the "
+                           "other seat is not looking ")
+        self.console.clear()
+
     def recall(self, events: list[types_pb2.MatchEvent]) -> None:
         """Tell the next screens these moves (a hot seat's: its own account of them)."""
         self.recent = deque(events, maxlen=self.recent.maxlen)
@@ -165,12 +176,16 @@ def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool
     term.playing = seats[0]
     views = [seat.view() for seat in seats]
     term.console.print(f"local match {escape(created.match_id)}: two seats on this terminal")
+    last: int | None = None
     while not is_finished(views[0]):
         i = next((i for i, v in enumerate(views) if is_my_turn(v)), None)
         if i is None:  # neither can act on what we hold: refresh both
             views = [seat.view() for seat in seats]
             continue
         who = f"{tui.SEAT_NAMES.get(seats[i].handle.seat, '?')} seat"
+        if i != last:
+            term.pass_to(who)
+            last = i
         term.recall(_own_account(seats[i], views[i]))
         term.screen(views[i], title=f"{who} to move (hot seat)")
         views[i] = term.turn(seats[i], views[i], who)
