@@ -52,7 +52,8 @@ HELP = """\
   traitor B4@2 6       take the opponent's B4 from flag 2 onto your side of flag 6
   scout-draw troop / scout-return R3 / mud-discard R4@6   Scout's and Mud's steps
 Several at once, separated by commas: [bold]play R7@3, draw troop[/].
-[bold]list[/] shows the legal actions again; [bold]resign[/] gives up the match (asks first).
+[bold]list[/] shows the legal actions again; [bold]resign[/] gives up the match (asks first);
+Ctrl-C leaves the table and gives it up at once (no way back to it).
 The rules: docs/RULES.md."""
 HINT = "type 'list' for the legal actions, '?' for help"
 
@@ -74,13 +75,14 @@ class Terminal:
                 self.shown = event.number
                 self.recent.append(event)
 
-    def pass_to(self, who: str) -> None:
+    def pass_to(self, who: str, wipe: bool = True) -> None:
         """Hand a hot seat's terminal over: what the last seat saw (its hand, its draws) is
         wiped, scrollback too, and the next seat's screen waits for it to be there (the
         other seat's draws and hand stood above the next screen)."""
-        self.console.clear()
-        if self.console.is_terminal:
-            self.console.file.write("\x1b[3J")  # the scrollback as well
+        if wipe:
+            self.console.clear()
+            if self.console.is_terminal:
+                self.console.file.write("\x1b[3J")  # the scrollback as well
         self.console.input(f"[bold]{escape(who)}[/]: your turn; press Enter when the "
                            "other seat is not looking ")
         self.console.clear()
@@ -184,7 +186,7 @@ def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool
             continue
         who = f"{tui.SEAT_NAMES.get(seats[i].handle.seat, '?')} seat"
         if i != last:
-            term.pass_to(who)
+            term.pass_to(who, wipe=last is not None)
             last = i
         term.recall(_own_account(seats[i], views[i]))
         term.screen(views[i], title=f"{who} to move (hot seat)")
