@@ -189,6 +189,11 @@ def test_a_full_store_refuses_writes_precisely_and_changes_nothing(
         for seen in (after, view):
             seen.ClearField("clocks")  # time passes; nothing else may change
         assert after == view
+        # Reads go on: a resumed Watch replays the events (it went through a MULTI, which a
+        # full Redis refuses: the eighteenth audit saw it answered storage-full).
+        resumed = client.watch(created.match_id, to_act, resume_after=0)
+        assert next(iter(resumed)).event.number == 1
+        resumed.cancel()
     finally:
         store.config_set("maxmemory", 0)
         store.close()

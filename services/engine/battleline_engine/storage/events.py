@@ -43,20 +43,30 @@ class EventPage:
     last_event: int
 
 
+# KEYS: ev, m. ARGV: the exclusive start id, count. The events and the match's last event
+# number, read together (a commit between the two would make the page look incomplete).
+# A script that only reads, not a MULTI: a Redis at its `maxmemory` refuses a MULTI, and a
+# resumed Watch or a record had to wait for room to be made (eighteenth audit).
+_EVENTS_AFTER_LUA: Final = """
+return {redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2]),
+        redis.call('HGET', KEYS[2], 'seq')}
+"""
+
+
 class EventStreams:
     """Match events after a point, and one blocking read over many matches."""
 
     def __init__(self, connection: Connection) -> None:
         self._conn = connection
         self._redis = connection.redis
+        self._events_after = connection.register(_EVENTS_AFTER_LUA)
 
     async def events_after(self, match_id: str, after: int, limit: int = 1000) -> EventPage:
         """Events numbered > `after`, oldest first; incomplete if some are gone."""
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.xrange(match_key(match_id, "ev"), min=f"({after}-0", max="+", count=limit)
-            pipe.hget(match_key(match_id, "m"), "seq")
-            entries, seq = await pipe.execute()
-        events = [_event(i, f) for i, f in entries]
+        entries, seq = await self._conn.script(
+            self._events_after, [match_key(match_id, "ev"), match_key(match_id, "m")],
+            [f"({after}-0", limit])
+        events = [_event(i, dict(zip(f[::2], f[1::2], strict=True))) for i, f in entries]
         last = int(seq) if seq is not None else 0
         # Complete when nothing between `after` and the first kept event is missing.
         complete = events[0].number == after + 1 if events else last <= after
