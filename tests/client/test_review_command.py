@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import re
 
+from rich.console import Console
 from typer.testing import CliRunner
 
+from battleline.v1 import types_pb2
 from battleline_client.aio import AsyncClient
 from battleline_client.cli import app
 from battleline_client.client import Client
-from battleline_client.commands.review import BARS, sparkline
+from battleline_client.commands.review import BARS, render, sparkline
 from battleline_host.local import LocalService
 from tests.ai.service_harness import played_match
 
@@ -52,6 +54,13 @@ def test_review_prints_moves_graph_and_costliest_moves(ai_engine: LocalService) 
         return [move.preferred_action for move in answer.review.moves]
 
     assert asyncio.run(review_async()) == [move.preferred_action for move in review.moves]
+
+    # Each seat by its player's name (a player read "first"/"second" and could not tell).
+    console = Console(width=120, record=True)
+    console.print(render(review, {types_pb2.SEAT_FIRST: "Ann", types_pb2.SEAT_SECOND: "Bob"}))
+    named = console.export_text()
+    assert "Ann (ends" in named and "Bob (ends" in named
+    assert re.search(r"│\s*1\s*│\s*(Ann|Bob)\s*│", named), named[:600]
 
     refused = runner.invoke(app, ["review", live, "--target", ai_engine.address])
     assert refused.exit_code == 1 and "over" in refused.output

@@ -10,7 +10,7 @@ mover knew at that moment.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated
 
 import typer
@@ -26,8 +26,9 @@ from ..client import Client
 from ..common import DEFAULT_TARGET
 from ..errors import BattleLineError
 
-SEATS = {types_pb2.SEAT_FIRST: "first", types_pb2.SEAT_SECOND: "second"}
-SEAT_STYLES = {types_pb2.SEAT_FIRST: "cyan", types_pb2.SEAT_SECOND: "magenta"}
+SEATS: Mapping[int, str] = {types_pb2.SEAT_FIRST: "first seat",
+                            types_pb2.SEAT_SECOND: "second seat"}
+SEAT_STYLES: Mapping[int, str] = {types_pb2.SEAT_FIRST: "cyan", types_pb2.SEAT_SECOND: "magenta"}
 BARS = "▁▂▃▄▅▆▇█"
 # The engine makes the review on the first ask: about a second, more behind a queue.
 REVIEW_TIMEOUT_S = 90.0
@@ -45,24 +46,25 @@ def sparkline(values: Sequence[float]) -> str:
     return "".join(BARS[min(top, max(0, round(v * top)))] for v in values)
 
 
-def graph(review: review_pb2.GameReview, width: int = 60) -> Table:
+def graph(review: review_pb2.GameReview, width: int = 60,
+          names: Mapping[int, str] = SEATS) -> Table:
     """Each seat's estimate after each of its moves, as a line of bars (at most
     ``width`` per line: a long game wraps)."""
     table = Table(title="Win estimate over the game (each bar: one move, ▁ 0% to █ 100%)",
                   show_header=False, box=None, title_justify="left")
     table.add_column("seat", no_wrap=True)
     table.add_column("graph", no_wrap=True)
-    for seat, name in SEATS.items():
+    for seat in SEATS:
         values = [m.estimate_after for m in review.moves if m.seat == seat]
         line = sparkline(values)
         rows = [line[i:i + width] for i in range(0, len(line), width)] or [""]
-        label = f"{name} seat" + (f" (ends {percent(values[-1])})" if values else "")
+        label = names[seat] + (f" (ends {percent(values[-1])})" if values else "")
         for i, row in enumerate(rows):
             table.add_row(label if i == 0 else "", Text(row, style=SEAT_STYLES[seat]))
     return table
 
 
-def moves_table(review: review_pb2.GameReview) -> Table:
+def moves_table(review: review_pb2.GameReview, names: Mapping[int, str] = SEATS) -> Table:
     """Every move: who, what, the estimate before and after, the AI's preference."""
     costly = set(review.costliest)
     table = Table(title=f"Every move of game {review.game}", title_justify="left")
@@ -72,7 +74,7 @@ def moves_table(review: review_pb2.GameReview) -> Table:
     for m in review.moves:
         preferred = "" if m.preferred_action in ("", m.action) else m.preferred_action
         table.add_row(
-            str(m.number), Text(SEATS.get(m.seat, "?"), style=SEAT_STYLES.get(m.seat, "")),
+            str(m.number), Text(names.get(m.seat, "?"), style=SEAT_STYLES.get(m.seat, "")),
             Text(m.action), percent(m.estimate_before), percent(m.estimate_after),
             Text(preferred),
             f"{100 * m.loss:.1f}" if m.loss else "",
@@ -80,7 +82,7 @@ def moves_table(review: review_pb2.GameReview) -> Table:
     return table
 
 
-def costliest(review: review_pb2.GameReview) -> RenderableType:
+def costliest(review: review_pb2.GameReview, names: Mapping[int, str] = SEATS) -> RenderableType:
     """The moves that cost most, each with the move the AI preferred."""
     # Moves are numbered from 1; a number the review lacks (a broken server's) is left out.
     # Each once, at most ten (the AI lists three): a broken server's million repeats are not drawn.
@@ -91,7 +93,7 @@ def costliest(review: review_pb2.GameReview) -> RenderableType:
     for number in numbers:
         m = review.moves[number - 1]
         lines.append(Text(
-            f"  move {m.number}, {SEATS.get(m.seat, '?')} seat: {m.action} "
+            f"  move {m.number}, {names.get(m.seat, '?')}: {m.action} "
             f"({percent(m.estimate_before)} -> {percent(m.estimate_after)}); the AI preferred "
             f"{m.preferred_action}, {100 * m.loss:.1f} points better"))
     return Group(*lines)
@@ -117,10 +119,12 @@ def _within(value: float, low: float) -> float:
     return min(1.0, max(low, value)) if math.isfinite(value) else 0.0
 
 
-def render(review: review_pb2.GameReview) -> RenderableType:
-    """The whole review: the moves, the graph, the costliest moves, how it was judged."""
+def render(review: review_pb2.GameReview, names: Mapping[int, str] = SEATS) -> RenderableType:
+    """The whole review: the moves, the graph, the costliest moves, how it was judged;
+    each seat by `names` (its player's name)."""
     review = drawable(review)
-    return Group(moves_table(review), Text(), graph(review), Text(), costliest(review),
+    return Group(moves_table(review, names), Text(), graph(review, names=names), Text(),
+                 costliest(review, names),
                  Text(f"Judged by {review.evaluator}.", style="dim"))
 
 
@@ -134,7 +138,18 @@ def review(
     try:
         with Client(target, timeout=REVIEW_TIMEOUT_S) as client:
             reply = client.review(match_id)
+            names = _player_names(client, match_id)
     except BattleLineError as err:
         console.print(f"[red]{escape(str(err))}[/]")
         raise typer.Exit(1) from None
-    console.print(render(reply.review))
+    console.print(render(reply.review, names))
+
+
+def _player_names(client: Client, match_id: str) -> Mapping[int, str]:
+    """Each seat by its player's name, as the match shows it to a spectator (the seats'
+    own names where the match cannot be read)."""
+    try:
+        view = client.view(match_id)
+    except BattleLineError:
+        return SEATS
+    return {seat: tui.seat_label(view, seat) for seat in SEATS}
