@@ -308,16 +308,13 @@ def held_back(view: types_pb2.MatchView) -> list[tuple[str, str]]:
     state = _position(view)
     if view.turn_step != types_pb2.TURN_STEP_PLAY or state is None:
         return []
-    usable = {a.split()[1].partition("@")[0] for a in view.legal_actions if a.startswith("play ")}
-    usable |= {card_ for verb, card_ in _GUILE.items()
-               if any(a.startswith(f"{verb} ") for a in view.legal_actions)}
     held = []
     for name in view.hand:
         try:
             tactic = parse_card(name)
         except ValueError:
             continue
-        if name in usable or not is_tactic(tactic):
+        if not is_tactic(tactic) or card_moves(name, view.legal_actions):
             continue
         refusal = state.tactic_refusal(state.current_player, tactic)
         held.append((name, refusal.message if refusal else "nothing it could be played on now"))
