@@ -31,7 +31,7 @@ lobby (lobby.py) up to date, through those parts.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Final, cast
@@ -220,6 +220,16 @@ def match_id_of_key(key: bytes | str) -> str:
 def _expiry_ms(now: int, ttl_s: int) -> float:
     """When keys given `ttl_s` at `now` expire untouched (never, for 0)."""
     return now + ttl_s * 1000 if ttl_s else float("inf")
+
+
+async def _after_the_match(what: str, write: Awaitable[object]) -> None:
+    """An index write after the match's own: the match is written by then, so a failure
+    (Redis full, or away for a moment) must not answer a create or a join as not done,
+    whose caller would never learn its token; it is logged as `what`."""
+    try:
+        await write
+    except redis.exceptions.RedisError as err:
+        log.warning("%s: %s", what, err)
 
 
 def _match_keys(match_id: str) -> list[str]:
@@ -425,27 +435,18 @@ class MatchStore:
         return CommitResult(outcome, int(reply[1]), int(reply[2]))
 
     async def _index_clock(self, match_id: str, deadline_ms: int) -> None:
-        """Index a running clock outside the match's script (Redis Cluster: another slot).
-        The match is written by then: a failure here must not answer it as not done (a
-        join's caller would never learn its token); the clock still runs out on the next
-        read of the match, only the sweeper does not see it coming."""
-        try:
-            await self._clocks.index(match_id, deadline_ms)
-        except redis.exceptions.RedisError as err:
-            log.warning("match %s: its clock left out of the index: %s", match_id, err)
+        """Index a running clock outside the match's script (Redis Cluster: another slot);
+        if that fails, the clock still runs out on the next read of the match, only the
+        sweeper does not see it coming."""
+        await _after_the_match(f"match {match_id}: its clock left out of the index",
+                               self._clocks.index(match_id, deadline_ms))
 
     async def _index_live(self, match_id: str, expiry_ms: float, joined: bool = False) -> None:
         """Note when a match expires untouched in `bl:live`, which feeds a gauge and nothing
-        else: a failure to write it (Redis full, or away for a moment) must not turn a
-        create or a join already written into an error whose caller never learns its
-        token. `joined`: move the entry of a match already listed (never add one)."""
-        try:
-            if joined:
-                await self._conn.redis.zadd(_LIVE, {match_id: expiry_ms}, xx=True)
-            else:
-                await self._conn.command("ZADD", _LIVE, expiry_ms, match_id)
-        except redis.exceptions.RedisError as err:
-            log.warning("match %s left out of the live-match count: %s", match_id, err)
+        else. `joined`: move the entry of a match already listed (never add one)."""
+        write = (self._conn.redis.zadd(_LIVE, {match_id: expiry_ms}, xx=True) if joined
+                 else self._conn.command("ZADD", _LIVE, expiry_ms, match_id))
+        await _after_the_match(f"match {match_id} left out of the live-match count", write)
 
     async def live_count(self) -> int:
         """Unfinished matches. Entries past their expiry are dropped first: those
