@@ -18,6 +18,7 @@ from battleline_client.client import Client
 from battleline_client.common import WatchCursor, is_finished, is_my_turn
 from battleline_rules import parse_card
 from battleline_rules.cards import is_tactic
+from tests.local_match import turns
 from tests.rules.positions import position
 
 
@@ -139,12 +140,7 @@ def test_a_tactic_that_cannot_be_played_is_named_with_the_reason(client: Client)
         assert created.other is not None
         seats = [client.seat(created.seat), client.seat(created.other)]
         rng = random.Random(seed)
-        for _ in range(200):
-            view = seats[0].view()
-            if is_finished(view):
-                break
-            mover = 0 if is_my_turn(view) else 1
-            view = seats[mover].view()
+        for seat, view in itertools.islice(turns(seats), 200):
             shown = _text(tui.choices(view))
             for name, why in tui.held_back(view):
                 assert re.search(rf"not now\s+{name}: {re.escape(why[:30])}", shown), shown
@@ -158,7 +154,7 @@ def test_a_tactic_that_cannot_be_played_is_named_with_the_reason(client: Client)
                         or not is_tactic(parse_card(name)) \
                         or any(a.split()[0] == name.lower() for a in view.legal_actions), name
             draws = [a for a in view.legal_actions if a == "draw tactic"]  # hold many
-            seats[mover].act(*(draws or choose(view, rng)))
+            seat.act(*(draws or choose(view, rng)))
     assert any("tactics and your opponent" in r for r in reasons), reasons
 
 

@@ -11,6 +11,7 @@ first seat, as a reloaded tab would, and follows the rest of the game on its Wat
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 
@@ -19,7 +20,8 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from battleline.v1 import types_pb2
 from battleline_client.client import Client, Seat
-from battleline_client.common import SeatHandle, is_finished, is_my_turn
+from battleline_client.common import SeatHandle
+from tests.local_match import turns
 
 from .pages import Service, open_seat, shoot
 
@@ -53,18 +55,14 @@ def mid_game(engine: str, seed: int) -> tuple[SeatHandle, SeatHandle]:
         assert created.other is not None
         seats = [client.seat(created.seat), client.seat(created.other)]
         rng = random.Random(seed)
-        for _ in range(400):
-            view = seats[0].view()
-            if is_finished(view):
-                break
+        for seat, view in itertools.islice(turns(seats), 400):
             flags = [p.flags_claimed for p in view.players]
             tactic_down = any(re.search(r"[A-Z]{3}", card) for f in view.flags
                               for card in [*f.first_cards, *f.second_cards, *f.environment])
-            if (min(flags) > 0 and tactic_down and is_my_turn(view)
+            if (min(flags) > 0 and tactic_down and seat is seats[0]
                     and view.turn_step == types_pb2.TURN_STEP_PLAY):
                 return created.seat, created.other
-            mover = 0 if is_my_turn(view) else 1
-            step(seats[mover], view if mover == 0 else seats[1].view(), rng)
+            step(seat, view, rng)
     raise AssertionError(f"seed {seed}: no game with a flag for each seat and a tactic down")
 
 
@@ -73,12 +71,12 @@ def play_out(engine: str, handles: tuple[SeatHandle, SeatHandle], seed: int) -> 
     with Client(engine) as client:
         seats = [client.seat(handle) for handle in handles]
         rng = random.Random(seed)
-        for _ in range(600):
-            views = [seat.view() for seat in seats]
-            if is_finished(views[0]):
-                return
-            mover = 0 if is_my_turn(views[0]) else 1
-            step(seats[mover], views[mover], rng)
+        moves = 0
+        for seat, view in itertools.islice(turns(seats), 600):
+            step(seat, view, rng)
+            moves += 1
+        if moves < 600:  # the turns ran out: the game is over
+            return
     raise AssertionError("the game does not end")
 
 

@@ -8,6 +8,7 @@ that seat as a reloaded tab would, and the tactic is played with clicks only.
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from battleline.v1 import types_pb2
 from battleline_client.client import Client
 from battleline_client.common import SeatHandle
+from tests.local_match import turns
 
 from .pages import Service, first_step, open_seat, settle
 
@@ -38,12 +40,8 @@ def first_seat_at(engine: str, reached: Callable[[types_pb2.MatchView], bool], w
             created = client.create(opponent="local", clock="none", seed=seed, seat="first")
             assert created.other is not None
             first, second = client.seat(created.seat), client.seat(created.other)
-            for _ in range(300):
-                view = first.view()
-                seat = first if view.legal_actions else second
-                legal = list(view.legal_actions if seat is first else second.view().legal_actions)
-                if not legal:
-                    break  # the game is over
+            for seat, view in itertools.islice(turns([first, second]), 300):
+                legal = list(view.legal_actions)
                 if seat is first and reached(view):
                     return created.seat
                 played = _tactics_played(view, view.viewer)
