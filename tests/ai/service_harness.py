@@ -30,14 +30,16 @@ WITH_AI = replace(open_limits(), ai_key=AI_KEY)
 
 def start_worker(engine: str, redis_url: str, log: Path, *, claim_idle: float = 30.0,
                  move_cap: float = 0.3, concurrency: int = 8, park_after: float = 60.0,
-                 key: str = AI_KEY) -> subprocess.Popen[bytes]:
-    """One worker process; its log goes to `log` (appended)."""
+                 think: float = 0.0, key: str = AI_KEY) -> subprocess.Popen[bytes]:
+    """One worker process; its log goes to `log` (appended). It plays as soon as it has
+    chosen (`think` 0, not the service's second a play) unless told otherwise."""
     env = {**os.environ, "BATTLELINE_AI_KEY": key, "REDIS_URL": redis_url}
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "battleline_ai.worker", "--engine", engine,
              "--claim-idle", str(claim_idle), "--move-cap", str(move_cap),
-             "--concurrency", str(concurrency), "--park-after", str(park_after)],
+             "--concurrency", str(concurrency), "--park-after", str(park_after),
+             "--think", str(think)],
             stdout=out, stderr=subprocess.STDOUT, env=env)
 
 

@@ -66,3 +66,34 @@ def test_no_ai_move_is_late_on_a_short_per_move_clock(engine: LocalService, redi
     gaps = answer_times(record, ai)
     assert len(gaps) > 5
     assert max(gaps) < CLOCK_S, f"slowest AI answer {max(gaps):.2f} s"
+
+
+THINK_S = 0.4
+PLAY_WORDS = {"play", "redeploy", "deserter", "traitor", "pass"}  # a turn's play step
+
+
+def test_every_play_of_the_ai_takes_its_think_time_searched_or_not(
+        engine: LocalService, redis_url: str, tmp_path: Path) -> None:
+    """Level 5 answers a clear best in milliseconds and searches the rest: unevened, the
+    time each play took told the other seat (and spectators, in every event's commit time)
+    whether the AI's hand gave it a choice. Every play now comes `think` after its turn."""
+    worker = start_worker(engine.address, redis_url, tmp_path / "worker.log", move_cap=5.0,
+                          think=THINK_S)
+    try:
+        with Client(engine.address) as client:
+            created = client.create(opponent="ai", ai_level=5, clock="none", seat="second")
+            seat = client.seat(created.seat)
+            play_random(client, [seat], random.Random(11), timeout_s=120, until=12)
+            record = client.record(created.match_id, created.seat.token)
+    finally:
+        stop(worker)
+    gaps, before = [], None
+    for event in record.events:
+        at = event.commit_time.ToNanoseconds() / 1e9
+        if (event.seat == types_pb2.SEAT_FIRST and before is not None
+                and event.text.split()[0] in PLAY_WORDS):
+            gaps.append(at - before)
+        before = at
+    assert len(gaps) >= 10
+    assert min(gaps) >= THINK_S, f"a play came {min(gaps):.3f} s after the move before it"
+    assert max(gaps) < THINK_S + 0.6, f"a play came {max(gaps):.3f} s after the move before it"

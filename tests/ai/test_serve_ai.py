@@ -57,6 +57,7 @@ def test_serve_starts_an_ai_that_plays_and_dies_with_it(tmp_path: Path) -> None:
         assert workers
         worker_args = command_line(workers[0])
         assert worker_args[worker_args.index("--claim-idle") + 1] == "3.0"  # env passed on
+        assert worker_args[worker_args.index("--think") + 1] == "1.0"  # plays take a second
         # The workers log as serve was told to (a level given on serve's command line too).
         assert worker_args[worker_args.index("--log-level") + 1] == "warning"
         assert worker_args[worker_args.index("--log-format") + 1] == "text"

@@ -14,7 +14,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from battleline_rules import GameState, Kind, Phase, format_action, load_position
+from battleline_rules import Action, GameState, Kind, Phase, format_action, load_position
 
 from .bots import LEVELS, make_bot, parse_spec
 
@@ -73,9 +73,21 @@ def _searchable(view: GameState) -> bool:
     """Whether a searching bot searches this decision: a PLAY step with a choice (it
     takes claims at once and leaves draws, Scout returns and Mud discards to its rule)."""
     actions = view.legal_actions()
+    return len(actions) > 1 and _plays(view, actions)
+
+
+def is_play(position: str) -> bool:
+    """Whether this decision is the turn's play (a card, or a pass): the one a searching
+    level searches, and so the one whose thinking time the worker evens out."""
+    view = load_position(position)
+    return _plays(view, view.legal_actions())
+
+
+def _plays(view: GameState, actions: list[Action]) -> bool:
+    """The seat is to play (claims, taken at once, come first while any is open)."""
     if not actions:
         raise ValueError("the seat has nothing to do in this position")
-    return len(actions) > 1 and actions[0].kind is not Kind.CLAIM and view.phase is Phase.PLAY
+    return view.phase is Phase.PLAY and actions[0].kind is not Kind.CLAIM
 
 
 def _level_spec(spec: str) -> str:

@@ -42,6 +42,7 @@ class ServiceConfig:
     search_processes: int = 1
     claim_idle_s: float = 30.0
     move_cap_s: float = 5.0
+    think_s: float = WorkerConfig.think_s
     rpc_address: str | None = None  # AiService's `HOST:PORT` or `unix:PATH`; None: none
     worker_log: tuple[str, ...] = ()  # the workers' log options: they log as the service does
 
@@ -52,7 +53,7 @@ def worker_command(config: ServiceConfig) -> list[str]:
             "--concurrency", str(config.concurrency),
             "--search-processes", str(config.search_processes),
             "--claim-idle", str(config.claim_idle_s), "--move-cap", str(config.move_cap_s),
-            *config.worker_log]
+            "--think", str(config.think_s), *config.worker_log]
 
 
 def worker_env(config: ServiceConfig) -> dict[str, str]:

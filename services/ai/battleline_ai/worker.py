@@ -37,6 +37,7 @@ import os
 import random
 import signal
 import socket
+import time
 import uuid
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -68,6 +69,7 @@ from .decide import (
     decide,
     decide_at_once,
     decide_by,
+    is_play,
     level_spec,
     needs_search,
 )
@@ -100,6 +102,11 @@ class WorkerConfig:
     search_processes: int = 1  # the decision pool
     claim_idle_s: float = 30.0  # a request idle this long is taken from its silent holder
     move_cap_s: float = 5.0  # longest think per move (also without a clock)
+    # Every play is sent this long after its view came (never sooner, and its search
+    # stops by then), sooner only when the clock leaves less: a level that sees one
+    # clear best answers in milliseconds and searches otherwise, so the time it took
+    # would tell the other seat something of its hand (the sixteenth audit). 0: off.
+    think_s: float = 1.0
     # A match whose human has not moved for this long is parked: the worker lets go of
     # it (its place and its watch stream) and the engine asks again once the human moves,
     # so idle matches cannot fill the workers (sixth audit).
@@ -303,8 +310,14 @@ class AiWorker:
             acted = view.version
             if not view.position:  # an engine that fills positions only on request
                 view = await seat.view()
-            decision = await self._decide(view.position, spec,
-                                          move_deadline(view, self.config.move_cap_s), owner)
+            now = time.time()
+            deadline = move_deadline(view, self.config.move_cap_s, now)
+            even = self.config.think_s > 0 and is_play(view.position)
+            if even:
+                deadline = min(deadline, now + self.config.think_s)
+            decision = await self._decide(view.position, spec, deadline, owner)
+            if even:
+                await asyncio.sleep(deadline - time.time())
             log.debug("match %s v%d: %s (%d iterations, %.2f s, win %.2f)", seat.match_id,
                       view.version, decision.action, decision.iterations, decision.seconds,
                       decision.value)
@@ -373,6 +386,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--search-processes", type=int, default=1)
     parser.add_argument("--claim-idle", type=float, default=30.0)
     parser.add_argument("--move-cap", type=float, default=5.0)
+    parser.add_argument("--think", type=float, default=WorkerConfig.think_s,
+                        help="seconds every play takes (0: as soon as chosen)")
     parser.add_argument("--park-after", type=float, default=WorkerConfig.park_after_s,
                         help="seconds a human may think before the match is parked")
     parser.add_argument("--name", default="")
@@ -387,7 +402,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"set REDIS_URL and {KEY_ENV} in the environment")
     config = WorkerConfig(args.engine, redis_url, key, concurrency=args.concurrency,
                           search_processes=args.search_processes, claim_idle_s=args.claim_idle,
-                          move_cap_s=args.move_cap, park_after_s=args.park_after, name=args.name)
+                          move_cap_s=args.move_cap, think_s=args.think,
+                          park_after_s=args.park_after, name=args.name)
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_main(config))

@@ -42,6 +42,11 @@ def ai(
         help="Seconds a request may stay silent before another worker takes it over.")] = 30.0,
     move_cap: Annotated[float, typer.Option(
         envvar="BATTLELINE_AI_MOVE_CAP", min=0.1, help="Longest think per move, seconds.")] = 5.0,
+    think: Annotated[float, typer.Option(
+        envvar="BATTLELINE_AI_THINK", min=0.0, max=60.0,
+        help="Seconds every play of the AI takes, searched or not, so its timing tells "
+             "nothing of its hand (sooner only when its clock leaves less; 0: as soon as "
+             "chosen).")] = 1.0,
     port: Annotated[int | None, typer.Option(
         envvar="BATTLELINE_AI_PORT", min=0, max=65535,
         help="Serve the AiService RPC on this port (0: any).")] = None,
@@ -80,7 +85,7 @@ def ai(
                    else None if port is None else host_port(host, port))
     config = ServiceConfig(engine=engine, redis_url=redis_url, key=key, workers=workers,
                            concurrency=concurrency, search_processes=search_processes,
-                           claim_idle_s=claim_idle, move_cap_s=move_cap,
+                           claim_idle_s=claim_idle, move_cap_s=move_cap, think_s=think,
                            rpc_address=rpc_address,
                            worker_log=tuple(log_args(log_level, log_format)))
 
