@@ -83,14 +83,17 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _interrupted(command: list[str], after: str) -> Session:
+def _left(command: list[str], after: str, hang_up: bool) -> Session:
     child = pexpect.spawn(command[0], command[1:], encoding="utf-8", timeout=30,
                           dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"},
                           preexec_fn=_default_sigint)
     try:
         child.expect(after)
         seen = [child.before or "", str(child.after)]
-        child.sendintr()
+        if hang_up:
+            child.kill(signal.SIGHUP)
+        else:
+            child.sendintr()
         child.expect(pexpect.EOF)
         seen.append(child.before or "")
         child.close()
@@ -100,8 +103,9 @@ def _interrupted(command: list[str], after: str) -> Session:
             child.terminate(force=True)
 
 
-def interrupt(command: list[str], after: str) -> Session:
-    """Run a session until the terminal shows `after` (a pattern), then press Ctrl-C."""
+def interrupt(command: list[str], after: str, *, hang_up: bool = False) -> Session:
+    """Run a session until the terminal shows `after` (a pattern), then press Ctrl-C (or,
+    with `hang_up`, close the terminal: SIGHUP)."""
     pool = multiprocessing.get_context("spawn").Pool(1)
     with pool:
-        return pool.apply_async(_interrupted, (command, after)).get(90)
+        return pool.apply_async(_left, (command, after, hang_up)).get(90)

@@ -4,9 +4,11 @@ hosted-AI seat taken by a real AI worker process with the AI's key."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import shutil
+import stat
 import sys
 import time
 from pathlib import Path
@@ -15,6 +17,7 @@ import pytest
 import redis
 from typer.testing import CliRunner
 
+from battleline.v1 import types_pb2
 from battleline_client.bots import choose
 from battleline_client.cli import app
 from battleline_client.client import Client
@@ -75,6 +78,43 @@ def test_leaving_the_table_resigns_the_match(redis_url: str, args: list[str], af
     store = redis.Redis.from_url(redis_url)
     assert {store.hget(key, "status") for key in store.scan_iter("bl:{*}:m")} == {b"finished"}
     store.close()
+
+
+def test_a_game_left_without_resigning_is_taken_up_again(redis_url: str,
+                                                          tmp_path: Path) -> None:
+    """A closed terminal (or a lost connection) left the match running and its seat's
+    token gone with the process: the game could only be lost on time. The seat is kept,
+    the player's alone, until the match ends, and `--resume` takes the game up again."""
+    state = tmp_path / "state"
+    with LocalService(redis_url, config=WITH_AI) as engine:
+        worker = start_worker(engine.address, redis_url, tmp_path / "worker.log")
+        try:
+            left = terminal.interrupt(
+                [BATTLELINE, "play", "--target", engine.address, "--ai", "2",
+                 "--state-dir", str(state)], after=terminal.MOVE, hang_up=True)
+            kept = json.loads((state / "seats.json").read_text())
+            assert [seat["target"] for seat in kept] == [engine.address]
+            assert stat.S_IMODE((state / "seats.json").stat().st_mode) == 0o600
+            assert stat.S_IMODE(state.stat().st_mode) == 0o700
+            with Client(engine.address) as client:
+                assert client.view(kept[0]["match_id"]).phase == types_pb2.MATCH_PHASE_PLAYING
+            shown = tmp_path / "resumed.log"
+            pool, pending = terminal.start([BATTLELINE, "play", "--target", engine.address,
+                                            "--resume", "--state-dir", str(state)],
+                                           log_path=str(shown))
+            with pool:
+                resumed = pending.get(150)
+            again = terminal.run([BATTLELINE, "play", "--target", engine.address, "--resume",
+                                  "--state-dir", str(state)])
+        finally:
+            stop(worker)
+    assert "left the table" not in left.output  # nothing resigned it
+    assert resumed.exitstatus == 0, resumed.output
+    assert "taking up your game against AI level 2" in shown.read_text()
+    assert resumed.prompts > 5 and resumed.result
+    assert json.loads((state / "seats.json").read_text()) == []  # over: forgotten
+    assert again.exitstatus == 1
+    assert "no game left unfinished" in again.output
 
 
 def test_watch_follows_a_match_to_its_result(service: LocalService) -> None:

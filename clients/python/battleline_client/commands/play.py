@@ -4,9 +4,11 @@ yourself (two seats on one terminal), on a given engine or a local one started h
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections import deque
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -18,9 +20,10 @@ from battleline.v1 import types_pb2
 
 from .. import tui
 from ..client import Client, Seat
-from ..common import DEFAULT_TARGET, is_finished, is_my_turn
-from ..errors import BattleLineError
+from ..common import DEFAULT_TARGET, SeatHandle, is_finished, is_my_turn
+from ..errors import BattleLineError, NotFound, PermissionDenied
 from ..printable import plain
+from ..saved_seats import SavedSeat, SavedSeats, default_directory
 
 if TYPE_CHECKING:
     from ..hosting import ServeChild
@@ -53,7 +56,8 @@ HELP = """\
   scout-draw troop / scout-return R3 / mud-discard R4@6   Scout's and Mud's steps
 Several at once, separated by commas: [bold]play R7@3, draw troop[/].
 [bold]list[/] shows the legal actions again; [bold]resign[/] gives up the match (asks first);
-Ctrl-C leaves the table and gives it up at once (no way back to it).
+Ctrl-C leaves the table and gives it up at once. A game left otherwise (the terminal
+closed, the connection lost) goes on: [bold]battleline play --resume[/] takes it up again.
 The rules: docs/RULES.md."""
 HINT = "type 'list' for the legal actions, '?' for help"
 
@@ -253,6 +257,48 @@ def _gave_up(term: Terminal, seat: Seat, wait_s: float, ai: bool) -> int:
     return 2
 
 
+def games_going_on(client: Client, kept: SavedSeats) -> list[tuple[SavedSeat, Seat]]:
+    """The kept seats whose match goes on, the latest first; the others are forgotten."""
+    going = []
+    for saved in kept.left():
+        seat = client.seat(saved.handle)
+        try:
+            over = is_finished(seat.view())
+        except (NotFound, PermissionDenied):  # expired, or the engine's data is gone
+            over = True
+        if over:
+            kept.forget(saved.match_id)
+        else:
+            going.append((saved, seat))
+    return going
+
+
+def _left_here(saved: SavedSeat) -> str:
+    return (f"{saved.against}, since {time.strftime('%H:%M', time.localtime(saved.saved_at))}"
+            f", match {saved.match_id}")
+
+
+def _resumed(term: Terminal, client: Client, kept: SavedSeats) -> Seat:
+    """The seat of the latest game left on this engine, told to the player."""
+    going = games_going_on(client, kept)
+    if not going:
+        term.console.print(f"no game left unfinished on {escape(kept.target)}: start one with "
+                           "battleline play")
+        raise typer.Exit(1)
+    saved, seat = going[0]
+    term.console.print(f"taking up your game against {escape(_left_here(saved))}")
+    return seat
+
+
+def _mention_left(term: Terminal, client: Client, kept: SavedSeats | None) -> None:
+    """Before a new game: the games left unfinished on this engine, and the way back."""
+    if kept is None:
+        return
+    for saved, _seat in games_going_on(client, kept):
+        term.console.print(f"[yellow]a game you left goes on[/] (against "
+                           f"{escape(_left_here(saved))}): battleline play --resume takes it up")
+
+
 def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchView:
     """One seat here, the other somewhere else: opponent's moves arrive on the Watch stream."""
     term.playing = seat
@@ -304,10 +350,17 @@ def play(
         help="Deal seed (--local only: a server refuses one where the other seat is not "
         "yours).")] = None,
     wait: Annotated[float, typer.Option(help="Seconds to wait for the other seat.")] = 300.0,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Take up the latest game on this engine that was left without "
+        "resigning (the terminal closed, the connection lost): its seat is kept on this "
+        "machine until the match ends.")] = False,
+    state_dir: Annotated[Path | None, typer.Option(
+        envvar="BATTLELINE_STATE_DIR", help="Where the seats of games going on are kept "
+        "(default $XDG_STATE_HOME/battleline, else ~/.local/state/battleline).")] = None,
 ) -> None:
     """Play Battle Line in the terminal: numbered legal actions, claim proofs, live moves."""
-    if sum([ai is not None, friend, join is not None, local]) > 1:
-        raise typer.BadParameter("choose one of --ai, --friend, --join and --local")
+    if sum([ai is not None, friend, join is not None, local, resume]) > 1:
+        raise typer.BadParameter("choose one of --ai, --friend, --join, --local and --resume")
     if ai is not None and ai not in AI_LEVELS:
         raise typer.BadParameter(
             f"the hosted AI has levels {AI_LEVELS[0]} to {AI_LEVELS[-1]}, not {ai}",
@@ -317,23 +370,36 @@ def play(
                                  "other seat's hand", param_hint="--seed")
     console = Console(highlight=False)
     service = None
+    if target is None and resume:
+        target = DEFAULT_TARGET  # a game is taken up where it was left, never elsewhere
     if target is None:
         target, service = _engine(console, local)
+    # The seats of games on an engine that outlives this command (one started here
+    # stops with it, and its games with it), kept until their match ends.
+    kept = (SavedSeats(state_dir or default_directory(os.environ), target)
+            if service is None and not local else None)
     term = Terminal(console)
     try:
-        with Client(target) as client, _resigned_on_leaving(term, service is None):
-            if local:
+        with Client(target) as client, _resigned_on_leaving(term, service is None, kept):
+            if resume:
+                assert kept is not None
+                final = play_remote(term, _resumed(term, client, kept), wait)
+            elif local:
                 final = play_hot_seat(term, client, ruleset, auto_claim, seed)
             elif join is not None:
+                _mention_left(term, client, kept)
                 handle = client.join(invite_code=invite_code(join), name=name,
                                      auto_claim=auto_claim)
+                _keep(kept, handle, "a friend")
                 final = play_remote(term, client.seat(handle), wait)
             else:
+                _mention_left(term, client, kept)
                 kind = "open" if friend else "ai"
-                created = client.create(opponent=kind, private=friend,
-                                        ai_level=ai or DEFAULT_AI_LEVEL,
+                level = ai or DEFAULT_AI_LEVEL
+                created = client.create(opponent=kind, private=friend, ai_level=level,
                                         ruleset=ruleset, name=name, auto_claim=auto_claim,
                                         seat="random")
+                _keep(kept, created.seat, "a friend" if friend else f"AI level {level}")
                 if friend:  # the server's text: never markup
                     code = escape(created.invite_code)
                     console.print(f"invite code: [bold]{code}[/] (your friend runs: "
@@ -342,6 +408,9 @@ def play(
             term.final(final)
     except BattleLineError as err:  # its text made printable by the client library
         console.print(f"[red]{escape(str(err))}[/]")
+        if kept is not None and term.playing is not None and not _over(term.playing):
+            console.print("the game goes on without you: battleline play --resume takes it "
+                          "up again")
         if err.reason == "no-hosted-ai":
             console.print(f"the engine at {target} runs no hosted AI: play without --target "
                           "(a local engine with one is started), or start the engine with "
@@ -354,17 +423,27 @@ def play(
             service.stop()
 
 
+def _keep(kept: SavedSeats | None, handle: SeatHandle, against: str) -> None:
+    if kept is not None:
+        kept.keep(handle, against)
+
+
+def _over(seat: Seat) -> bool:
+    return seat.last_view is not None and is_finished(seat.last_view)
+
+
 @contextlib.contextmanager
-def _resigned_on_leaving(term: Terminal, remote: bool) -> Iterator[None]:
-    """Ctrl-C (or the end of input) leaves the table and resigns the match: nothing here
-    could take the seat up again, and a match left running held one of the player's four
-    places against the hosted AI (a player who left a few was refused new ones) and kept
-    a friend waiting out its clock."""
+def _resigned_on_leaving(term: Terminal, remote: bool,
+                         kept: SavedSeats | None) -> Iterator[None]:
+    """Ctrl-C (or the end of input) leaves the table and resigns the match: the player
+    chose to leave, and a match left running held one of the player's four places
+    against the hosted AI (a player who left a few was refused new ones) and kept a
+    friend waiting out its clock. A seat whose match is over is no longer kept."""
     try:
         yield
     except (KeyboardInterrupt, EOFError):
         seat, gave_up = term.playing, ""
-        if seat is not None and remote and not (seat.last_view and is_finished(seat.last_view)):
+        if seat is not None and remote and not _over(seat):
             with contextlib.suppress(BattleLineError):
                 ended = seat.resign()  # a match still waiting for its other seat: cancelled
                 gave_up = ("cancelled the match" if ended.end_reason ==
@@ -373,6 +452,9 @@ def _resigned_on_leaving(term: Terminal, remote: bool) -> Iterator[None]:
             gave_up = "the engine started for this game stops, and the match with it"
         term.console.print("\nleft the table" + (f": {gave_up}" if gave_up else ""))
         raise typer.Exit(130) from None
+    finally:
+        if kept is not None and term.playing is not None and _over(term.playing):
+            kept.forget(term.playing.handle.match_id)
 
 
 def _engine(console: Console, local: bool) -> tuple[str, ServeChild | None]:
