@@ -44,6 +44,10 @@ class Voice(NamedTuple):
 
 
 SECOND_PERSON: Final = Voice()
+# Why a refuting card may be one the claimant holds: players read "can still reach" as
+# "from the cards I cannot see" (a player's walkthrough), the rules mean every troop not
+# on the table (RULINGS.md, "Claiming a flag").
+OFF_THE_TABLE: Final = "a claim is proven from the table alone: cards in hand count as unplayed"
 
 
 class ClaimVerdict(NamedTuple):
@@ -91,7 +95,7 @@ class ClaimVerdict(NamedTuple):
         if grounds is Grounds.EMPTY_SIDE:
             return f"{v.opponents} side has no card"
         if grounds is Grounds.CANNOT_COMPLETE:
-            return f"too few troop cards remain unseen for {v.opponent} to complete it"
+            return f"too few troop cards remain off the table for {v.opponent} to complete it"
         assert self.mine is not None
         mine = describe(rules, self.mine)
         theirs = describe(rules, self.theirs) if self.theirs else ""
@@ -110,11 +114,14 @@ class ClaimVerdict(NamedTuple):
                 if self.theirs.strength == self.mine.strength
                 else ""
             )
-            return f"{v.claimants} {mine}; the best {v.opponent} can still reach is {theirs}{tie}"
+            return (
+                f"{v.claimants} {mine}; the best {v.opponent} can still reach with cards off "
+                f"the table is {theirs}{tie}"
+            )
         cards = " ".join(card_name(c) for c in self.refutation)
         return (
             f"{v.opponent} can still reach {theirs} by adding {cards}, "
-            f"which beats {v.claimants} {mine}"
+            f"which beats {v.claimants} {mine} ({OFF_THE_TABLE})"
         )
 
 
