@@ -259,7 +259,8 @@ def test_the_opponents_claim_comes_with_its_proof() -> None:
     state = position(flags={1: "B2 B3 | R8 R9 R10 | - | 1"}, hands=("G5", ""))
     shown = _text(tui.event_line(_event("claim 1"), _ai_view(state.view(0))))
     assert "AI level 1: claim 1" in shown
-    assert "AI level 1's wedge, sum 27; the best you can still reach with cards off the table is" in shown
+    assert ("AI level 1's wedge, sum 27; the best you can still reach with cards off the "
+            "table is") in shown
 
 
 def test_the_end_names_the_winner_shows_discards_and_reveals_every_hand() -> None:
