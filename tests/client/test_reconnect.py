@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 import pytest
 
-from battleline.v1 import watch_pb2
+from battleline.v1 import types_pb2, watch_pb2
 from battleline_client.aio import AsyncClient
 from battleline_client.bots import choose, play_local
 from battleline_client.client import Client, Seat
@@ -154,3 +154,57 @@ def test_watch_resumes_after_the_call_is_cancelled(service: LocalService) -> Non
     numbers = [m.event.number for m in received[1:]]
     assert numbers == list(range(first, record.events[-1].number + 1))
     assert len(numbers) > 6  # the stream went on after the drop
+
+
+class _AnswerLost(grpc.RpcError):  # type: ignore[misc]
+    """What a client sees when the server applied its call and the answer never came."""
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return "the connection dropped before the answer"
+
+    def trailing_metadata(self) -> tuple[()]:
+        return ()
+
+
+class _LoseFirstJoinAnswer(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """Lets the first JoinMatch reach the engine and be applied, then loses its answer."""
+
+    def __init__(self) -> None:
+        self.joins: list[Any] = []  # each JoinMatch request sent
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        call = continuation(details, request)
+        if not details.method.endswith("/JoinMatch"):
+            return call
+        self.joins.append(request)
+        if len(self.joins) > 1:
+            return call
+        call.result()  # applied by the engine
+        return _NeverAnswered()
+
+
+class _NeverAnswered:
+    """The outcome of a call whose answer was lost, as the intercepted channel reads it."""
+
+    def result(self, timeout: float | None = None) -> Any:
+        raise _AnswerLost()
+
+
+def test_a_join_whose_answer_was_lost_is_sent_again_and_gets_its_seat(
+        service: LocalService) -> None:
+    """Nineteenth audit: a join applied whose answer was lost left the joiner no way back
+    (its retry was match-full, the seat held by nobody). The library sends every join
+    with a secret of its own and sends it again: the same seat comes back."""
+    loser = _LoseFirstJoinAnswer()
+    channel = grpc.intercept_channel(grpc.insecure_channel(service.address), loser)
+    with Client(service.address) as creator, Client(service.address, channel=channel) as joiner:
+        created = creator.create(opponent="open")
+        handle = joiner.join(match_id=created.match_id)
+        view = joiner.seat(handle).view()
+    assert len(loser.joins) == 2
+    assert loser.joins[0].seat_secret == loser.joins[1].seat_secret != ""
+    assert view.viewer == handle.seat != created.seat.seat
+    assert view.phase == types_pb2.MATCH_PHASE_PLAYING and view.version == 2  # joined once

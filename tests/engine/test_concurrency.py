@@ -9,8 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
+import redis
 
 from battleline.v1 import lobby_pb2, types_pb2
+from battleline_engine.storage.matches import SPENT_BYTES
 from tests.processes import start_serve
 
 from .harness import SEATS, Client, Engine
@@ -79,6 +81,50 @@ def test_joins_raced_for_one_seat_take_it_once_and_the_rest_are_told_it_is_full(
         assert answers == ["FAILED_PRECONDITION match-full"] * 5 + ["OK"], (trial, answers)
 
 
+SECRET = "s3cret-of-the-joiner_0123456789"  # a real client draws 32 random bytes
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_a_join_sent_again_with_its_secret_answers_the_same_seat(engine: Engine,
+                                                                  private: bool) -> None:
+    """Nineteenth audit: a join committed whose answer was lost (18 of 64 joins cut by a
+    SIGKILL) could not be sent again: match-full, the seat token gone, the creator facing
+    a seat nobody held. A join sent again with its secret (by id, or by the invite, which
+    no longer vanishes at the join) answers the same seat and token."""
+    client = Client.to(engine.address)
+    created = client.lobby.CreateMatch(lobby_pb2.CreateMatchRequest(
+        options=types_pb2.MatchOptions(ruleset="standard"),
+        opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_OPEN, private=private)),
+        timeout=10)
+    target = ({"invite_code": created.invite_code} if private
+              else {"match_id": created.match_id})
+    first, again = (client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
+        **target, seat_secret=SECRET), timeout=10) for _ in range(2))
+    assert (again.match_id, again.seat, again.seat_token) == (
+        first.match_id, first.seat, first.seat_token)
+    assert first.seat_token == f"{created.match_id}.{SECRET}"
+    assert client.view(created.match_id, again.seat_token).viewer == first.seat
+    assert client.view(created.match_id, None).version == 2  # created, then joined once
+    for other in ({"seat_secret": SECRET.upper()}, {}):  # another joiner, or no secret
+        with pytest.raises(grpc.RpcError) as full:
+            client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(**target, **other), timeout=10)
+        assert (full.value.code(), reason(full.value)) == (
+            grpc.StatusCode.FAILED_PRECONDITION, "match-full")
+
+
+@pytest.mark.parametrize("secret", ["short", "x" * 65, "has space in it 0123456789",
+                                    "dots.are.the.token.separator", "ünïcödé" * 4])
+def test_a_seat_secret_that_is_not_one_is_refused(engine: Engine, secret: str) -> None:
+    client = Client.to(engine.address)
+    created = client.create(kind=types_pb2.OPPONENT_KIND_OPEN)
+    with pytest.raises(grpc.RpcError) as refused:
+        client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id,
+                                                          seat_secret=secret), timeout=10)
+    assert (refused.value.code(), reason(refused.value)) == (
+        grpc.StatusCode.INVALID_ARGUMENT, "bad-seat-secret")
+    assert client.view(created.match_id, None).phase == types_pb2.MATCH_PHASE_WAITING
+
+
 def test_the_same_action_id_twice_applies_once_with_the_same_answer(engine: Engine) -> None:
     clients = [Client.to(engine.address) for _ in range(2)]
     created = clients[0].create("standard", seed=3)
@@ -129,6 +175,56 @@ def test_an_action_id_sent_again_with_other_actions_is_refused(engine: Engine) -
     assert after.version == view.version + 1
     events = [e.text for e in client.get_record(match_id, token).events]
     assert events.count(first) == 1 and other not in events
+
+
+def test_an_earlier_action_id_sent_again_is_refused_not_applied_twice(engine: Engine,
+                                                                      redis_url: str) -> None:
+    """Nineteenth audit: the engine kept each seat's latest answer only, and an earlier id
+    sent again at the current version (as a client retrying after ABORTED does) was
+    applied again: a second draw under one id. The seat's spent ids are kept (the newest
+    sixteen or so): such a request is FAILED_PRECONDITION `action-id-used`, nothing
+    applied, on the quick path and the checked one."""
+    client = Client.to(engine.address)
+    created = client.create("standard", seed=5)
+    assert created.other_seat_token
+    match_id, tokens = created.match_id, (created.seat_token, created.other_seat_token)
+
+    def send(seat: int, actions: list[str], action_id: str) -> int:
+        version = client.view(match_id, tokens[seat]).version
+        return client.submit(match_id, tokens[seat], version, actions, action_id).view.version
+
+    def play(seat: int) -> str:
+        view = client.view(match_id, tokens[seat])
+        return next(a for a in view.legal_actions if a.startswith("play"))
+
+    send(0, [play(0)], "play-1")
+    drawn_at = send(0, ["draw troop"], "draw-1")
+    send(1, [play(1), "draw troop"], "other-seat")
+    send(0, [play(0)], "play-2")  # draw-1 is spent now, and a draw is legal again
+    for version in (client.view(match_id, tokens[0]).version, drawn_at - 1):
+        with pytest.raises(grpc.RpcError) as refused:
+            client.submit(match_id, tokens[0], version, ["draw troop"], "draw-1")
+        assert (refused.value.code(), reason(refused.value)) in {
+            (grpc.StatusCode.FAILED_PRECONDITION, "action-id-used"),
+            (grpc.StatusCode.ABORTED, "stale-version"),  # the old version: refused first
+        }, version
+        if version != drawn_at - 1:
+            assert reason(refused.value) == "action-id-used"
+    view = client.view(match_id, tokens[0])
+    assert view.phase != types_pb2.MATCH_PHASE_FINISHED and len(view.hand) == 6  # no draw
+    # The spent list is bounded: after many more requests the oldest ids are let go.
+    for n in range(60):
+        view = client.view(match_id, tokens[0])
+        if view.phase == types_pb2.MATCH_PHASE_FINISHED:
+            break
+        seat = SEATS.index(view.current_seat)
+        send(seat, [client.view(match_id, tokens[seat]).legal_actions[0]],
+             f"later-{n}".ljust(64, "x"))  # the longest ids: the fewest kept
+    store = redis.Redis.from_url(redis_url)
+    spent = store.hget(f"bl:{{{match_id}}}:idem", "spent:a:0")
+    store.close()
+    assert spent is not None and len(spent) <= SPENT_BYTES and b"draw-1" not in spent
+    assert spent.count(b"\n") >= 14  # about sixteen of the longest ids
 
 
 @pytest.mark.timeout(120)

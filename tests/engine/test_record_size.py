@@ -29,7 +29,7 @@ def test_a_finished_record_is_small_and_keeps_the_latest_answers(
         played = play_local(client, "standard", random.Random(3))
         assert played.requests > 20
         idem = store.hgetall(match_key(played.match_id, "idem"))
-        assert len(idem) <= 4, sorted(idem)  # one answer and its pointer per seat
+        assert len(idem) <= 4, sorted(idem)  # one answer and its pointer per seat, no spent ids
         assert _bytes(store, played.match_id) <= RECORD_BUDGET_BYTES
     finally:
         store.close()

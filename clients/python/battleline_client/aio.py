@@ -114,8 +114,7 @@ class AsyncClient:
         caller's credential (the hosted AI's key, which gets no seat token back)."""
         request = common.join_request(match_id=match_id, invite_code=invite_code, name=name,
                                       auto_claim=auto_claim)
-        response = await self._unary("JoinMatch", self._lobby.JoinMatch, request, token,
-                                     idempotent=False)
+        response = await self._unary("JoinMatch", self._lobby.JoinMatch, request, token)
         return SeatHandle(response.match_id, response.seat_token, response.seat)
 
     async def list_open(self, ruleset: str = "", page_size: int = 0,

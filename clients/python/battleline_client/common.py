@@ -8,6 +8,7 @@ back off. A fix made here holds for both clients.
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ def retry_wait(error: BattleLineError, idempotent: bool, attempt: int,
     """Seconds to wait before sending a failed unary call again, or None to raise `error`.
     Any call refused for a rate (nothing was done) waits a short RetryInfo delay out: a
     script playing quickly slows to the server's rate instead of failing. An idempotent
-    one (everything but create and join: actions carry their action id) is resent
+    one (everything but create: actions carry their action id, joins a secret) is resent
     after UNAVAILABLE, so a restarting server costs no error."""
     if attempt >= UNARY_RETRIES:
         return None
@@ -190,13 +191,18 @@ def created_from(response: lobby_pb2.CreateMatchResponse) -> Created:
 
 def join_request(*, match_id: str = "", invite_code: str = "", name: str = "",
                  auto_claim: bool = False) -> lobby_pb2.JoinMatchRequest:
-    """A JoinMatchRequest by match id or invite code (exactly one)."""
+    """A JoinMatchRequest by match id or invite code (exactly one), with a fresh secret
+    for its seat token: the same request sent again (its answer lost) answers the same
+    seat, so a join is resent like any idempotent call."""
     if bool(match_id) == bool(invite_code):
         raise ValueError("give exactly one of match_id and invite_code")
     options = types_pb2.SeatOptions(auto_claim=auto_claim, display_name=name)
+    secret = secrets.token_urlsafe(32)
     if match_id:
-        return lobby_pb2.JoinMatchRequest(match_id=match_id, seat_options=options)
-    return lobby_pb2.JoinMatchRequest(invite_code=invite_code, seat_options=options)
+        return lobby_pb2.JoinMatchRequest(match_id=match_id, seat_options=options,
+                                          seat_secret=secret)
+    return lobby_pb2.JoinMatchRequest(invite_code=invite_code, seat_options=options,
+                                      seat_secret=secret)
 
 
 # The engine fills MatchView.position only on request; this library always asks, since

@@ -3,6 +3,7 @@ work is in matches.py."""
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import replace
 from typing import Any
@@ -23,6 +24,9 @@ from .runtime import Runtime, match_id_of, unary
 from .storage import valid_id
 
 MAX_SERIES = 9
+# A joiner's own secret for its seat token (JoinMatchRequest.seat_secret): as long as
+# the server's own (43 characters) at most, never shorter than 128 bits of base64.
+SEAT_SECRET = re.compile(r"[A-Za-z0-9_-]{22,64}")
 MIN_CLOCK_MS = 1000
 MAX_CLOCK_MS = 24 * 3600 * 1000
 _OPPONENTS = {pb.OPPONENT_KIND_OPEN: Opponent.OPEN, pb.OPPONENT_KIND_AI: Opponent.AI,
@@ -149,9 +153,13 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             if not request.invite_code or len(request.invite_code) > 64:
                 raise invalid("bad-invite", "invite_code: 1-64 characters")
             match_id = await self.rt.matches.resolve("", request.invite_code)
+        if request.seat_secret and not SEAT_SECRET.fullmatch(request.seat_secret):
+            raise invalid("bad-seat-secret", "seat_secret: 22-64 characters of A-Z a-z 0-9 - _ "
+                          "(32 random bytes in URL-safe base64), or none")
         match, seat, token = await self.rt.matches.join(
             match_id, name, request.seat_options.auto_claim,
-            self.rt.ai_key.hash if ai else "", by_invite=target == "invite_code")
+            self.rt.ai_key.hash if ai else "", by_invite=target == "invite_code",
+            secret=request.seat_secret)
         if token:
             self.rt.seats.remember(token, match_id, seat)
         return lobby_pb2.JoinMatchResponse(match_id=match_id, seat=views.seat_enum(seat),

@@ -317,7 +317,7 @@ class Matches:
         return match_id
 
     async def join(self, match_id: str, name: str, auto_claim: bool, ai_key_hash: str = "",
-                   by_invite: bool = False) -> tuple[Match, int, str]:
+                   by_invite: bool = False, secret: str = "") -> tuple[Match, int, str]:
         """Take the open seat: returns the match, the seat and its token. A private
         match is joined by its invite code only: its id is given to spectators too.
 
@@ -325,17 +325,20 @@ class Matches:
         the AI's key (`ai_key_hash`, its hash, given then). No token is issued for it:
         the key's hash is the seat's token hash, and joining again answers the same
         seat, so a worker taking a match over (or a restarted one) needs nothing stored.
-        A join that loses a race to another is told what it lost to (`match-full`,
-        `cancelled`), not to try again.
+        A joiner that chose its token's `secret` is answered the same way: its join sent
+        again after a lost answer (the commit made, the answer not delivered) gets its
+        seat, where it would get match-full. A join that loses a race to another is told
+        what it lost to (`match-full`, `cancelled`), not to try again.
         """
         for _ in range(JOIN_ATTEMPTS):
-            joined = await self._try_join(match_id, name, auto_claim, ai_key_hash, by_invite)
+            joined = await self._try_join(match_id, name, auto_claim, ai_key_hash, by_invite,
+                                          secret)
             if joined is not None:
                 return joined
         raise Refusal(Kind.CONFLICT, "stale-version", "the match changed while joining: try again")
 
     async def _try_join(self, match_id: str, name: str, auto_claim: bool, ai_key_hash: str,
-                        by_invite: bool) -> tuple[Match, int, str] | None:
+                        by_invite: bool, secret: str) -> tuple[Match, int, str] | None:
         """One attempt of `join`; None when the match changed under it."""
         match = await self.read(match_id)
         meta = match.meta
@@ -352,14 +355,15 @@ class Matches:
         if match.status == Status.FINISHED and seat >= 0:
             raise precondition("cancelled", "the match was cancelled before anyone took "
                                "the other seat")
-        if match.status != Status.WAITING or seat < 0:
-            return await self._joined_again(match_id, meta, ai_key_hash)
         if ai_key_hash:
-            name = name or f"AI level {meta.ai_level}"
             token, token_hash = "", ai_key_hash
         else:
-            token = new_seat_token(match_id)
+            token = new_seat_token(match_id, secret)
             token_hash = hash_token(token)
+        if match.status != Status.WAITING or seat < 0:
+            return await self._joined_again(match_id, meta, ai_key_hash, secret, token)
+        if ai_key_hash:
+            name = name or f"AI level {meta.ai_level}"
         new_meta = meta.with_seat(seat, name, auto_claim)
         now = now_ms()
         version = match.version + 1
@@ -375,32 +379,32 @@ class Matches:
             claim_seat=(seat, token_hash),
         )
         if result.status is CommitStatus.SEAT_TAKEN:
-            return await self._joined_again(match_id, meta, ai_key_hash)
+            return await self._joined_again(match_id, meta, ai_key_hash, secret, token)
         if result.status is CommitStatus.CONFLICT:
             return None
         if result.status is CommitStatus.NOT_FOUND:
             raise not_found(match_id)
-        # The seat is taken: tidying the lobby index and the invite must not turn the
-        # join into an error now (the joiner would never learn its token). Both are
-        # hints only (list_open drops matches no longer waiting; an invite to a full
-        # match finds no open seat), so a store hiccup here is logged and left.
+        # The seat is taken: tidying the lobby index must not turn the join into an
+        # error now (the joiner would never learn its token). It is a hint only
+        # (list_open drops matches no longer waiting), so a store hiccup here is logged
+        # and left. The invite stays until it expires: a join by invite code sent again
+        # with its secret finds its seat through it (a stranger's finds no open seat).
         try:
             await self.storage.lobby.remove_open([match_id], [meta.ruleset])
-            if meta.invite:
-                await self.storage.lobby.delete_invite(meta.invite)
         except _STORE_ERRORS:
-            log.warning("join of %s: lobby index or invite not tidied", match_id,
-                        exc_info=True)
+            log.warning("join of %s: lobby index not tidied", match_id, exc_info=True)
         return await self.read(match_id), seat, token
 
-    async def _joined_again(self, match_id: str, meta: Meta,
-                            ai_key_hash: str) -> tuple[Match, int, str]:
-        """A taken seat: the AI's seat again for the AI's key (a worker taking the
-        match over), else FAILED_PRECONDITION match-full."""
-        seat = await self.storage.matches.seat_by_hash(match_id, ai_key_hash) \
-            if ai_key_hash else None
-        if seat is not None and seat == meta.ai_seat:
-            return await self.read(match_id), meta.ai_seat, ""
+    async def _joined_again(self, match_id: str, meta: Meta, ai_key_hash: str, secret: str,
+                            token: str) -> tuple[Match, int, str]:
+        """A taken seat: the seat this caller took already, if it presents what took it
+        (the AI's key, for the AI's seat: a worker taking the match over; a joiner's
+        secret: its join sent again), else FAILED_PRECONDITION match-full."""
+        presented = ai_key_hash or (hash_token(token) if secret else "")
+        seat = await self.storage.matches.seat_by_hash(match_id, presented) \
+            if presented else None
+        if seat is not None and (not ai_key_hash or seat == meta.ai_seat):
+            return await self.read(match_id), seat, token
         raise precondition("match-full", "the match has no open seat")
 
     async def list_open(self, ruleset: str, limit: int, after: tuple[int, str] | None,
@@ -706,7 +710,13 @@ class Matches:
 
     @staticmethod
     def _check_written(match: Match, result: CommitResult) -> None:
-        """Refuse a write that lost a race or found the match gone."""
+        """Refuse a write that lost a race, found the match gone, or came under an
+        action id the seat had spent (its answer replaced by a later request's)."""
+        if result.status is CommitStatus.SPENT:
+            raise precondition("action-id-used", "this action id was answered before, "
+                               "and the seat has sent later requests since: fetch the "
+                               "view to see where the match is, and give a new request "
+                               "a new id")
         if result.status is CommitStatus.CONFLICT:
             raise Refusal(Kind.CONFLICT, "stale-version",
                           f"the match changed (now version {result.version}): refetch the view")

@@ -201,13 +201,14 @@ def new_match_id() -> str:
     return "".join(secrets.choice(_ID_ALPHABET) for _ in range(17))
 
 
-def new_seat_token(match_id: str) -> str:
-    """A bearer token for a seat: the match id plus 256 random bits.
+def new_seat_token(match_id: str, secret: str = "") -> str:
+    """A bearer token for a seat: the match id plus 256 random bits (or the secret a
+    joiner chose, so that its join sent again names the same seat).
 
     The match id inside lets the server find the hash without a global index,
     so the token lives (and expires) in the match's own slot.
     """
-    return f"{check_id(match_id)}.{secrets.token_urlsafe(32)}"
+    return f"{check_id(match_id)}.{secret or secrets.token_urlsafe(32)}"
 
 
 def hash_token(token: str) -> str:

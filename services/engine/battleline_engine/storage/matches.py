@@ -13,7 +13,8 @@ Cluster slot and every script stays in that slot::
     bl:{id}:m      hash    state, version, seq (last event number), status,
                            deadline (ms, 0 = none), created, updated, f:<name>
     bl:{id}:ev     stream  events with ids "<number>-0", numbered from 1
-    bl:{id}:idem   hash    action key -> stored response; last:<who> -> action key
+    bl:{id}:idem   hash    action key -> stored response; last:<who> -> action key;
+                           spent:<who> -> the earlier action keys, newest first
     bl:{id}:seats  hash    s<seat> -> token hash, t<token hash> -> seat
 
 and one global index::
@@ -91,15 +92,24 @@ if a.ttl then
 end
 """
 
+# A sender's spent action keys kept (about 16 of them: a key is at most 68 bytes).
+SPENT_BYTES: Final = 1100
+
 # Settings: expect (version), action (key of the idempotency record) and response,
-# state, status, deadline (ms; 0: no clock running), ttl (s), maxlen (of the stream),
-# seat and token_hash (a seat to take), now (ms), match (its id, for the clock index).
+# state, status, finished (the match ends), deadline (ms; 0: no clock running), ttl (s),
+# maxlen (of the stream), seat and token_hash (a seat to take), now (ms), match (its id,
+# for the clock index).
 # Returns {status, ...}.
 _COMMIT_LUA: Final = _READ_ARGUMENTS + """
 local m, idem, seats = KEYS[1], KEYS[3], KEYS[4]
+local who = a.action and string.match(a.action, '^([^:]*:[^:]*):')
 if a.action then
   local prior = redis.call('HGET', idem, a.action)
   if prior then return {'DUPLICATE', prior} end
+  local spent = who and redis.call('HGET', idem, 'spent:' .. who)
+  if spent and string.find('\\n' .. spent .. '\\n', '\\n' .. a.action .. '\\n', 1, true) then
+    return {'SPENT'}
+  end
 end
 local version = redis.call('HGET', m, 'version')
 if not version then return {'NOT_FOUND'} end
@@ -124,16 +134,29 @@ if a.deadline then
   end
 end
 if a.action then
-  -- One record per sender: an action key "<kind>:<who>:<id>" replaces the last one of
-  -- its "<kind>:<who>" (a client retries its latest call, never an earlier one once it
-  -- has sent a later one), so the hash stays a few entries however long the match.
-  local who = string.match(a.action, '^([^:]*:[^:]*):')
+  -- One answer per sender: an action key "<kind>:<who>:<id>" replaces the last one of
+  -- its "<kind>:<who>" (a client retries its latest call), so the hash stays a few
+  -- entries however long the match. The replaced key joins the sender's spent keys,
+  -- the newest SPENT_BYTES of them, so that an earlier id sent again is refused, not
+  -- applied a second time wherever its version still fits.
   if who then
     local before = redis.call('HGET', idem, 'last:' .. who)
-    if before then redis.call('HDEL', idem, before) end
+    if before then
+      redis.call('HDEL', idem, before)
+      local spent = before .. '\\n' .. (redis.call('HGET', idem, 'spent:' .. who) or '')
+      while #spent > """ + str(SPENT_BYTES) + """ do
+        spent = string.sub(spent, 1, string.find(spent, '\\n[^\\n]*$') - 1)
+      end
+      redis.call('HSET', idem, 'spent:' .. who, spent)
+    end
     redis.call('HSET', idem, 'last:' .. who, a.action)
   end
   redis.call('HSET', idem, a.action, a.response)
+end
+if a.finished then  -- no request is applied any more: the spent keys guard nothing
+  for _, key in ipairs(redis.call('HKEYS', idem)) do
+    if string.sub(key, 1, 6) == 'spent:' then redis.call('HDEL', idem, key) end
+  end
 end
 """ + _EXPIRE + """
 return {'OK', newv, seq}
@@ -176,6 +199,7 @@ class CommitStatus(Enum):
     OK = "OK"
     CONFLICT = "CONFLICT"  # expected version was stale: nothing written
     DUPLICATE = "DUPLICATE"  # action key seen before: nothing written, response is the original
+    SPENT = "SPENT"  # action key answered before, its answer no longer kept: nothing written
     NOT_FOUND = "NOT_FOUND"  # no such match (never created, or expired)
     SEAT_TAKEN = "SEAT_TAKEN"  # the seat to claim is already held: nothing written
     EXISTS = "EXISTS"  # create_match: the id is in use
@@ -386,7 +410,8 @@ class MatchStore:
 
         In one Lua script: a known `action_key` returns DUPLICATE with the stored
         response (checked first, so a retry after success is recognised even
-        though its version is now stale); a stale version returns CONFLICT; else
+        though its version is now stale), and one of the sender's spent keys SPENT;
+        a stale version returns CONFLICT; else
         the events are appended (numbered on from the last), state, version + 1,
         status, fields and deadline (`None` keeps it, 0 clears it) are written, the
         response is recorded under `action_key` (replacing the record of the last
@@ -408,6 +433,8 @@ class MatchStore:
             args += ["action", action_key, "response", response]
         if status:
             args += ["status", status]
+        if finished:
+            args += ["finished", "1"]
         if deadline_ms is not None:
             args += ["deadline", str(deadline_ms)]
         if ttl:

@@ -91,7 +91,10 @@ class SubmitActionRequest(_message.Message):
     """
     action_id: _builtins.str
     """A client-chosen id (1-64 characters) unique per seat and match. Sending the
-    same id again returns the original response and applies nothing twice.
+    seat's latest id again returns the original response and applies nothing
+    twice (with other actions: INVALID_ARGUMENT action-id-reused); an earlier
+    id of the seat's (about its last sixteen) is FAILED_PRECONDITION
+    action-id-used, its answer no longer kept, and nothing is applied.
     """
     include_position: _builtins.bool
     """Also fill view.position, as in GetViewRequest. A repeated action_id gets

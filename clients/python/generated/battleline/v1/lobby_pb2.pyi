@@ -123,6 +123,7 @@ class JoinMatchRequest(_message.Message):
     INVITE_CODE_FIELD_NUMBER: _builtins.int
     SEAT_OPTIONS_FIELD_NUMBER: _builtins.int
     JOIN_TICKET_FIELD_NUMBER: _builtins.int
+    SEAT_SECRET_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """The match id."""
     invite_code: _builtins.str
@@ -132,6 +133,16 @@ class JoinMatchRequest(_message.Message):
     AI takes its reserved seat by sending its key as `authorization: Bearer
     <AI key>` with match_id; it then gets no seat_token (the key acts for
     that seat) and joining again answers the same seat.
+    """
+    seat_secret: _builtins.str
+    """Optional, recommended: a secret of the joiner's choosing, 22 to 64
+    characters of A-Z a-z 0-9 - _ from a cryptographically secure source
+    (for example 32 random bytes in URL-safe base64). The seat token is then
+    the match id, a dot and this secret, and the same JoinMatch sent again
+    answers the same seat and token instead of match-full: a join whose answer
+    was lost (UNAVAILABLE, DEADLINE_EXCEEDED, a dropped connection) can be
+    sent again safely, by match id or by invite code. Without it the server
+    picks the secret, and a lost answer cannot be recovered.
     """
     @_builtins.property
     def seat_options(self) -> _types_pb2.SeatOptions:
@@ -144,10 +155,11 @@ class JoinMatchRequest(_message.Message):
         invite_code: _builtins.str = ...,
         seat_options: _types_pb2.SeatOptions | None = ...,
         join_ticket: _builtins.str = ...,
+        seat_secret: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["invite_code", b"invite_code", "match_id", b"match_id", "seat_options", b"seat_options", "target", b"target"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["invite_code", b"invite_code", "join_ticket", b"join_ticket", "match_id", b"match_id", "seat_options", b"seat_options", "target", b"target"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["invite_code", b"invite_code", "join_ticket", b"join_ticket", "match_id", b"match_id", "seat_options", b"seat_options", "seat_secret", b"seat_secret", "target", b"target"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_target: _TypeAlias = _typing.Literal["match_id", "invite_code"]  # noqa: Y015
     _WhichOneofArgType_target: _TypeAlias = _typing.Literal["target", b"target"]  # noqa: Y015
