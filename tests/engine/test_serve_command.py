@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -262,6 +263,52 @@ def test_serve_workers_share_one_port(redis_url: str) -> None:
     finally:
         _stop(process)
     assert not any(is_alive(pid) for pid in workers)
+
+
+@pytest.mark.timeout(90)
+def test_a_worker_that_dies_is_started_again(redis_url: str, tmp_path: Path) -> None:
+    """Nineteenth audit: a SIGKILLed engine of `serve --workers 2` was neither replaced
+    nor logged, and serve ran on with one engine fewer. It is started again on the same
+    port (and serves), and the exit is logged as an error."""
+    metrics_port = free_port_pair()
+    with (tmp_path / "serve.log").open("w") as log:
+        process, address = start_serve("--no-web", "--no-ai", "--workers", "2",
+                                       "--metrics-port", str(metrics_port),
+                                       "--create-rate", "1000",
+                                       env={"REDIS_URL": redis_url}, stderr=log)
+    try:
+        first = _engine_workers(process.pid)
+        assert len(first) == 1
+        os.kill(first[0], signal.SIGKILL)
+        deadline, second = time.monotonic() + 30, first
+        while time.monotonic() < deadline and second in (first, []):
+            time.sleep(0.1)
+            second = _engine_workers(process.pid)
+        assert second not in (first, []), "the engine worker was not started again"
+        assert first[0] not in children(process.pid), "the killed worker was not reaped"
+        served = 0
+        while time.monotonic() < deadline and not served:  # the new one takes its calls
+            client = Client(grpc.insecure_channel(address,
+                                                  [("grpc.use_local_subchannel_pool", 1)]))
+            try:
+                client.create()
+            finally:
+                client.channel.close()
+            with contextlib.suppress(OSError):
+                served = calls_served(metrics_port + 1)
+        assert served > 0
+    finally:
+        stop_serve(process)
+    lines = [json.loads(line) for line in (tmp_path / "serve.log").read_text().splitlines()
+             if line.startswith("{")]
+    assert any(line["message"] == "engine worker exited: starting it again"
+               and line["level"] == "error" and line["worker_pid"] == first[0]
+               for line in lines), lines[-5:]
+
+
+def _engine_workers(pid: int) -> list[int]:
+    """The other engine processes of serve `pid`."""
+    return [child for child in children(pid) if "serve" in command_line(child)]
 
 
 @pytest.mark.parametrize(("command", "flag"), [

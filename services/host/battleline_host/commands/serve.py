@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from enum import Enum
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from typer.core import TyperOption
 
+from battleline_client.backoff import backoff
 from battleline_client.processes import dying_with_parent, stop_processes
 from battleline_engine.listening import (
     MAX_CALLS,
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from battleline_engine.runtime import EngineConfig
 
 log = logging.getLogger("battleline.serve")
+QUICK_EXIT_S = 10.0  # an engine worker exiting sooner than this after its start is crash-looping
 AI_KEY_ENV = "BATTLELINE_AI_KEY"  # the hosted AI's key (the engine keeps only its hash)
 # The secret web gateways present to have their browsers' addresses believed; by
 # environment only (a command line is readable by every local user).
@@ -346,9 +349,11 @@ async def _run(
     web: WebGateway | None = None
     # A killed embedded Redis is reaped and started again from its append-only file.
     supervisor = asyncio.create_task(embedded.supervise()) if embedded is not None else None
+    watching: asyncio.Task[None] | None = None  # restarts a worker that exits
     try:
         if workers is not None:
             await workers.start(engine.port, metrics_port)
+            watching = asyncio.create_task(workers.supervise())
         if metrics_port:
             metrics_http.serve_metrics(metrics_port, metrics_host)
         # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
@@ -365,8 +370,9 @@ async def _run(
         log.info("shutting down")
         _exit_if_stuck(grace + SHUTDOWN_SLACK_S)
     finally:
-        if supervisor is not None:
-            supervisor.cancel()
+        for task in (supervisor, watching):
+            if task is not None:
+                task.cancel()
         if web is not None:
             await web.stop()
         if ai is not None:
@@ -420,22 +426,56 @@ class Workers:
         self.env = {**os.environ, "REDIS_URL": redis_url, AI_KEY_ENV: config.ai_key,
                     GATEWAY_SECRET_ENV: config.gateway_secret}
         self.processes: list[subprocess.Popen[str]] = []
+        self.port = self.metrics_port = 0
 
     async def start(self, port: int, metrics_port: int) -> None:
         """Start them on `port` (worker i's metrics on `metrics_port` + i) and wait until
         each listens."""
-        for i in range(1, self.count + 1):
-            command = [sys.executable, "-m", "battleline_client.cli", "serve", *self.args,
-                       "--port", str(port),
-                       "--metrics-port", str(metrics_port + i if metrics_port else 0)]
-            self.processes.append(subprocess.Popen(
-                dying_with_parent(command), env=self.env, stdout=subprocess.PIPE, text=True))
+        self.port, self.metrics_port = port, metrics_port
+        self.processes = [self._spawn(i) for i in range(1, self.count + 1)]
         for process in self.processes:
-            assert process.stdout is not None
-            line = await asyncio.to_thread(process.stdout.readline)
-            if "listening on" not in line:
-                raise RuntimeError(f"an engine worker did not start (exit {process.poll()})")
-            log.info("engine worker listening", extra={"worker_pid": process.pid})
+            await self._listening(process)
+
+    async def supervise(self, interval_s: float = 1.0) -> None:
+        """Until cancelled: start again a worker that exited (a crash, the OOM killer, a
+        SIGKILL), logged as an error: serve went on with one engine fewer, and said
+        nothing (nineteenth audit). One that keeps exiting at once is started again
+        after a growing delay (up to a minute), not in a loop."""
+        delays: list[Iterator[float] | None] = [None] * self.count
+        started = [time.monotonic()] * self.count
+        while True:
+            await asyncio.sleep(interval_s)
+            for i, process in enumerate(self.processes):
+                if process.poll() is None:  # poll() reaps a dead child
+                    continue
+                log.error("engine worker exited: starting it again",
+                          extra={"worker_pid": process.pid, "returncode": process.returncode})
+                if time.monotonic() - started[i] < QUICK_EXIT_S:
+                    delay = delays[i] = delays[i] or backoff(1.0, 60.0)
+                    await asyncio.sleep(next(delay))
+                else:
+                    delays[i] = None
+                started[i] = time.monotonic()
+                self.processes[i] = self._spawn(i + 1)
+                try:
+                    await self._listening(self.processes[i])
+                except RuntimeError as err:
+                    log.error("%s", err)  # tried again on the next turn
+
+    def _spawn(self, i: int) -> subprocess.Popen[str]:
+        command = [sys.executable, "-m", "battleline_client.cli", "serve", *self.args,
+                   "--port", str(self.port),
+                   "--metrics-port", str(self.metrics_port + i if self.metrics_port else 0)]
+        return subprocess.Popen(dying_with_parent(command), env=self.env,
+                                stdout=subprocess.PIPE, text=True)
+
+    @staticmethod
+    async def _listening(process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        line = await asyncio.to_thread(process.stdout.readline)
+        if "listening on" not in line:
+            raise RuntimeError(f"an engine worker did not start (exit {process.poll()})")
+        log.info("engine worker listening", extra={"worker_pid": process.pid})
 
     def terminate(self) -> None:
         for process in self.processes:
