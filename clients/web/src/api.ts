@@ -36,3 +36,21 @@ export function errorText(err: unknown): string {
 export function errorCode(err: unknown): Code {
   return ConnectError.from(err).code;
 }
+
+/** A joiner's own secret for its seat token: 32 random bytes in URL-safe base64. With
+ * it, the same JoinMatch sent again answers the same seat instead of "match-full". */
+export function newSeatSecret(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** `call` sent once more if its answer was lost on the way (Unavailable): only for a
+ * request that answers the same when repeated, as a join with its secret does. */
+export async function onceMoreIfLost<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (errorCode(err) !== Code.Unavailable) throw err;
+    return await call();
+  }
+}

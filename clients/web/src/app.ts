@@ -14,6 +14,7 @@ import { eventLine, renderLog } from "./log";
 import { renderPlayer } from "./players";
 import { renderResult, renderReview } from "./review";
 import { options, NOTHING } from "./selection";
+import { keptGames } from "./session";
 import type { State } from "./state";
 
 let dragging: string | null = null;
@@ -87,7 +88,7 @@ export function render(root: HTMLElement, state: State, game: Game, lobby: Lobby
 
   const page = state.screen === "lobby"
     ? [state.error !== "" && h("p", { class: "error", role: "alert", "data-testid": "error" }, state.error),
-      renderLobby(lobby, state.busy)]
+      renderLobby(lobby, state.busy, keptGames())]
     : [renderGame(state, game)];
   root.replaceChildren(h("header", { class: "top" }, h("h1", {}, "Battle Line")), ...page.filter((x) => x !== false));
 

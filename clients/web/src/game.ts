@@ -4,7 +4,7 @@ import { Code } from "@connectrpc/connect";
 import { errorCode, errorText, game, records, setToken } from "./api";
 import { handCard, parseAction } from "./actions";
 import { MatchPhase, type MatchView } from "./gen/battleline/v1/types_pb";
-import { clearSession, type Session } from "./session";
+import { clearSession, forgetGame, type Session } from "./session";
 import { NOTHING, type Selection } from "./selection";
 import { initial, type Store } from "./state";
 import { follow } from "./watch";
@@ -58,9 +58,11 @@ export class Game {
     }
   }
 
-  /** Stop following and forget the seat. */
+  /** Stop following and forget the seat (a game left is over, cancelled, or cannot be
+   * opened any more). */
   leave(): void {
     this.close();
+    forgetGame(this.store.state.matchId);
     clearSession();
     setToken("");
     this.store.update({ ...initial });
@@ -148,6 +150,7 @@ export class Game {
   private accept(view: MatchView): void {
     this.store.setView(view);
     if (view.phase === MatchPhase.FINISHED && !this.recordAsked) {
+      forgetGame(view.matchId);
       this.recordAsked = true;
       void this.loadRecord();
     }

@@ -2,10 +2,13 @@
 // for a friend.
 
 import { h } from "./dom";
+import type { KeptGame } from "./session";
 
 export interface LobbyActions {
   playAi(level: number, name: string): void;
   invite(name: string): void;
+  /** Take up a game this browser holds a seat in (a tab closed in the middle of it). */
+  resume(game: KeptGame): void;
 }
 
 const AI_LEVELS = [1, 2, 3, 4, 5];
@@ -14,7 +17,7 @@ const AI_LEVELS = [1, 2, 3, 4, 5];
 let typedName = "";
 let chosenLevel = 1;
 
-export function renderLobby(actions: LobbyActions, busy: boolean): HTMLElement {
+export function renderLobby(actions: LobbyActions, busy: boolean, kept: KeptGame[]): HTMLElement {
   const name = h("input", {
     id: "name", type: "text", maxlength: 40, autocomplete: "nickname", placeholder: "optional",
     value: typedName, "data-testid": "name", oninput: () => { typedName = name.value; },
@@ -38,7 +41,20 @@ export function renderLobby(actions: LobbyActions, busy: boolean): HTMLElement {
       h("button", {
         type: "button", disabled: busy, "data-testid": "invite",
         onclick: () => actions.invite(typedName.trim()),
-      }, "Invite a friend")));
+      }, "Invite a friend")),
+    kept.length > 0 && renderKept(actions, busy, kept));
+}
+
+/** The games this browser left going on, each to take up again. */
+function renderKept(actions: LobbyActions, busy: boolean, kept: KeptGame[]): HTMLElement {
+  return h("section", { class: "kept", "data-testid": "kept-games" },
+    h("h2", {}, "Your games going on"),
+    h("ul", {}, ...kept.map((game) => h("li", {},
+      `Against ${game.against}, since ${new Date(game.since).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })} `,
+      h("button", {
+        type: "button", disabled: busy, "data-testid": "resume",
+        onclick: () => actions.resume(game),
+      }, "Resume")))));
 }
 
 /** The link that joins the match with this invite code. */

@@ -1,12 +1,12 @@
 // Start-up: resume this tab's match, join one from an invitation link, or show the lobby.
 
-import { errorText, lobby } from "./api";
+import { errorText, lobby, newSeatSecret, onceMoreIfLost } from "./api";
 import { render } from "./app";
 import { tickClocks } from "./clocks";
 import { Game } from "./game";
 import { MatchPhase, OpponentKind, SeatChoice } from "./gen/battleline/v1/types_pb";
 import { joinCode, type LobbyActions } from "./lobby";
-import { loadSession, type Session, saveSession } from "./session";
+import { keepGame, loadSession, type Session, saveSession } from "./session";
 import { NOTHING } from "./selection";
 import { Store } from "./state";
 import "./style.css";
@@ -15,7 +15,9 @@ const root = document.getElementById("app") as HTMLElement;
 const store = new Store();
 const game = new Game(store);
 
-function start(session: Session): void {
+/** Play `session` in this tab, kept for any tab of this browser until it ends. */
+function start(session: Session, against: string): void {
+  keepGame(session, against);
   saveSession(session);
   game.open(session);
 }
@@ -37,15 +39,20 @@ const lobbyActions: LobbyActions = {
       options: { ruleset: "standard" }, seat: SeatChoice.RANDOM,
       opponent: { kind: OpponentKind.AI, aiLevel: level }, seatOptions: { displayName: name },
     });
-    start({ matchId: created.matchId, token: created.seatToken, inviteCode: "" });
+    start({ matchId: created.matchId, token: created.seatToken, inviteCode: "" }, `AI level ${level}`);
   }),
   invite: (name) => void attempt(async () => {
     const created = await lobby.createMatch({
       options: { ruleset: "standard" }, seat: SeatChoice.RANDOM,
       opponent: { kind: OpponentKind.OPEN, private: true }, seatOptions: { displayName: name },
     });
-    start({ matchId: created.matchId, token: created.seatToken, inviteCode: created.inviteCode });
+    start({ matchId: created.matchId, token: created.seatToken, inviteCode: created.inviteCode },
+      "a friend");
   }),
+  resume: (kept) => {
+    saveSession(kept);
+    game.open(kept);
+  },
 };
 
 /** Whether this tab holds a seat in a match not yet over (loaded, or still loading). */
@@ -62,8 +69,9 @@ async function join(code: string): Promise<void> {
     return;
   }
   await attempt(async () => {
-    const joined = await lobby.joinMatch({ target: { case: "inviteCode", value: code } });
-    start({ matchId: joined.matchId, token: joined.seatToken, inviteCode: "" });
+    const request = { target: { case: "inviteCode" as const, value: code }, seatSecret: newSeatSecret() };
+    const joined = await onceMoreIfLost(() => lobby.joinMatch(request));
+    start({ matchId: joined.matchId, token: joined.seatToken, inviteCode: "" }, "a friend");
   });
 }
 

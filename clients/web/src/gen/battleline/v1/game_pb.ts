@@ -89,7 +89,10 @@ export type SubmitActionRequest = Message<"battleline.v1.SubmitActionRequest"> &
 
   /**
    * A client-chosen id (1-64 characters) unique per seat and match. Sending the
-   * same id again returns the original response and applies nothing twice.
+   * seat's latest id again returns the original response and applies nothing
+   * twice (with other actions: INVALID_ARGUMENT action-id-reused); an earlier
+   * id of the seat's (about its last sixteen) is FAILED_PRECONDITION
+   * action-id-used, its answer no longer kept, and nothing is applied.
    *
    * @generated from field: string action_id = 3;
    */
