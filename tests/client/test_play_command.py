@@ -21,7 +21,9 @@ from battleline.v1 import types_pb2
 from battleline_client.bots import choose
 from battleline_client.cli import app
 from battleline_client.client import Client
-from battleline_client.common import is_finished, is_my_turn
+from battleline_client.commands.play import games_going_on
+from battleline_client.common import SeatHandle, is_finished, is_my_turn
+from battleline_client.saved_seats import SavedSeats
 from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI, start_worker, stop
 from tests.client import terminal
@@ -115,6 +117,21 @@ def test_a_game_left_without_resigning_is_taken_up_again(redis_url: str,
     assert json.loads((state / "seats.json").read_text()) == []  # over: forgotten
     assert again.exitstatus == 1
     assert "no game left unfinished" in again.output
+
+
+def test_a_kept_seat_the_engine_no_longer_knows_is_forgotten(service: LocalService,
+                                                             tmp_path: Path) -> None:
+    """Twentieth audit: a kept seat whose match the engine no longer had (its data lost,
+    or the record expired) answered UNAUTHENTICATED, was never forgotten, and every later
+    `battleline play` on that engine failed on it."""
+    kept = SavedSeats(tmp_path / "state", service.address)
+    with Client(service.address) as client:
+        created = client.create(opponent="local", clock="none")
+        kept.keep(created.seat, "a friend")
+        kept.keep(SeatHandle("gone0match0id", "gone0match0id.not-a-token", 0), "a friend")
+        going = games_going_on(client, kept)
+    assert [saved.match_id for saved, _seat in going] == [created.match_id]
+    assert [saved.match_id for saved in kept.left()] == [created.match_id]
 
 
 def test_watch_follows_a_match_to_its_result(service: LocalService) -> None:

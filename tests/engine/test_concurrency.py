@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import random
 import subprocess
 import threading
@@ -12,7 +14,7 @@ import pytest
 import redis
 
 from battleline.v1 import lobby_pb2, types_pb2
-from battleline_engine.storage.matches import SPENT_BYTES
+from battleline_engine.storage.matches import SPENT_IDS
 from tests.processes import start_serve
 
 from .harness import SEATS, Client, Engine
@@ -110,6 +112,23 @@ def test_a_join_sent_again_with_its_secret_answers_the_same_seat(engine: Engine,
             client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(**target, **other), timeout=10)
         assert (full.value.code(), reason(full.value)) == (
             grpc.StatusCode.FAILED_PRECONDITION, "match-full")
+
+
+def test_a_creator_joining_with_its_own_tokens_secret_keeps_its_seat(engine: Engine) -> None:
+    """Twentieth audit: a creator that sent its own token's random part as the secret
+    took the other seat under the same token, which then named that seat (a token's seat
+    must never change: each engine process caches it) and left its first seat to the
+    clock. The token's seat stays, and the open seat stays open."""
+    client = Client.to(engine.address)
+    created = client.create(kind=types_pb2.OPPONENT_KIND_OPEN)
+    secret = created.seat_token.split(".", 1)[1]
+    with contextlib.suppress(grpc.RpcError):  # match-full, or its own seat named again
+        joined = client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
+            match_id=created.match_id, seat_secret=secret), timeout=10)
+        assert joined.seat == created.seat
+    view = client.view(created.match_id, created.seat_token)
+    assert view.viewer == created.seat
+    assert view.phase == types_pb2.MATCH_PHASE_WAITING
 
 
 @pytest.mark.parametrize("secret", ["short", "x" * 65, "has space in it 0123456789",
@@ -219,12 +238,13 @@ def test_an_earlier_action_id_sent_again_is_refused_not_applied_twice(engine: En
             break
         seat = SEATS.index(view.current_seat)
         send(seat, [client.view(match_id, tokens[seat]).legal_actions[0]],
-             f"later-{n}".ljust(64, "x"))  # the longest ids: the fewest kept
+             f"later-{n}".ljust(64, "\U0001f600"))  # 4 bytes a character: as many kept
     store = redis.Redis.from_url(redis_url)
     spent = store.hget(f"bl:{{{match_id}}}:idem", "spent:a:0")
     store.close()
-    assert spent is not None and len(spent) <= SPENT_BYTES and b"draw-1" not in spent
-    assert spent.count(b"\n") >= 14  # about sixteen of the longest ids
+    digest = hashlib.sha1(b"a:0:draw-1").hexdigest()[:16].encode()
+    assert spent is not None and len(spent) == SPENT_IDS * 16  # the newest sixteen
+    assert digest not in [spent[k:k + 16] for k in range(0, len(spent), 16)]
 
 
 @pytest.mark.timeout(120)

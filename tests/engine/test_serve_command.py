@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -304,6 +305,37 @@ def test_a_worker_that_dies_is_started_again(redis_url: str, tmp_path: Path) -> 
     assert any(line["message"] == "engine worker exited: starting it again"
                and line["level"] == "error" and line["worker_pid"] == first[0]
                for line in lines), lines[-5:]
+
+
+@pytest.mark.timeout(120)
+def test_a_worker_that_cannot_be_started_is_tried_again(redis_url: str, tmp_path: Path) -> None:
+    """Twentieth audit: a restart whose process could not even be made (no descriptor
+    left: Popen raised) ended the supervision for good, silently. It is logged and
+    tried again until it works."""
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w") as log:
+        process, _ = start_serve("--no-web", "--no-ai", "--workers", "2",
+                                 env={"REDIS_URL": redis_url}, stderr=log)
+    soft, hard = resource.prlimit(process.pid, resource.RLIMIT_NOFILE)
+    try:
+        first = _engine_workers(process.pid)
+        open_now = len(os.listdir(f"/proc/{process.pid}/fd"))
+        resource.prlimit(process.pid, resource.RLIMIT_NOFILE, (open_now, hard))
+        os.kill(first[0], signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while "could not be started" not in log_path.read_text():
+            assert time.monotonic() < deadline, "no failed start logged"
+            time.sleep(0.2)
+        resource.prlimit(process.pid, resource.RLIMIT_NOFILE, (soft, hard))
+        deadline, second = time.monotonic() + 90, []
+        while time.monotonic() < deadline and second in (first, []):
+            time.sleep(0.2)
+            second = _engine_workers(process.pid)
+        assert second not in (first, []), "the engine worker was not started again"
+    finally:
+        with contextlib.suppress(OSError):
+            resource.prlimit(process.pid, resource.RLIMIT_NOFILE, (soft, hard))
+        stop_serve(process)
 
 
 def _engine_workers(pid: int) -> list[int]:

@@ -3,24 +3,38 @@
 Why: a game left without resigning (the terminal closed, the connection or the machine
 went down) ran on with no way back to it, the seat's token lost with the process, until
 its clock ran out. Kept here, `battleline play --resume` takes it up again. A token is
-its seat's one credential, so the file is its user's alone (0600, in a 0700 directory)
-and is replaced whole, never half written.
+its seat's one credential, so the file is its user's alone (0600, in a 0700 directory of
+the user's own, refused otherwise), replaced whole under a lock, never half written.
+What is read back is only ever a way back: a file that is missing, damaged, not a
+regular file of the user's, or in a directory others may write reads as no seat.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import math
 import os
+import stat
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .common import SeatHandle
+from .printable import plain
 
 FILE_NAME = "seats.json"
+LOCK_NAME = "seats.lock"
+MAX_BYTES = 64 * 1024  # far more than any user's seats: a bigger file is not ours
+
+
+class UnsafeStateDirectory(PermissionError):
+    """A state directory another user owns or may write to: it could swap the seats
+    (plant one, or take the player's away), so nothing is read or kept there."""
 
 
 def default_directory(environ: Mapping[str, str]) -> Path:
@@ -44,12 +58,26 @@ class SavedSeat:
     def handle(self) -> SeatHandle:
         return SeatHandle(self.match_id, self.token, self.seat)
 
+    @classmethod
+    def parse(cls, entry: Any) -> SavedSeat | None:
+        """The seat an entry of the file holds, None if it is not one (its text made
+        printable: it is shown in the terminal)."""
+        if not isinstance(entry, dict):
+            return None
+        texts = [entry.get(name) for name in ("target", "match_id", "token", "against")]
+        seat, saved_at = entry.get("seat"), entry.get("saved_at")
+        if not all(isinstance(t, str) and t for t in texts) or type(seat) is not int \
+                or not isinstance(saved_at, int | float) or not math.isfinite(saved_at):
+            return None
+        target, match_id, token, against = (plain(str(t))[:200] for t in texts)
+        return cls(target, match_id, token, seat, against, float(saved_at))
+
 
 class SavedSeats:
-    """The seats kept for one engine, in the file of one user's seats (a missing or
-    damaged file reads as none: it only ever holds a way back, nothing a game needs)."""
+    """The seats kept for one engine, in the file of one user's seats."""
 
     def __init__(self, directory: Path, target: str) -> None:
+        self.directory = directory
         self.path = directory / FILE_NAME
         self.target = target
 
@@ -59,28 +87,69 @@ class SavedSeats:
                       key=lambda s: -s.saved_at)
 
     def keep(self, handle: SeatHandle, against: str) -> None:
+        """Keep a seat (OSError, UnsafeStateDirectory among them, if it cannot be)."""
         seat = SavedSeat(self.target, handle.match_id, handle.token, handle.seat, against,
                          time.time())
-        self._write([s for s in self._read() if not self._same(s, handle.match_id)] + [seat])
+        with self._locked():
+            self._write([s for s in self._read() if not self._same(s, handle.match_id)]
+                        + [seat])
 
     def forget(self, match_id: str) -> None:
-        seats = self._read()
-        left = [s for s in seats if not self._same(s, match_id)]
-        if len(left) != len(seats):
-            self._write(left)
+        with self._locked():
+            seats = self._read()
+            left = [s for s in seats if not self._same(s, match_id)]
+            if len(left) != len(seats):
+                self._write(left)
 
     def _same(self, seat: SavedSeat, match_id: str) -> bool:
         return seat.target == self.target and seat.match_id == match_id
 
-    def _read(self) -> list[SavedSeat]:
+    def _safe(self) -> bool:
+        """Whether the directory is the user's own and no one else may write to it."""
         try:
-            return [SavedSeat(**entry) for entry in json.loads(self.path.read_text())]
-        except (OSError, ValueError, TypeError):
+            info = self.directory.lstat()
+        except OSError:
+            return False
+        return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+                and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """This user's seat file, read and replaced by one process at a time (two
+        `battleline play` keeping a seat at once lost one of them)."""
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not self._safe():
+            raise UnsafeStateDirectory(f"{self.directory} is not this user's alone")
+        descriptor = os.open(self.directory / LOCK_NAME,
+                             os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(descriptor)
+
+    def _read(self) -> list[SavedSeat]:
+        if not self._safe():
             return []
+        try:  # not through a link, nor waiting on a pipe; a regular file of ours, small
+            descriptor = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return []
+        with os.fdopen(descriptor, "rb") as file:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() \
+                    or info.st_size > MAX_BYTES:
+                return []
+            try:
+                entries = json.loads(file.read(MAX_BYTES + 1))
+            except (ValueError, RecursionError):
+                return []
+        if not isinstance(entries, list):
+            return []
+        return [seat for seat in map(SavedSeat.parse, entries) if seat is not None]
 
     def _write(self, seats: list[SavedSeat]) -> None:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".seats-")
+        descriptor, temporary = tempfile.mkstemp(dir=self.directory, prefix=".seats-")
         try:  # mkstemp's file is the user's alone (0600) from the start
             with os.fdopen(descriptor, "w") as out:
                 json.dump([asdict(s) for s in seats], out)

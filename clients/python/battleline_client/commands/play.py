@@ -21,7 +21,7 @@ from battleline.v1 import types_pb2
 from .. import tui
 from ..client import Client, Seat
 from ..common import DEFAULT_TARGET, SeatHandle, is_finished, is_my_turn
-from ..errors import BattleLineError, NotFound, PermissionDenied
+from ..errors import BattleLineError, NotFound, PermissionDenied, Unauthenticated
 from ..printable import plain
 from ..saved_seats import SavedSeat, SavedSeats, default_directory
 
@@ -264,10 +264,12 @@ def games_going_on(client: Client, kept: SavedSeats) -> list[tuple[SavedSeat, Se
         seat = client.seat(saved.handle)
         try:
             over = is_finished(seat.view())
-        except (NotFound, PermissionDenied):  # expired, or the engine's data is gone
+        except (NotFound, PermissionDenied, Unauthenticated):  # expired, or the data is gone
             over = True
+        except BattleLineError:
+            continue  # cannot tell now: kept, and not offered
         if over:
-            kept.forget(saved.match_id)
+            _forget(kept, saved.match_id)
         else:
             going.append((saved, seat))
     return going
@@ -390,7 +392,7 @@ def play(
                 _mention_left(term, client, kept)
                 handle = client.join(invite_code=invite_code(join), name=name,
                                      auto_claim=auto_claim)
-                _keep(kept, handle, "a friend")
+                _keep(term, kept, handle, "a friend")
                 final = play_remote(term, client.seat(handle), wait)
             else:
                 _mention_left(term, client, kept)
@@ -399,7 +401,7 @@ def play(
                 created = client.create(opponent=kind, private=friend, ai_level=level,
                                         ruleset=ruleset, name=name, auto_claim=auto_claim,
                                         seat="random")
-                _keep(kept, created.seat, "a friend" if friend else f"AI level {level}")
+                _keep(term, kept, created.seat, "a friend" if friend else f"AI level {level}")
                 if friend:  # the server's text: never markup
                     code = escape(created.invite_code)
                     console.print(f"invite code: [bold]{code}[/] (your friend runs: "
@@ -423,9 +425,21 @@ def play(
             service.stop()
 
 
-def _keep(kept: SavedSeats | None, handle: SeatHandle, against: str) -> None:
-    if kept is not None:
+def _keep(term: Terminal, kept: SavedSeats | None, handle: SeatHandle, against: str) -> None:
+    """Keep the seat for --resume; a place that cannot take it (a full disk, a directory
+    others may write to) costs only the way back, said once, never the game."""
+    if kept is None:
+        return
+    try:
         kept.keep(handle, against)
+    except OSError as err:
+        term.console.print(f"[yellow]this seat is not kept for --resume[/] "
+                           f"({escape(plain(str(err)))}): the game goes on")
+
+
+def _forget(kept: SavedSeats, match_id: str) -> None:
+    with contextlib.suppress(OSError):  # kept, at worst: offered, then found over
+        kept.forget(match_id)
 
 
 def _over(seat: Seat) -> bool:
@@ -454,7 +468,7 @@ def _resigned_on_leaving(term: Terminal, remote: bool,
         raise typer.Exit(130) from None
     finally:
         if kept is not None and term.playing is not None and _over(term.playing):
-            kept.forget(term.playing.handle.match_id)
+            _forget(kept, term.playing.handle.match_id)
 
 
 def _engine(console: Console, local: bool) -> tuple[str, ServeChild | None]:

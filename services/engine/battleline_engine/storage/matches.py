@@ -14,7 +14,7 @@ Cluster slot and every script stays in that slot::
                            deadline (ms, 0 = none), created, updated, f:<name>
     bl:{id}:ev     stream  events with ids "<number>-0", numbered from 1
     bl:{id}:idem   hash    action key -> stored response; last:<who> -> action key;
-                           spent:<who> -> the earlier action keys, newest first
+                           spent:<who> -> digests of its earlier action keys, newest first
     bl:{id}:seats  hash    s<seat> -> token hash, t<token hash> -> seat
 
 and one global index::
@@ -92,8 +92,9 @@ if a.ttl then
 end
 """
 
-# A sender's spent action keys kept (about 16 of them: a key is at most 68 bytes).
-SPENT_BYTES: Final = 1100
+# How many of a sender's earlier action keys are refused (each kept as 16 hex digits of
+# its SHA-1, whatever the id's length: 256 bytes a sender).
+SPENT_IDS: Final = 16
 
 # Settings: expect (version), action (key of the idempotency record) and response,
 # state, status, finished (the match ends), deadline (ms; 0: no clock running), ttl (s),
@@ -107,15 +108,23 @@ if a.action then
   local prior = redis.call('HGET', idem, a.action)
   if prior then return {'DUPLICATE', prior} end
   local spent = who and redis.call('HGET', idem, 'spent:' .. who)
-  if spent and string.find('\\n' .. spent .. '\\n', '\\n' .. a.action .. '\\n', 1, true) then
-    return {'SPENT'}
+  if spent then
+    local digest = string.sub(redis.sha1hex(a.action), 1, 16)
+    for k = 1, #spent, 16 do
+      if string.sub(spent, k, k + 15) == digest then return {'SPENT'} end
+    end
   end
 end
 local version = redis.call('HGET', m, 'version')
 if not version then return {'NOT_FOUND'} end
 if version ~= a.expect then return {'CONFLICT', version} end
 if a.seat then
-  if redis.call('HEXISTS', seats, 's' .. a.seat) == 1 then return {'SEAT_TAKEN', version} end
+  -- A seat taken, or a token that names one already (a token's seat never changes: a
+  -- creator joining with its own token's secret would move it to the other seat).
+  if redis.call('HEXISTS', seats, 's' .. a.seat) == 1
+      or redis.call('HEXISTS', seats, 't' .. a.token_hash) == 1 then
+    return {'SEAT_TAKEN', version}
+  end
   redis.call('HSET', seats, 's' .. a.seat, a.token_hash, 't' .. a.token_hash, a.seat)
 end
 local newv = tonumber(version) + 1
@@ -136,17 +145,16 @@ end
 if a.action then
   -- One answer per sender: an action key "<kind>:<who>:<id>" replaces the last one of
   -- its "<kind>:<who>" (a client retries its latest call), so the hash stays a few
-  -- entries however long the match. The replaced key joins the sender's spent keys,
-  -- the newest SPENT_BYTES of them, so that an earlier id sent again is refused, not
-  -- applied a second time wherever its version still fits.
+  -- entries however long the match. The replaced key joins the sender's spent keys (a
+  -- digest of each, newest first, SPENT_IDS of them), so that an earlier id sent again
+  -- is refused, not applied a second time wherever its version still fits.
   if who then
     local before = redis.call('HGET', idem, 'last:' .. who)
     if before then
       redis.call('HDEL', idem, before)
-      local spent = before .. '\\n' .. (redis.call('HGET', idem, 'spent:' .. who) or '')
-      while #spent > """ + str(SPENT_BYTES) + """ do
-        spent = string.sub(spent, 1, string.find(spent, '\\n[^\\n]*$') - 1)
-      end
+      local spent = string.sub(redis.sha1hex(before), 1, 16)
+        .. (redis.call('HGET', idem, 'spent:' .. who) or '')
+      spent = string.sub(spent, 1, """ + str(SPENT_IDS * 16) + """)
       redis.call('HSET', idem, 'spent:' .. who, spent)
     end
     redis.call('HSET', idem, 'last:' .. who, a.action)

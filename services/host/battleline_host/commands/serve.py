@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("battleline.serve")
 QUICK_EXIT_S = 10.0  # an engine worker exiting sooner than this after its start is crash-looping
+START_TIMEOUT_S = 60.0  # an engine worker restarted and not listening by then is stuck
 AI_KEY_ENV = "BATTLELINE_AI_KEY"  # the hosted AI's key (the engine keeps only its hash)
 # The secret web gateways present to have their browsers' addresses believed; by
 # environment only (a command line is readable by every local user).
@@ -439,28 +440,37 @@ class Workers:
     async def supervise(self, interval_s: float = 1.0) -> None:
         """Until cancelled: start again a worker that exited (a crash, the OOM killer, a
         SIGKILL), logged as an error: serve went on with one engine fewer, and said
-        nothing (nineteenth audit). One that keeps exiting at once is started again
-        after a growing delay (up to a minute), not in a loop."""
-        delays: list[Iterator[float] | None] = [None] * self.count
-        started = [time.monotonic()] * self.count
+        nothing (nineteenth audit). Each worker is watched on its own, so one whose start
+        hangs holds up no other (twentieth audit)."""
+        await asyncio.gather(*(self._keep_running(i, interval_s) for i in range(self.count)))
+
+    async def _keep_running(self, i: int, interval_s: float) -> None:
+        """Worker `i` (from 0) started again whenever it has exited. One that keeps
+        exiting at once, or cannot be started (no descriptors or memory left: Popen
+        fails), is tried again after a growing delay (up to a minute), never given up on;
+        one that does not listen within START_TIMEOUT_S is killed and tried again."""
+        delays: Iterator[float] | None = None
+        started = time.monotonic()
         while True:
             await asyncio.sleep(interval_s)
-            for i, process in enumerate(self.processes):
-                if process.poll() is None:  # poll() reaps a dead child
-                    continue
-                log.error("engine worker exited: starting it again",
-                          extra={"worker_pid": process.pid, "returncode": process.returncode})
-                if time.monotonic() - started[i] < QUICK_EXIT_S:
-                    delay = delays[i] = delays[i] or backoff(1.0, 60.0)
-                    await asyncio.sleep(next(delay))
-                else:
-                    delays[i] = None
-                started[i] = time.monotonic()
+            process = self.processes[i]
+            if process.poll() is None:  # poll() reaps a dead child
+                continue
+            log.error("engine worker exited: starting it again",
+                      extra={"worker_pid": process.pid, "returncode": process.returncode})
+            if time.monotonic() - started < QUICK_EXIT_S:
+                delays = delays or backoff(1.0, 60.0)
+                await asyncio.sleep(next(delays))
+            else:
+                delays = None
+            started = time.monotonic()
+            try:
                 self.processes[i] = self._spawn(i + 1)
-                try:
-                    await self._listening(self.processes[i])
-                except RuntimeError as err:
-                    log.error("%s", err)  # tried again on the next turn
+                await asyncio.wait_for(self._listening(self.processes[i]), START_TIMEOUT_S)
+            except (OSError, RuntimeError, TimeoutError) as err:
+                log.error("an engine worker could not be started: %s", err or "no answer")
+                if self.processes[i].poll() is None:
+                    self.processes[i].kill()  # hung: the next turn starts another
 
     def _spawn(self, i: int) -> subprocess.Popen[str]:
         command = [sys.executable, "-m", "battleline_client.cli", "serve", *self.args,
