@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO
 
 BATTLELINE = str(Path(sys.executable).parent / "battleline")
+EMBEDDED_STORE = "valkey-server"  # the process name of serve's embedded Redis
 
 
 def free_port() -> int:

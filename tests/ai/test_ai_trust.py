@@ -75,7 +75,7 @@ def test_no_secret_is_on_the_command_line_of_serve_or_any_child(tmp_path: Path) 
         password = urlparse(_redis_url(process)).password
         assert password
         below = [process.pid, *descendants(process.pid)]
-        # serve, redis-server, battleline ai, a worker and its search process (at least)
+        # serve, its store, battleline ai, a worker and its search process (at least)
         assert len(below) >= 5, [command_line(p) for p in below]
         key_file = tmp_path / "ai.key"
         for pid in below:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from battleline_ai.decide import decide_by, needs_search
+from battleline_ai.decide import decide, decide_by, needs_search
 from battleline_ai.endgame import solve
 from battleline_rules import Kind, Phase, dump_position, new_game, parse_action
 from tests.ai.endgames import endgame_positions
@@ -52,3 +52,14 @@ def test_only_a_searching_levels_choices_in_the_play_step_need_a_search_process(
         state.apply(rng.choice(state.legal_actions()))
     assert seen[(Phase.PLAY, True)] == [True, False, False]
     assert seen[(Phase.FINISH, True)] == [False, False, False]  # which deck to draw from
+
+
+@pytest.mark.parametrize("spec", ["ismcts:level=5", "heuristic"])
+def test_a_position_with_nothing_to_do_is_refused_as_such(spec: str) -> None:
+    """AiService.Suggest answers a ValueError with INVALID_ARGUMENT bad-position; a
+    review found a finished position raising IndexError (INTERNAL) instead."""
+    state, rng = new_game("standard", seed=5), random.Random(5)
+    while not state.is_over:
+        state.apply(rng.choice(state.legal_actions()))
+    with pytest.raises(ValueError, match="nothing to do"):
+        decide(dump_position(state.view(0)), spec, None, 1)

@@ -18,6 +18,7 @@ from battleline_client.common import is_finished, is_my_turn
 from tests.ai.service_harness import AI_KEY, play_random
 from tests.processes import (
     BATTLELINE,
+    EMBEDDED_STORE,
     children,
     command_line,
     free_port,
@@ -62,7 +63,7 @@ def test_serve_starts_an_ai_that_plays_and_dies_with_it(tmp_path: Path) -> None:
         assert worker_args[worker_args.index("--log-level") + 1] == "warning"
         assert worker_args[worker_args.index("--log-format") + 1] == "text"
         redis = [p for p in children(process.pid)
-                 if "redis-server" in " ".join(command_line(p))]
+                 if EMBEDDED_STORE in " ".join(command_line(p))]
         assert redis  # the embedded Redis must not outlive serve either
     finally:
         process.send_signal(signal.SIGKILL)  # the harshest exit: no cleanup code runs

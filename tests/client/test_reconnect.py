@@ -208,3 +208,15 @@ def test_a_join_whose_answer_was_lost_is_sent_again_and_gets_its_seat(
     assert loser.joins[0].seat_secret == loser.joins[1].seat_secret != ""
     assert view.viewer == handle.seat != created.seat.seat
     assert view.phase == types_pb2.MATCH_PHASE_PLAYING and view.version == 2  # joined once
+
+
+def test_a_join_sent_again_with_the_callers_own_secret_gets_the_same_seat(
+        service: LocalService) -> None:
+    """After a Timeout the library does not resend a join itself: the caller that gave
+    its own `seat_secret` sends the same join again and gets the same seat."""
+    secret = "the-callers-own-secret-0123456789"
+    with Client(service.address) as client:
+        created = client.create(opponent="open")
+        first, again = (client.join(match_id=created.match_id, seat_secret=secret)
+                        for _ in range(2))
+    assert first == again and first.token.endswith(f".{secret}")

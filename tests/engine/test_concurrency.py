@@ -234,8 +234,7 @@ def test_an_earlier_action_id_sent_again_is_refused_not_applied_twice(engine: En
     # The spent list is bounded: after many more requests the oldest ids are let go.
     for n in range(60):
         view = client.view(match_id, tokens[0])
-        if view.phase == types_pb2.MATCH_PHASE_FINISHED:
-            break
+        assert view.phase != types_pb2.MATCH_PHASE_FINISHED, "over: its spent ids are gone"
         seat = SEATS.index(view.current_seat)
         send(seat, [client.view(match_id, tokens[seat]).legal_actions[0]],
              f"later-{n}".ljust(64, "\U0001f600"))  # 4 bytes a character: as many kept

@@ -21,6 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from battleline.v1 import lobby_pb2, lobby_pb2_grpc, types_pb2, watch_pb2, watch_pb2_grpc
 from tests.processes import (
     BATTLELINE,
+    EMBEDDED_STORE,
     calls_served,
     children,
     command_line,
@@ -80,7 +81,7 @@ def test_serve_with_embedded_redis(tmp_path: Path) -> None:
     started = [rec for rec in logs if rec["message"] == "embedded redis started"]
     assert started and started[0]["data_dir"] == str(tmp_path / "data")
     assert any(rec["message"] == "embedded redis stopped" for rec in logs)
-    assert (tmp_path / "data" / "appendonly.aof").exists()
+    assert list((tmp_path / "data").rglob("appendonly*.aof"))  # (Valkey: appendonlydir/)
     with pytest.raises(redis.ConnectionError):
         redis.Redis(unix_socket_path=started[0]["socket"], socket_connect_timeout=1).ping()
 
@@ -111,7 +112,7 @@ def test_serve_with_external_redis(redis_url: str, tmp_path: Path) -> None:
     finally:
         err = _stop(process)
     assert "embedded redis" not in err
-    assert not (tmp_path / "appendonly.aof").exists()
+    assert not list(tmp_path.rglob("appendonly*.aof"))
 
 
 @pytest.mark.timeout(60)
@@ -131,7 +132,7 @@ def test_serve_binds_an_ipv6_host(redis_url: str, tmp_path: Path) -> None:
 
 @pytest.mark.timeout(90)
 def test_a_killed_embedded_redis_is_restarted_from_its_data(tmp_path: Path) -> None:
-    """SIGKILL of the embedded redis-server: serve reaps it (no zombie), starts it again
+    """SIGKILL of the embedded store (valkey-server): serve reaps it (no zombie), starts it again
     from the append-only file, health is SERVING again and the match is still there."""
     with (tmp_path / "serve.log").open("w") as log:
         process, address = start_serve("--web-port", "0", "--no-ai", "--data-dir",
@@ -142,14 +143,15 @@ def test_a_killed_embedded_redis_is_restarted_from_its_data(tmp_path: Path) -> N
         created = client.create()
         time.sleep(1.5)  # appendfsync everysec: the match is on disk
         first = _redis_child(process.pid)
+        assert first, "no embedded store"  # os.kill(0, ...) would kill this whole test run
         os.kill(first, signal.SIGKILL)
         deadline = time.monotonic() + 30
         second = first
         while time.monotonic() < deadline and second in (first, 0):
             time.sleep(0.1)
             second = _redis_child(process.pid)
-        assert second not in (first, 0), "redis-server was not started again"
-        assert first not in children(process.pid), "the killed redis-server was not reaped"
+        assert second not in (first, 0), "the store was not started again"
+        assert first not in children(process.pid), "the killed store was not reaped"
         assert _serving(address) == health_pb2.HealthCheckResponse.SERVING
         view = client.view(created.match_id, created.seat_token)
         assert view.match_id == created.match_id
@@ -159,9 +161,9 @@ def test_a_killed_embedded_redis_is_restarted_from_its_data(tmp_path: Path) -> N
 
 
 def _redis_child(pid: int) -> int:
-    """The pid of serve's live redis-server child, 0 if none."""
+    """The pid of serve's live embedded store (valkey-server), 0 if none."""
     for child in children(pid):
-        if is_alive(child) and "redis-server" in command_line(child)[0]:
+        if is_alive(child) and EMBEDDED_STORE in command_line(child)[0]:
             return child
     return 0
 
@@ -181,6 +183,7 @@ def test_serve_starts_its_children_without_grpc_fork_warnings(tmp_path: Path) ->
             time.sleep(0.2)  # the AI's worker process logs once it runs
         assert "ai worker" in log_path.read_text()
         first = _redis_child(process.pid)
+        assert first, "no embedded store"  # os.kill(0, ...) would kill this whole test run
         os.kill(first, signal.SIGKILL)
         while _redis_child(process.pid) in (first, 0) and time.monotonic() < deadline + 30:
             time.sleep(0.1)
@@ -193,7 +196,7 @@ def test_serve_starts_its_children_without_grpc_fork_warnings(tmp_path: Path) ->
 @pytest.mark.timeout(90)
 def test_a_stop_is_bounded_even_when_redis_hangs(tmp_path: Path) -> None:
     """SIGTERM while the embedded Redis is frozen (SIGSTOP): serve still exits within
-    its grace period plus serve.SHUTDOWN_SLACK_S, and leaves no redis-server behind."""
+    its grace period plus serve.SHUTDOWN_SLACK_S, and leaves no store process behind."""
     from battleline_host.commands.serve import SHUTDOWN_SLACK_S
 
     with (tmp_path / "serve.log").open("w") as log:
@@ -201,6 +204,7 @@ def test_a_stop_is_bounded_even_when_redis_hangs(tmp_path: Path) -> None:
                                        str(tmp_path / "data"), env={"REDIS_URL": ""}, stderr=log)
     assert _serving(address) == health_pb2.HealthCheckResponse.SERVING
     frozen = _redis_child(process.pid)
+    assert frozen, "no embedded store"  # os.kill(0, ...) would stop this whole test run
     os.kill(frozen, signal.SIGSTOP)
     started = time.monotonic()
     stop_serve(process, timeout=60)

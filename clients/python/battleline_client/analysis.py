@@ -81,7 +81,8 @@ def formation_data(state: GameState, formation: Formation | None) -> Json:
 
 
 def side_formation(state: GameState, index: int, seat: int) -> Json:
-    """A side's formation if complete, else the best it can still reach from unseen troops."""
+    """A side's formation if complete, else the best it can still reach from troops off the
+    table."""
     flag = state.flags[index]
     cards = flag.cards[seat]
     missing = flag.size - len(cards)

@@ -110,11 +110,14 @@ class Client:
         return common.created_from(response)
 
     def join(self, *, match_id: str = "", invite_code: str = "", name: str = "",
-             auto_claim: bool = False, token: str | None = None) -> SeatHandle:
+             auto_claim: bool = False, token: str | None = None,
+             seat_secret: str | None = None) -> SeatHandle:
         """Take the open seat of a match, by id or invite code. `token`: sent as the
-        caller's credential (the hosted AI's key, which gets no seat token back)."""
+        caller's credential (the hosted AI's key, which gets no seat token back).
+        `seat_secret`: the seat token's random part (a fresh one by default); the same
+        join sent again with it answers the same seat (after a Timeout, say)."""
         request = common.join_request(match_id=match_id, invite_code=invite_code, name=name,
-                                      auto_claim=auto_claim)
+                                      auto_claim=auto_claim, seat_secret=seat_secret)
         response = self._unary("JoinMatch", self._lobby.JoinMatch, request, token)
         return SeatHandle(response.match_id, response.seat_token, response.seat)
 

@@ -190,14 +190,15 @@ def created_from(response: lobby_pb2.CreateMatchResponse) -> Created:
 
 
 def join_request(*, match_id: str = "", invite_code: str = "", name: str = "",
-                 auto_claim: bool = False) -> lobby_pb2.JoinMatchRequest:
-    """A JoinMatchRequest by match id or invite code (exactly one), with a fresh secret
-    for its seat token: the same request sent again (its answer lost) answers the same
-    seat, so a join is resent like any idempotent call."""
+                 auto_claim: bool = False,
+                 seat_secret: str | None = None) -> lobby_pb2.JoinMatchRequest:
+    """A JoinMatchRequest by match id or invite code (exactly one), with a secret for its
+    seat token (a fresh one unless given): the same request sent again (its answer lost)
+    answers the same seat, so a join is resent like any idempotent call."""
     if bool(match_id) == bool(invite_code):
         raise ValueError("give exactly one of match_id and invite_code")
     options = types_pb2.SeatOptions(auto_claim=auto_claim, display_name=name)
-    secret = secrets.token_urlsafe(32)
+    secret = seat_secret or secrets.token_urlsafe(32)
     if match_id:
         return lobby_pb2.JoinMatchRequest(match_id=match_id, seat_options=options,
                                           seat_secret=secret)

@@ -3,8 +3,10 @@
 Why: a game left without resigning (the terminal closed, the connection or the machine
 went down) ran on with no way back to it, the seat's token lost with the process, until
 its clock ran out. Kept here, `battleline play --resume` takes it up again. A token is
-its seat's one credential, so the file is its user's alone (0600, in a 0700 directory of
-the user's own, refused otherwise), replaced whole under a lock, never half written.
+its seat's one credential, so the file is its user's alone (0600, in a directory made
+0700, and one the user owns that no one else may write to: refused otherwise), replaced
+whole under a lock, never half written. Seats older than KEEP_DAYS are let go (their
+matches are long over), so the file stays small.
 What is read back is only ever a way back: a file that is missing, damaged, not a
 regular file of the user's, or in a directory others may write reads as no seat.
 """
@@ -30,6 +32,8 @@ from .printable import plain
 FILE_NAME = "seats.json"
 LOCK_NAME = "seats.lock"
 MAX_BYTES = 64 * 1024  # far more than any user's seats: a bigger file is not ours
+KEEP_DAYS = 30  # a match's record outlives its end by 7-30 days; its seat, no longer
+MAX_SEATS = 100  # the newest kept, at most (about 25 KB)
 
 
 class UnsafeStateDirectory(PermissionError):
@@ -90,9 +94,12 @@ class SavedSeats:
         """Keep a seat (OSError, UnsafeStateDirectory among them, if it cannot be)."""
         seat = SavedSeat(self.target, handle.match_id, handle.token, handle.seat, against,
                          time.time())
+        oldest = seat.saved_at - KEEP_DAYS * 86_400
         with self._locked():
-            self._write([s for s in self._read() if not self._same(s, handle.match_id)]
-                        + [seat])
+            others = [s for s in self._read() if not self._same(s, handle.match_id)
+                      and s.saved_at > oldest]
+            newest = sorted(others, key=lambda s: -s.saved_at)[:MAX_SEATS - 1]
+            self._write([*newest, seat])
 
     def forget(self, match_id: str) -> None:
         with self._locked():
@@ -105,9 +112,10 @@ class SavedSeats:
         return seat.target == self.target and seat.match_id == match_id
 
     def _safe(self) -> bool:
-        """Whether the directory is the user's own and no one else may write to it."""
+        """Whether the directory (a link's target) is the user's own and no one else may
+        write to it."""
         try:
-            info = self.directory.lstat()
+            info = self.directory.stat()
         except OSError:
             return False
         return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
@@ -119,7 +127,8 @@ class SavedSeats:
         `battleline play` keeping a seat at once lost one of them)."""
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not self._safe():
-            raise UnsafeStateDirectory(f"{self.directory} is not this user's alone")
+            raise UnsafeStateDirectory(f"{self.directory} is another user's, or others may "
+                                       "write to it")
         descriptor = os.open(self.directory / LOCK_NAME,
                              os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:

@@ -44,13 +44,25 @@ export function newSeatSecret(): string {
   return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-/** `call` sent once more if its answer was lost on the way (Unavailable): only for a
- * request that answers the same when repeated, as a join with its secret does. */
-export async function onceMoreIfLost<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (err) {
-    if (errorCode(err) !== Code.Unavailable) throw err;
-    return await call();
+/** What a call that may have been lost on the way (a dropped connection reads as
+ * Unknown), or refused for a moment, ends with: worth sending again. */
+export const RETRY = new Set([
+  Code.Unavailable, Code.Canceled, Code.DeadlineExceeded, Code.Internal, Code.Unknown,
+  Code.ResourceExhausted,
+]);
+
+export const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
+
+/** `call` sent again (up to `tries` times, after a growing random pause) while its answer
+ * may have been lost: only for a request that answers the same when repeated, as a join
+ * with its secret does. */
+export async function resentIfLost<T>(call: () => Promise<T>, tries = 4): Promise<T> {
+  for (let delay = 250; ; delay *= 2) {
+    try {
+      return await call();
+    } catch (err) {
+      if (!RETRY.has(errorCode(err)) || --tries <= 0) throw err;
+    }
+    await sleep(delay + Math.random() * delay);
   }
 }

@@ -50,7 +50,7 @@ function renderKept(actions: LobbyActions, busy: boolean, kept: KeptGame[]): HTM
   return h("section", { class: "kept", "data-testid": "kept-games" },
     h("h2", {}, "Your games going on"),
     h("ul", {}, ...kept.map((game) => h("li", {},
-      `Against ${game.against}, since ${new Date(game.since).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })} `,
+      `Against ${game.against}, since ${new Date(game.since).toLocaleString([], { dateStyle: "medium", timeStyle: "short" })} `,
       h("button", {
         type: "button", disabled: busy, "data-testid": "resume",
         onclick: () => actions.resume(game),

@@ -1,6 +1,6 @@
 // Start-up: resume this tab's match, join one from an invitation link, or show the lobby.
 
-import { errorText, lobby, newSeatSecret, onceMoreIfLost } from "./api";
+import { errorText, lobby, newSeatSecret, resentIfLost } from "./api";
 import { render } from "./app";
 import { tickClocks } from "./clocks";
 import { Game } from "./game";
@@ -49,9 +49,10 @@ const lobbyActions: LobbyActions = {
     start({ matchId: created.matchId, token: created.seatToken, inviteCode: created.inviteCode },
       "a friend");
   }),
-  resume: (kept) => {
-    saveSession(kept);
-    game.open(kept);
+  resume: ({ matchId, token, inviteCode }) => {
+    const session = { matchId, token, inviteCode };
+    saveSession(session);
+    game.open(session);
   },
 };
 
@@ -70,7 +71,7 @@ async function join(code: string): Promise<void> {
   }
   await attempt(async () => {
     const request = { target: { case: "inviteCode" as const, value: code }, seatSecret: newSeatSecret() };
-    const joined = await onceMoreIfLost(() => lobby.joinMatch(request));
+    const joined = await resentIfLost(() => lobby.joinMatch(request));
     start({ matchId: joined.matchId, token: joined.seatToken, inviteCode: "" }, "a friend");
   });
 }

@@ -1,8 +1,7 @@
 // Following a match on its Watch stream: events and views as they come, reconnecting
 // with backoff after a failure and resuming after the last event received.
 
-import { Code } from "@connectrpc/connect";
-import { errorCode, errorText, game, watcher } from "./api";
+import { errorCode, errorText, game, RETRY, sleep, watcher } from "./api";
 import { MatchPhase, type MatchEvent, type MatchView } from "./gen/battleline/v1/types_pb";
 
 export interface Follower {
@@ -10,13 +9,6 @@ export interface Follower {
   onEvent(event: MatchEvent, withView: boolean): void;
   onError(message: string): void;
 }
-
-const RETRY = new Set([
-  Code.Unavailable, Code.Canceled, Code.DeadlineExceeded, Code.Internal, Code.Unknown,
-  Code.ResourceExhausted,
-]);
-
-const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
 
 /** Follow until the match is over or `signal` aborts. */
 export async function follow(matchId: string, follower: Follower, signal: AbortSignal): Promise<void> {

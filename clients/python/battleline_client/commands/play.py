@@ -68,6 +68,7 @@ class Terminal:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.playing: Seat | None = None  # the seat played here (a hot seat's first)
+        self.kept = False  # its seat is kept for --resume
         self.shown = 0  # number of the last event printed
         self.recent: deque[types_pb2.MatchEvent] = deque(maxlen=tui.RECENT * 3)
 
@@ -258,7 +259,9 @@ def _gave_up(term: Terminal, seat: Seat, wait_s: float, ai: bool) -> int:
 
 
 def games_going_on(client: Client, kept: SavedSeats) -> list[tuple[SavedSeat, Seat]]:
-    """The kept seats whose match goes on, the latest first; the others are forgotten."""
+    """The kept seats whose match goes on, the latest first. Those over (or unknown to
+    the engine now) are forgotten; one the engine cannot tell about now is kept, not
+    offered."""
     going = []
     for saved in kept.left():
         seat = client.seat(saved.handle)
@@ -276,8 +279,8 @@ def games_going_on(client: Client, kept: SavedSeats) -> list[tuple[SavedSeat, Se
 
 
 def _left_here(saved: SavedSeat) -> str:
-    return (f"{saved.against}, since {time.strftime('%H:%M', time.localtime(saved.saved_at))}"
-            f", match {saved.match_id}")
+    since = time.strftime("%d %b %H:%M", time.localtime(saved.saved_at))
+    return f"{saved.against}, since {since}, match {saved.match_id}"
 
 
 def _resumed(term: Terminal, client: Client, kept: SavedSeats) -> Seat:
@@ -386,6 +389,7 @@ def play(
             if resume:
                 assert kept is not None
                 final = play_remote(term, _resumed(term, client, kept), wait)
+                term.kept = True
             elif local:
                 final = play_hot_seat(term, client, ruleset, auto_claim, seed)
             elif join is not None:
@@ -410,7 +414,7 @@ def play(
             term.final(final)
     except BattleLineError as err:  # its text made printable by the client library
         console.print(f"[red]{escape(str(err))}[/]")
-        if kept is not None and term.playing is not None and not _over(term.playing):
+        if term.kept and term.playing is not None and not _over(term.playing):
             console.print("the game goes on without you: battleline play --resume takes it "
                           "up again")
         if err.reason == "no-hosted-ai":
@@ -426,12 +430,13 @@ def play(
 
 
 def _keep(term: Terminal, kept: SavedSeats | None, handle: SeatHandle, against: str) -> None:
-    """Keep the seat for --resume; a place that cannot take it (a full disk, a directory
-    others may write to) costs only the way back, said once, never the game."""
+    """Keep the seat for --resume (`term.kept`); a place that cannot take it (a full disk,
+    a directory others may write to) costs only the way back, said once, never the game."""
     if kept is None:
         return
     try:
         kept.keep(handle, against)
+        term.kept = True
     except OSError as err:
         term.console.print(f"[yellow]this seat is not kept for --resume[/] "
                            f"({escape(plain(str(err)))}): the game goes on")

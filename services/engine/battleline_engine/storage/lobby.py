@@ -110,7 +110,7 @@ class Lobby:
         return text(value) if value is not None else None
 
     async def delete_invite(self, code: str) -> None:
-        """Forget an invite code (its seat is filled)."""
+        """Forget an invite code (its match was withdrawn)."""
         await self._conn.redis.delete(_invite_key(code))
 
     # -- places held by a client -----------------------------------------------------

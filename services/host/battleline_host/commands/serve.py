@@ -468,7 +468,9 @@ class Workers:
                 self.processes[i] = self._spawn(i + 1)
                 await asyncio.wait_for(self._listening(self.processes[i]), START_TIMEOUT_S)
             except (OSError, RuntimeError, TimeoutError) as err:
-                log.error("an engine worker could not be started: %s", err or "no answer")
+                log.error("an engine worker could not be started: %s",
+                          str(err) or f"not listening within {START_TIMEOUT_S:g} s",
+                          extra={"worker_pid": self.processes[i].pid})
                 if self.processes[i].poll() is None:
                     self.processes[i].kill()  # hung: the next turn starts another
 

@@ -92,9 +92,10 @@ class SubmitActionRequest(_message.Message):
     action_id: _builtins.str
     """A client-chosen id (1-64 characters) unique per seat and match. Sending the
     seat's latest id again returns the original response and applies nothing
-    twice (with other actions: INVALID_ARGUMENT action-id-reused); an earlier
-    id of the seat's (about its last sixteen) is FAILED_PRECONDITION
-    action-id-used, its answer no longer kept, and nothing is applied.
+    twice (with other actions: INVALID_ARGUMENT action-id-reused). An earlier
+    id of the seat's SubmitActions (its last sixteen) sent again at the current
+    version is FAILED_PRECONDITION action-id-used, its answer no longer kept, and
+    nothing is applied (at its old version: ABORTED stale-version, as any).
     """
     include_position: _builtins.bool
     """Also fill view.position, as in GetViewRequest. A repeated action_id gets
