@@ -77,16 +77,18 @@ def run(command: list[str], *, answer: bool = True, timeout_s: float = 120) -> S
         return pending.get(timeout_s + 30)
 
 
-def _default_sigint() -> None:
-    """Ctrl-C as a terminal's user has it: a test run started in the background (`nohup
-    .ci/run &`) ignores SIGINT, and so would the command, which then never sees it."""
+def _default_signals() -> None:
+    """Ctrl-C and a closed terminal as a terminal's user has them: a test run started in
+    the background (`nohup .ci/run &`) ignores SIGINT and SIGHUP, and so would the
+    command, which then never sees them."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _left(command: list[str], after: str, hang_up: bool) -> Session:
     child = pexpect.spawn(command[0], command[1:], encoding="utf-8", timeout=30,
                           dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"},
-                          preexec_fn=_default_sigint)
+                          preexec_fn=_default_signals)
     try:
         child.expect(after)
         seen = [child.before or "", str(child.after)]
