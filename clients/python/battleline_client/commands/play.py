@@ -388,8 +388,9 @@ def play(
         with Client(target) as client, _resigned_on_leaving(term, service is None, kept):
             if resume:
                 assert kept is not None
-                final = play_remote(term, _resumed(term, client, kept), wait)
+                seat = _resumed(term, client, kept)
                 term.kept = True
+                final = play_remote(term, seat, wait)
             elif local:
                 final = play_hot_seat(term, client, ruleset, auto_claim, seed)
             elif join is not None:
