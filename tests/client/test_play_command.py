@@ -119,6 +119,25 @@ def test_a_game_left_without_resigning_is_taken_up_again(redis_url: str,
     assert "no game left unfinished" in again.output
 
 
+def test_a_seat_that_cannot_be_kept_costs_the_way_back_not_the_game(redis_url: str,
+                                                                    tmp_path: Path) -> None:
+    """Twentieth audit: a state directory that could not be written (here: under a file)
+    stopped `battleline play` with a traceback right after CreateMatch, its match neither
+    played nor resigned. It is said in one line and the game goes on."""
+    (tmp_path / "file").write_text("")
+    with LocalService(redis_url, config=WITH_AI) as engine:
+        worker = start_worker(engine.address, redis_url, tmp_path / "worker.log")
+        try:
+            session = terminal.interrupt(
+                [BATTLELINE, "play", "--target", engine.address, "--ai", "2",
+                 "--state-dir", str(tmp_path / "file" / "state")], after=terminal.MOVE)
+        finally:
+            stop(worker)
+    assert "this seat is not kept for --resume" in session.output
+    assert "Traceback" not in session.output
+    assert "left the table: resigned the match" in session.output  # it was played
+
+
 def test_a_kept_seat_the_engine_no_longer_knows_is_forgotten(service: LocalService,
                                                              tmp_path: Path) -> None:
     """Twentieth audit: a kept seat whose match the engine no longer had (its data lost,
