@@ -56,11 +56,12 @@ def decide(position: str, spec: str, seconds: float | None, seed: int) -> Decisi
     from .ismcts import IsmctsBot
 
     view = load_position(position)
-    if not view.legal_actions():  # Suggest answers a ValueError with bad-position
+    actions = view.legal_actions()
+    if not actions:  # Suggest answers a ValueError with bad-position
         raise ValueError(NOTHING_TO_DO)
     bot = make_bot(with_seconds(spec, seconds))
     rng = random.Random(seed)
-    if not isinstance(bot, IsmctsBot) or not _searchable(view):
+    if not isinstance(bot, IsmctsBot) or not _searchable(view, actions):
         return Decision(format_action(bot.choose(view, rng)))
     result = bot.search(view, rng)
     ranked = sorted(result.stats.items(), key=lambda item: -item[1][0])
@@ -72,10 +73,9 @@ def decide(position: str, spec: str, seconds: float | None, seed: int) -> Decisi
                     result.seconds, top)
 
 
-def _searchable(view: GameState) -> bool:
+def _searchable(view: GameState, actions: list[Action]) -> bool:
     """Whether a searching bot searches this decision: a PLAY step with a choice (it
     takes claims at once and leaves draws, Scout returns and Mud discards to its rule)."""
-    actions = view.legal_actions()
     return _plays(view, actions) and len(actions) > 1
 
 
@@ -107,7 +107,10 @@ def _searches(spec: str) -> bool:
 def needs_search(position: str, spec: str) -> bool:
     """Whether `decide` would search here: a move that it would not (a draw, a claim, a
     forced or rule-based move) is cheap enough to make without a search process."""
-    return _searches(spec) and _searchable(load_position(position))
+    if not _searches(spec):
+        return False
+    view = load_position(position)
+    return _searchable(view, view.legal_actions())
 
 
 def at_once_spec(spec: str) -> str:
