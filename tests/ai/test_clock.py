@@ -83,7 +83,7 @@ def test_every_play_of_the_ai_takes_its_think_time_searched_or_not(
         with Client(engine.address) as client:
             created = client.create(opponent="ai", ai_level=5, clock="none", seat="second")
             seat = client.seat(created.seat)
-            play_random(client, [seat], random.Random(11), timeout_s=120, until=12)
+            play_random(client, [seat], random.Random(11), timeout_s=120, until=20)
             record = client.record(created.match_id, created.seat.token)
     finally:
         stop(worker)
