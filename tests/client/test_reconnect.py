@@ -169,18 +169,20 @@ class _AnswerLost(grpc.RpcError):  # type: ignore[misc]
         return ()
 
 
-class _LoseFirstJoinAnswer(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
-    """Lets the first JoinMatch reach the engine and be applied, then loses its answer."""
+class _LoseFirstAnswer(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """Lets the first call of `method` reach the engine and be applied, then loses its
+    answer."""
 
-    def __init__(self) -> None:
-        self.joins: list[Any] = []  # each JoinMatch request sent
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.sent: list[Any] = []  # each request of `method` sent
 
     def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         call = continuation(details, request)
-        if not details.method.endswith("/JoinMatch"):
+        if not details.method.endswith(f"/{self.method}"):
             return call
-        self.joins.append(request)
-        if len(self.joins) > 1:
+        self.sent.append(request)
+        if len(self.sent) > 1:
             return call
         call.result()  # applied by the engine
         return _NeverAnswered()
@@ -198,16 +200,35 @@ def test_a_join_whose_answer_was_lost_is_sent_again_and_gets_its_seat(
     """Nineteenth audit: a join applied whose answer was lost left the joiner no way back
     (its retry was match-full, the seat held by nobody). The library sends every join
     with a secret of its own and sends it again: the same seat comes back."""
-    loser = _LoseFirstJoinAnswer()
+    loser = _LoseFirstAnswer("JoinMatch")
     channel = grpc.intercept_channel(grpc.insecure_channel(service.address), loser)
     with Client(service.address) as creator, Client(service.address, channel=channel) as joiner:
         created = creator.create(opponent="open")
         handle = joiner.join(match_id=created.match_id)
         view = joiner.seat(handle).view()
-    assert len(loser.joins) == 2
-    assert loser.joins[0].seat_secret == loser.joins[1].seat_secret != ""
+    assert len(loser.sent) == 2
+    assert loser.sent[0].seat_secret == loser.sent[1].seat_secret != ""
     assert view.viewer == handle.seat != created.seat.seat
     assert view.phase == types_pb2.MATCH_PHASE_PLAYING and view.version == 2  # joined once
+
+
+def test_a_create_whose_answer_was_lost_is_sent_again_and_gets_its_match(
+        service: LocalService) -> None:
+    """A create applied whose answer was lost left a match its creator never heard of,
+    listed in the lobby and held against it until it expired. The library sends every
+    create with a secret of its own and sends it again: the same match comes back, and
+    the lobby lists it once."""
+    loser = _LoseFirstAnswer("CreateMatch")
+    channel = grpc.intercept_channel(grpc.insecure_channel(service.address), loser)
+    with Client(service.address, channel=channel) as creator:
+        created = creator.create(opponent="open", seat="random")
+        view = creator.seat(created.seat).view()
+        listed = [m.match_id for m in creator.list_open().matches]
+    assert len(loser.sent) == 2
+    assert loser.sent[0].seat_secret == loser.sent[1].seat_secret != ""
+    assert view.viewer == created.seat.seat and view.phase == types_pb2.MATCH_PHASE_WAITING
+    assert listed.count(created.match_id) == 1 and len(listed) == len(set(listed))
+    assert created.invite_code
 
 
 def test_a_join_sent_again_with_the_callers_own_secret_gets_the_same_seat(

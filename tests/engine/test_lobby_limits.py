@@ -55,6 +55,23 @@ def test_a_creator_holds_a_few_unjoined_matches_at_most(capped: Engine) -> None:
     joiner.channel.close()
 
 
+def test_a_create_sent_again_holds_one_place(capped: Engine) -> None:
+    """A create sent again with its secret answers its match, and counts once."""
+    creator = Client.to(capped.address)
+    request = lobby_pb2.CreateMatchRequest(
+        options=types_pb2.MatchOptions(ruleset="standard"),
+        opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_OPEN),
+        seat_secret="the-creators-own-secret_0123456789")
+    made = {creator.lobby.CreateMatch(request, timeout=10).match_id for _ in range(5)}
+    assert len(made) == 1
+    _open(creator)
+    _open(creator)
+    with pytest.raises(grpc.RpcError) as refused:
+        _open(creator)
+    assert reason(refused.value) == "open-matches-per-client"
+    creator.channel.close()
+
+
 def test_an_unjoined_match_expires_in_minutes(capped: Engine, redis_url: str) -> None:
     client = Client.to(capped.address)
     created = _open(client)

@@ -127,3 +127,31 @@ def test_a_link_does_not_swap_the_match_in_play_without_the_players_consent(
     assert page.evaluate("sessionStorage.getItem('battleline.session')") == held
     expect(friend_of_theirs.get_by_test_id("status")).to_contain_text(
         "Waiting for the other player")
+
+
+def test_an_invitation_whose_answer_was_lost_is_asked_for_again(service: Service,
+                                                                browser: BrowserContext) -> None:
+    """The engine made the match, the connection dropped before its answer: the page
+    sends the same create again (its seat secret with it) and gets the same match, not a
+    second one held against the player until it expired."""
+    host = browser.new_page()
+    bodies: list[bytes] = []
+    answers: list[bytes] = []
+
+    def lose_first_answer(route: Route) -> None:
+        bodies.append(route.request.post_data_buffer or b"")
+        answer = route.fetch()  # the engine applies it
+        answers.append(answer.body())
+        if len(answers) == 1:
+            route.abort("connectionreset")
+        else:
+            route.fulfill(response=answer)
+
+    host.route("**/battleline.v1.LobbyService/CreateMatch", lose_first_answer)
+    host.goto(service.web_url)
+    host.get_by_test_id("invite").click()
+    link = host.get_by_test_id("invite-link").input_value()
+    expect(host.get_by_test_id("status")).to_contain_text("Waiting for the other player")
+    assert len(bodies) == 2 and bodies[0] == bodies[1]
+    assert answers[0] == answers[1]  # the same match, seat, token and invite code
+    assert link.rsplit("=", 1)[1].encode() in answers[0]

@@ -76,7 +76,7 @@ class AsyncClient:
         await self.close()
 
     async def _unary(self, name: str, method: Callable[..., Awaitable[R]], request: Any,
-                     token: str | None = None, *, idempotent: bool = True) -> R:
+                     token: str | None = None) -> R:
         """Call, time it for the observer, and turn a failure into a typed error; some
         failures are waited out and the call sent again (`common.retry_wait`)."""
         delays = common.backoff(0.2, 2.0)
@@ -91,7 +91,7 @@ class AsyncClient:
             except grpc.RpcError as err:
                 code = err.code()
                 error = from_rpc_error(err)
-                wait = common.retry_wait(error, idempotent, attempt, delays)
+                wait = common.retry_wait(error, attempt, delays)
                 if wait is None:
                     raise error from None
             finally:
@@ -103,9 +103,10 @@ class AsyncClient:
     # -- lobby ------------------------------------------------------------------------
 
     async def create(self, **options: Any) -> Created:
-        """Create a match; keyword options as in `common.create_request`."""
+        """Create a match; keyword options as in `common.create_request`. Sent again
+        after a lost answer, it answers the same match."""
         response = await self._unary("CreateMatch", self._lobby.CreateMatch,
-                                     common.create_request(**options), idempotent=False)
+                                     common.create_request(**options))
         return common.created_from(response)
 
     async def join(self, *, match_id: str = "", invite_code: str = "", name: str = "",

@@ -77,7 +77,7 @@ class Client:
         self.close()
 
     def _unary(self, name: str, method: Callable[..., R], request: Any,
-               token: str | None = None, *, idempotent: bool = True) -> R:
+               token: str | None = None) -> R:
         """Call, time it for the observer, and turn a failure into a typed error; some
         failures are waited out and the call sent again (`common.retry_wait`)."""
         delays = common.backoff(0.2, 2.0)
@@ -91,7 +91,7 @@ class Client:
             except grpc.RpcError as err:
                 code = err.code()
                 error = from_rpc_error(err)
-                wait = common.retry_wait(error, idempotent, attempt, delays)
+                wait = common.retry_wait(error, attempt, delays)
                 if wait is None:
                     raise error from None
             finally:
@@ -104,9 +104,10 @@ class Client:
 
     def create(self, **options: Any) -> Created:
         """Create a match; keyword options as in `common.create_request`
-        (opponent="local"|"open"|"ai", ai_level, ruleset, seat, name, auto_claim, seed...)."""
+        (opponent="local"|"open"|"ai", ai_level, ruleset, seat, name, auto_claim, seed,
+        seat_secret...). Sent again after a lost answer, it answers the same match."""
         response = self._unary("CreateMatch", self._lobby.CreateMatch,
-                               common.create_request(**options), idempotent=False)
+                               common.create_request(**options))
         return common.created_from(response)
 
     def join(self, *, match_id: str = "", invite_code: str = "", name: str = "",

@@ -43,19 +43,18 @@ UNARY_RETRIES = 4
 # (and is sent again) instead of raising RateLimited.
 RATE_WAIT_S = 1.0
 
-def retry_wait(error: BattleLineError, idempotent: bool, attempt: int,
-               delays: Iterator[float]) -> float | None:
+def retry_wait(error: BattleLineError, attempt: int, delays: Iterator[float]) -> float | None:
     """Seconds to wait before sending a failed unary call again, or None to raise `error`.
     Any call refused for a rate (nothing was done) waits a short RetryInfo delay out: a
-    script playing quickly slows to the server's rate instead of failing. An idempotent
-    one (everything but create: actions carry their action id, joins a secret) is resent
-    after UNAVAILABLE, so a restarting server costs no error."""
+    script playing quickly slows to the server's rate instead of failing. Every call is
+    resent after UNAVAILABLE, so a restarting server costs no error: each is idempotent
+    (actions carry their action id, creates and joins a seat secret)."""
     if attempt >= UNARY_RETRIES:
         return None
     if (error.reason == "rate-limited" and error.retry_after is not None
             and error.retry_after <= RATE_WAIT_S):
         return error.retry_after
-    if idempotent and error.code in UNARY_RETRY_CODES:
+    if error.code in UNARY_RETRY_CODES:
         return next(delays)
     return None
 
@@ -161,8 +160,12 @@ def create_request(
     private: bool = False, seat: SeatName = "first", name: str = "", auto_claim: bool = False,
     seed: int | None = None, claim_timing: str | None = None, hand_size: int = 0,
     series_games: int = 0, clock: ClockName = "default", clock_seconds: float = 0,
+    seat_secret: str | None = None,
 ) -> lobby_pb2.CreateMatchRequest:
-    """A CreateMatchRequest from plain values (names instead of enum numbers)."""
+    """A CreateMatchRequest from plain values (names instead of enum numbers), with a
+    secret for the creator's seat token (a fresh one unless given): the same request sent
+    again (its answer lost) answers the same match, so a create is resent like any
+    idempotent call."""
     time_control = types_pb2.TimeControl(kind=_CLOCKS[clock])
     if clock in ("per-move", "per-game"):
         time_control.limit.CopyFrom(duration_pb2.Duration(seconds=int(clock_seconds),
@@ -175,7 +178,8 @@ def create_request(
         options=options, seat=_SEATS[seat],
         opponent=types_pb2.Opponent(kind=_OPPONENTS[opponent], ai_level=ai_level,
                                     private=private),
-        seat_options=types_pb2.SeatOptions(auto_claim=auto_claim, display_name=name))
+        seat_options=types_pb2.SeatOptions(auto_claim=auto_claim, display_name=name),
+        seat_secret=seat_secret or secrets.token_urlsafe(32))
     if seed is not None:
         request.seed = seed
     return request

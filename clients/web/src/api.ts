@@ -16,7 +16,10 @@ export function setToken(value: string): void {
 }
 
 const bearer: Interceptor = (next) => (request) => {
-  if (token !== "") request.header.set("authorization", `Bearer ${token}`);
+  // A call that names its own seat (a kept game looked at from the lobby) keeps it.
+  if (token !== "" && !request.header.has("authorization")) {
+    request.header.set("authorization", `Bearer ${token}`);
+  }
   return next(request);
 };
 
@@ -37,8 +40,9 @@ export function errorCode(err: unknown): Code {
   return ConnectError.from(err).code;
 }
 
-/** A joiner's own secret for its seat token: 32 random bytes in URL-safe base64. With
- * it, the same JoinMatch sent again answers the same seat instead of "match-full". */
+/** A creator's or joiner's own secret for its seat token: 32 random bytes in URL-safe
+ * base64. With it, the same CreateMatch sent again answers the same match instead of
+ * making another, the same JoinMatch the same seat instead of "match-full". */
 export function newSeatSecret(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
@@ -54,8 +58,8 @@ export const RETRY = new Set([
 export const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
 
 /** `call` sent again (up to `tries` times, after a growing random pause) while its answer
- * may have been lost: only for a request that answers the same when repeated, as a join
- * with its secret does. */
+ * may have been lost: only for a request that answers the same when repeated, as a create
+ * or a join with its secret does. */
 export async function resentIfLost<T>(call: () => Promise<T>, tries = 4): Promise<T> {
   for (let delay = 250; ; delay *= 2) {
     try {

@@ -1,12 +1,13 @@
 // Start-up: resume this tab's match, join one from an invitation link, or show the lobby.
 
-import { errorText, lobby, newSeatSecret, resentIfLost } from "./api";
+import { Code } from "@connectrpc/connect";
+import { errorCode, errorText, game as games, lobby, newSeatSecret, resentIfLost } from "./api";
 import { render } from "./app";
 import { tickClocks } from "./clocks";
 import { Game } from "./game";
 import { MatchPhase, OpponentKind, SeatChoice } from "./gen/battleline/v1/types_pb";
 import { joinCode, type LobbyActions } from "./lobby";
-import { keepGame, loadSession, type Session, saveSession } from "./session";
+import { forgetGame, keepGame, keptGames, loadSession, type Session, saveSession } from "./session";
 import { NOTHING } from "./selection";
 import { Store } from "./state";
 import "./style.css";
@@ -35,17 +36,19 @@ async function attempt(work: () => Promise<void>): Promise<void> {
 
 const lobbyActions: LobbyActions = {
   playAi: (level, name) => void attempt(async () => {
-    const created = await lobby.createMatch({
-      options: { ruleset: "standard" }, seat: SeatChoice.RANDOM,
+    const request = {
+      options: { ruleset: "standard" }, seat: SeatChoice.RANDOM, seatSecret: newSeatSecret(),
       opponent: { kind: OpponentKind.AI, aiLevel: level }, seatOptions: { displayName: name },
-    });
+    };
+    const created = await resentIfLost(() => lobby.createMatch(request));
     start({ matchId: created.matchId, token: created.seatToken, inviteCode: "" }, `AI level ${level}`);
   }),
   invite: (name) => void attempt(async () => {
-    const created = await lobby.createMatch({
-      options: { ruleset: "standard" }, seat: SeatChoice.RANDOM,
+    const request = {
+      options: { ruleset: "standard" }, seat: SeatChoice.RANDOM, seatSecret: newSeatSecret(),
       opponent: { kind: OpponentKind.OPEN, private: true }, seatOptions: { displayName: name },
-    });
+    };
+    const created = await resentIfLost(() => lobby.createMatch(request));
     start({ matchId: created.matchId, token: created.seatToken, inviteCode: created.inviteCode },
       "a friend");
   }),
@@ -76,6 +79,23 @@ async function join(code: string): Promise<void> {
   });
 }
 
+/** What a kept game's seat answered if its match is gone: expired, or its token unknown. */
+const GONE = new Set([Code.NotFound, Code.Unauthenticated, Code.PermissionDenied]);
+
+/** Forget the kept games that ended while no tab of this browser had them open, so the
+ * lobby offers only games that can be taken up. */
+async function dropEndedGames(): Promise<void> {
+  for (const kept of keptGames()) {
+    try {
+      const { view } = await games.getView(
+        { matchId: kept.matchId }, { headers: { authorization: `Bearer ${kept.token}` } });
+      if (view?.phase === MatchPhase.FINISHED) forgetGame(kept.matchId);
+    } catch (err) {
+      if (GONE.has(errorCode(err))) forgetGame(kept.matchId);
+    }
+  }
+}
+
 store.subscribe((state) => render(root, state, game, lobbyActions));
 // Escape drops a picked card (or its picked target).
 document.addEventListener("keydown", (event) => {
@@ -95,4 +115,7 @@ const code = joinCode();
 const session = loadSession();
 if (code !== null) void join(code);
 else if (session !== null) game.open(session);
-else render(root, store.state, game, lobbyActions);
+else {
+  render(root, store.state, game, lobbyActions);
+  void dropEndedGames().then(() => store.update({}));
+}

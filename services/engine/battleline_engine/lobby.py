@@ -3,6 +3,7 @@ work is in matches.py."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from dataclasses import replace
@@ -24,8 +25,8 @@ from .runtime import Runtime, match_id_of, unary
 from .storage import valid_id
 
 MAX_SERIES = 9
-# A joiner's own secret for its seat token (JoinMatchRequest.seat_secret): as long as
-# the server's own (43 characters) at most, never shorter than 128 bits of base64.
+# A creator's or joiner's own secret for its seat token (seat_secret): at least 128
+# bits of base64, at most 64 characters.
 SEAT_SECRET = re.compile(r"[A-Za-z0-9_-]{22,64}")
 MIN_CLOCK_MS = 1000
 MAX_CLOCK_MS = 24 * 3600 * 1000
@@ -42,6 +43,19 @@ def display_name(options: pb.SeatOptions) -> str:
         raise invalid("bad-name", "display_name: at most 40 printable characters, none of "
                       "them drawn blank (such as the Hangul filler U+3164)")
     return name
+
+
+def seat_secret(value: str) -> str:
+    """A request's seat_secret, checked ("" when none is sent)."""
+    if value and not SEAT_SECRET.fullmatch(value):
+        raise invalid("bad-seat-secret", "seat_secret: 22-64 characters of A-Z a-z 0-9 - _ "
+                      "(32 random bytes in URL-safe base64), or none")
+    return value
+
+
+def request_digest(request: lobby_pb2.CreateMatchRequest) -> str:
+    """What tells the same CreateMatch sent again from another one under its secret."""
+    return hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()[:32]
 
 
 def meta_of(request: lobby_pb2.CreateMatchRequest, runtime: Runtime) -> Meta:
@@ -111,6 +125,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                           context: grpc.aio.ServicerContext[Any, Any],
                           ) -> lobby_pb2.CreateMatchResponse:
         meta = meta_of(request, self.rt)
+        secret = seat_secret(request.seat_secret)
         self.rt.create_limit.take(self.rt.callers.key(context))
         if request.seat in (pb.SEAT_CHOICE_FIRST, pb.SEAT_CHOICE_SECOND):
             seat = 0 if request.seat == pb.SEAT_CHOICE_FIRST else 1
@@ -124,7 +139,9 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             meta = replace(meta, names=(names[0], names[1]))
         created = await self.rt.matches.create(meta, seat, self.rt.callers.key(context),
                                                self.rt.config.ai_matches_per_client,
-                                               self.rt.config.open_matches_per_client)
+                                               self.rt.config.open_matches_per_client,
+                                               secret, request_digest(request) if secret else "")
+        seat = created.seat  # a create sent again: the seat it took then
         self.rt.seats.remember(created.token, created.match.match_id, seat)
         if created.other_token:
             self.rt.seats.remember(created.other_token, created.match.match_id, 1 - seat)
@@ -144,9 +161,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         if request.join_ticket:
             raise invalid("ticket-retired", "join_ticket is no longer accepted: the hosted "
                           "AI joins with its key (authorization metadata)")
-        if request.seat_secret and not SEAT_SECRET.fullmatch(request.seat_secret):
-            raise invalid("bad-seat-secret", "seat_secret: 22-64 characters of A-Z a-z 0-9 - _ "
-                          "(32 random bytes in URL-safe base64), or none")
+        secret = seat_secret(request.seat_secret)
         ai = self.rt.seats.is_ai(context)
         if not ai:  # the AI joins every AI match from one address: it is no stranger
             self.rt.create_limit.take(self.rt.callers.key(context))
@@ -159,7 +174,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         match, seat, token = await self.rt.matches.join(
             match_id, name, request.seat_options.auto_claim,
             self.rt.ai_key.hash if ai else "", by_invite=target == "invite_code",
-            secret=request.seat_secret)
+            secret=secret)
         if token:
             self.rt.seats.remember(token, match_id, seat)
         return lobby_pb2.JoinMatchResponse(match_id=match_id, seat=views.seat_enum(seat),

@@ -62,11 +62,14 @@ from .storage import (
     new_match_id,
     new_seat_token,
     now_ms,
+    other_seat_secret,
+    secret_match_id,
 )
 
 A = TypeVar("A")  # an action's answer, as the servicer layer sends it
 
 MAX_ACTIONS = 16  # per request; a full turn is play + claims + draw
+CREATE_REQUEST = "create_request"  # field: a digest of the create a secret made the match by
 JOIN_ATTEMPTS = 3  # a join that meets a change (usually a rival join) reads the match again
 _STORE_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 _WAKE_RETRIES_S = (0.1, 0.3, 1.0, None)  # pauses before each new try of `_wake_ai`
@@ -202,18 +205,28 @@ class Matches:
     # -- creating and joining -------------------------------------------------------
 
     async def create(self, meta: Meta, creator: int, client: str = "",
-                     ai_cap: int = 0, open_cap: int = 0) -> Created:
+                     ai_cap: int = 0, open_cap: int = 0, secret: str = "",
+                     request_digest: str = "") -> Created:
         """Store a new match; LOCAL starts at once, OPEN and AI wait for the other seat.
         An AI match counts against `client`'s `ai_cap` unfinished AI matches, an OPEN
         one against its `open_cap` unjoined ones; an OPEN match nobody joins expires
-        after `lobby_ttl_s`."""
-        match_id = new_match_id()
+        after `lobby_ttl_s`.
+
+        A creator that chose its token's `secret` names the match by it: the same
+        create sent again (`request_digest`, a digest of the request, matches the one
+        stored) answers the match it made, where a lost answer would otherwise leave a
+        match nobody can play."""
+        match_id = secret_match_id(secret) if secret else new_match_id()
+        if secret:
+            made = await self._created_again(match_id, secret, request_digest)
+            if made is not None:
+                return made
         other = 1 - creator
-        token = new_seat_token(match_id)
+        token = new_seat_token(match_id, secret)
         seats = {creator: hash_token(token)}
         other_token = invite = ""
         if meta.opponent == Opponent.LOCAL:
-            other_token = new_seat_token(match_id)
+            other_token = new_seat_token(match_id, other_seat_secret(secret) if secret else "")
             seats[other] = hash_token(other_token)
         else:
             meta = replace(meta, open_seat=other)
@@ -239,19 +252,27 @@ class Matches:
             deadline = clock.deadline_ms(meta)
         fields = {"meta": meta.to_json(), **progress_fields(1, (0, 0), None, ""),
                   **clock.fields()}
-        created = False
+        if request_digest:
+            fields[CREATE_REQUEST] = request_digest
+        placed = False
         try:
             result = await self.storage.matches.create(
                 match_id, dump_position(state), status=status, seats=seats, fields=fields,
                 events=events, deadline_ms=deadline,
                 ttl_s=self.lobby_ttl_s if meta.opponent == Opponent.OPEN else None,
             )
-            created = result.status is CommitStatus.OK
+            # Under a secret the id is the secret's: a match found there (the same create
+            # sent twice at once) holds the place.
+            placed = result.status is CommitStatus.OK or bool(secret)
         finally:
-            if meta.opponent != Opponent.LOCAL and not created:  # its place is not held by anything
+            if meta.opponent != Opponent.LOCAL and not placed:  # its place is not held by anything
                 await self.storage.lobby.free_places(meta.opponent, client, match_id)
-        if result.status is not CommitStatus.OK:  # a 96-bit id collided: practically never
-            raise Refusal(Kind.CONFLICT, "retry", "could not allocate a match id")
+        if result.status is not CommitStatus.OK:
+            made = await self._created_again(match_id, secret, request_digest) \
+                if secret else None
+            if made is None:  # a random 101-bit id collided: practically never
+                raise Refusal(Kind.CONFLICT, "retry", "could not allocate a match id")
+            return made
         try:
             if invite:
                 await self.storage.lobby.set_invite(invite, match_id, self.lobby_ttl_s)
@@ -268,6 +289,24 @@ class Matches:
             raise
         match = await self.read(match_id)
         return Created(match, creator, token, other_token, invite)
+
+    async def _created_again(self, match_id: str, secret: str,
+                             request_digest: str) -> Created | None:
+        """The match a create under `secret` made already, answered as it was then; None
+        if there is none (or it expired). The same secret with other settings is
+        refused: a secret names one match."""
+        record = await self.storage.matches.load(match_id)
+        if record is None:
+            return None
+        token = new_seat_token(match_id, secret)
+        seat = await self.storage.matches.seat_by_hash(match_id, hash_token(token))
+        if seat is None or record.fields.get(CREATE_REQUEST) != request_digest:
+            raise precondition("seat-secret-used", "this seat_secret created a match with "
+                               "other settings: use a fresh secret for every new match")
+        match = await self.read(match_id)
+        other_token = (new_seat_token(match_id, other_seat_secret(secret))
+                       if match.meta.opponent == Opponent.LOCAL else "")
+        return Created(match, seat, token, other_token, match.meta.invite)
 
     async def _withdraw(self, match_id: str, meta: Meta, client: str) -> None:
         """Undo a creation that could not be completed, as far as the store lets us (what

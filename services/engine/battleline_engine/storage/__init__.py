@@ -31,7 +31,9 @@ from .connection import (
     new_match_id,
     new_seat_token,
     now_ms,
+    other_seat_secret,
     raise_lost_cancellation,
+    secret_match_id,
     store_full,
     store_unwritable,
     valid_id,
@@ -44,8 +46,8 @@ from .reviews import ReviewCache
 __all__ = [
     "AI_PLACE_TTL_S", "STORE_UNAVAILABLE", "CommitResult", "CommitStatus", "EventPage",
     "MatchRecord", "Storage", "StoredEvent", "check_id", "hash_token", "is_cluster_url",
-    "log_failure", "new_match_id", "new_seat_token", "now_ms", "raise_lost_cancellation",
-    "store_full", "store_unwritable", "valid_id",
+    "log_failure", "new_match_id", "new_seat_token", "now_ms", "other_seat_secret",
+    "raise_lost_cancellation", "secret_match_id", "store_full", "store_unwritable", "valid_id",
 ]
 
 

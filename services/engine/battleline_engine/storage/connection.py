@@ -6,6 +6,7 @@ No key names here: each part (matches, events, lobby, clocks, ai) owns its own.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import logging
@@ -201,9 +202,28 @@ def new_match_id() -> str:
     return "".join(secrets.choice(_ID_ALPHABET) for _ in range(17))
 
 
+def secret_match_id(secret: str) -> str:
+    """The match id a creator's own secret names (CreateMatchRequest.seat_secret), so
+    that its create sent again finds the match it made: 17 letters and digits from the
+    secret's SHA-256. The id is public; the secret cannot be worked back from it."""
+    number = int.from_bytes(hashlib.sha256(b"battleline match id\0" + secret.encode()).digest())
+    letters = []
+    for _ in range(17):
+        number, k = divmod(number, len(_ID_ALPHABET))
+        letters.append(_ID_ALPHABET[k])
+    return "".join(letters)
+
+
+def other_seat_secret(secret: str) -> str:
+    """A LOCAL match's second seat secret, derived from its creator's own (both seats are
+    the creator's), so that the create sent again answers both tokens."""
+    digest = hashlib.sha256(b"battleline other seat\0" + secret.encode()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
 def new_seat_token(match_id: str, secret: str = "") -> str:
-    """A bearer token for a seat: the match id plus 256 random bits (or the secret a
-    joiner chose, so that its join sent again names the same seat).
+    """A bearer token for a seat: the match id plus 256 random bits (or the secret its
+    creator or joiner chose, so that its create or join sent again names the same seat).
 
     The match id inside lets the server find the hash without a global index,
     so the token lives (and expires) in the match's own slot.

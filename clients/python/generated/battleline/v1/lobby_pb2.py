@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from battleline.v1 import types_pb2 as battleline_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62\x61ttleline/v1/lobby.proto\x12\rbattleline.v1\x1a\x19\x62\x61ttleline/v1/types.proto\"\xe4\x01\n\x12\x43reateMatchRequest\x12,\n\x07options\x18\x01 \x01(\x0b\x32\x1b.battleline.v1.MatchOptions\x12\'\n\x04seat\x18\x02 \x01(\x0e\x32\x19.battleline.v1.SeatChoice\x12)\n\x08opponent\x18\x03 \x01(\x0b\x32\x17.battleline.v1.Opponent\x12\x11\n\x04seed\x18\x04 \x01(\x04H\x00\x88\x01\x01\x12\x30\n\x0cseat_options\x18\x05 \x01(\x0b\x32\x1a.battleline.v1.SeatOptionsB\x07\n\x05_seed\"\xb9\x01\n\x13\x43reateMatchResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x13\n\x0binvite_code\x18\x02 \x01(\t\x12!\n\x04seat\x18\x03 \x01(\x0e\x32\x13.battleline.v1.Seat\x12\x12\n\nseat_token\x18\x04 \x01(\t\x12\x18\n\x10other_seat_token\x18\x05 \x01(\t\x12*\n\x05match\x18\x06 \x01(\x0b\x32\x1b.battleline.v1.MatchSummary\"\xa3\x01\n\x10JoinMatchRequest\x12\x12\n\x08match_id\x18\x01 \x01(\tH\x00\x12\x15\n\x0binvite_code\x18\x02 \x01(\tH\x00\x12\x30\n\x0cseat_options\x18\x03 \x01(\x0b\x32\x1a.battleline.v1.SeatOptions\x12\x13\n\x0bjoin_ticket\x18\x04 \x01(\t\x12\x13\n\x0bseat_secret\x18\x05 \x01(\tB\x08\n\x06target\"\x88\x01\n\x11JoinMatchResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12!\n\x04seat\x18\x02 \x01(\x0e\x32\x13.battleline.v1.Seat\x12\x12\n\nseat_token\x18\x03 \x01(\t\x12*\n\x05match\x18\x04 \x01(\x0b\x32\x1b.battleline.v1.MatchSummary\"P\n\x16ListOpenMatchesRequest\x12\x0f\n\x07ruleset\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"`\n\x17ListOpenMatchesResponse\x12,\n\x07matches\x18\x01 \x03(\x0b\x32\x1b.battleline.v1.MatchSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\x96\x02\n\x0cLobbyService\x12T\n\x0b\x43reateMatch\x12!.battleline.v1.CreateMatchRequest\x1a\".battleline.v1.CreateMatchResponse\x12N\n\tJoinMatch\x12\x1f.battleline.v1.JoinMatchRequest\x1a .battleline.v1.JoinMatchResponse\x12`\n\x0fListOpenMatches\x12%.battleline.v1.ListOpenMatchesRequest\x1a&.battleline.v1.ListOpenMatchesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62\x61ttleline/v1/lobby.proto\x12\rbattleline.v1\x1a\x19\x62\x61ttleline/v1/types.proto\"\xf9\x01\n\x12\x43reateMatchRequest\x12,\n\x07options\x18\x01 \x01(\x0b\x32\x1b.battleline.v1.MatchOptions\x12\'\n\x04seat\x18\x02 \x01(\x0e\x32\x19.battleline.v1.SeatChoice\x12)\n\x08opponent\x18\x03 \x01(\x0b\x32\x17.battleline.v1.Opponent\x12\x11\n\x04seed\x18\x04 \x01(\x04H\x00\x88\x01\x01\x12\x30\n\x0cseat_options\x18\x05 \x01(\x0b\x32\x1a.battleline.v1.SeatOptions\x12\x13\n\x0bseat_secret\x18\x06 \x01(\tB\x07\n\x05_seed\"\xb9\x01\n\x13\x43reateMatchResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x13\n\x0binvite_code\x18\x02 \x01(\t\x12!\n\x04seat\x18\x03 \x01(\x0e\x32\x13.battleline.v1.Seat\x12\x12\n\nseat_token\x18\x04 \x01(\t\x12\x18\n\x10other_seat_token\x18\x05 \x01(\t\x12*\n\x05match\x18\x06 \x01(\x0b\x32\x1b.battleline.v1.MatchSummary\"\xa3\x01\n\x10JoinMatchRequest\x12\x12\n\x08match_id\x18\x01 \x01(\tH\x00\x12\x15\n\x0binvite_code\x18\x02 \x01(\tH\x00\x12\x30\n\x0cseat_options\x18\x03 \x01(\x0b\x32\x1a.battleline.v1.SeatOptions\x12\x13\n\x0bjoin_ticket\x18\x04 \x01(\t\x12\x13\n\x0bseat_secret\x18\x05 \x01(\tB\x08\n\x06target\"\x88\x01\n\x11JoinMatchResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12!\n\x04seat\x18\x02 \x01(\x0e\x32\x13.battleline.v1.Seat\x12\x12\n\nseat_token\x18\x03 \x01(\t\x12*\n\x05match\x18\x04 \x01(\x0b\x32\x1b.battleline.v1.MatchSummary\"P\n\x16ListOpenMatchesRequest\x12\x0f\n\x07ruleset\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"`\n\x17ListOpenMatchesResponse\x12,\n\x07matches\x18\x01 \x03(\x0b\x32\x1b.battleline.v1.MatchSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\x96\x02\n\x0cLobbyService\x12T\n\x0b\x43reateMatch\x12!.battleline.v1.CreateMatchRequest\x1a\".battleline.v1.CreateMatchResponse\x12N\n\tJoinMatch\x12\x1f.battleline.v1.JoinMatchRequest\x1a .battleline.v1.JoinMatchResponse\x12`\n\x0fListOpenMatches\x12%.battleline.v1.ListOpenMatchesRequest\x1a&.battleline.v1.ListOpenMatchesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,17 +33,17 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'battleline.v1.lobby_pb2', _
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_CREATEMATCHREQUEST']._serialized_start=72
-  _globals['_CREATEMATCHREQUEST']._serialized_end=300
-  _globals['_CREATEMATCHRESPONSE']._serialized_start=303
-  _globals['_CREATEMATCHRESPONSE']._serialized_end=488
-  _globals['_JOINMATCHREQUEST']._serialized_start=491
-  _globals['_JOINMATCHREQUEST']._serialized_end=654
-  _globals['_JOINMATCHRESPONSE']._serialized_start=657
-  _globals['_JOINMATCHRESPONSE']._serialized_end=793
-  _globals['_LISTOPENMATCHESREQUEST']._serialized_start=795
-  _globals['_LISTOPENMATCHESREQUEST']._serialized_end=875
-  _globals['_LISTOPENMATCHESRESPONSE']._serialized_start=877
-  _globals['_LISTOPENMATCHESRESPONSE']._serialized_end=973
-  _globals['_LOBBYSERVICE']._serialized_start=976
-  _globals['_LOBBYSERVICE']._serialized_end=1254
+  _globals['_CREATEMATCHREQUEST']._serialized_end=321
+  _globals['_CREATEMATCHRESPONSE']._serialized_start=324
+  _globals['_CREATEMATCHRESPONSE']._serialized_end=509
+  _globals['_JOINMATCHREQUEST']._serialized_start=512
+  _globals['_JOINMATCHREQUEST']._serialized_end=675
+  _globals['_JOINMATCHRESPONSE']._serialized_start=678
+  _globals['_JOINMATCHRESPONSE']._serialized_end=814
+  _globals['_LISTOPENMATCHESREQUEST']._serialized_start=816
+  _globals['_LISTOPENMATCHESREQUEST']._serialized_end=896
+  _globals['_LISTOPENMATCHESRESPONSE']._serialized_start=898
+  _globals['_LISTOPENMATCHESRESPONSE']._serialized_end=994
+  _globals['_LOBBYSERVICE']._serialized_start=997
+  _globals['_LOBBYSERVICE']._serialized_end=1275
 # @@protoc_insertion_point(module_scope)

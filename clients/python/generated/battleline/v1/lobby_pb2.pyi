@@ -30,6 +30,7 @@ class CreateMatchRequest(_message.Message):
     OPPONENT_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
     SEAT_OPTIONS_FIELD_NUMBER: _builtins.int
+    SEAT_SECRET_FIELD_NUMBER: _builtins.int
     seat: _types_pb2.SeatChoice.ValueType
     """Which seat the creator takes (for LOCAL the creator holds both)."""
     seed: _builtins.int
@@ -37,6 +38,18 @@ class CreateMatchRequest(_message.Message):
     it). LOCAL matches only; refused (INVALID_ARGUMENT seed-refused) wherever
     the other seat is not the creator's (OPEN, AI): whoever knows the seed
     knows the deck.
+    """
+    seat_secret: _builtins.str
+    """Optional, recommended: a secret of the creator's choosing, 22 to 64
+    characters of A-Z a-z 0-9 - _ from a cryptographically secure source
+    (for example 32 random bytes in URL-safe base64). The match id is then
+    derived from it and the seat token is the match id, a dot and this secret,
+    so the same CreateMatch sent again answers the same match, seat, token and
+    invite code instead of creating a second match: a create whose answer was
+    lost (UNAVAILABLE, DEADLINE_EXCEEDED, a dropped connection) can be sent
+    again safely. Sent again with other settings it is refused
+    (FAILED_PRECONDITION seat-secret-used). Without it a lost answer leaves a
+    match nobody can play, held against the creator until it expires.
     """
     @_builtins.property
     def options(self) -> _types_pb2.MatchOptions:
@@ -58,10 +71,11 @@ class CreateMatchRequest(_message.Message):
         opponent: _types_pb2.Opponent | None = ...,
         seed: _builtins.int | None = ...,
         seat_options: _types_pb2.SeatOptions | None = ...,
+        seat_secret: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "opponent", b"opponent", "options", b"options", "seat_options", b"seat_options", "seed", b"seed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "opponent", b"opponent", "options", b"options", "seat", b"seat", "seat_options", b"seat_options", "seed", b"seed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "opponent", b"opponent", "options", b"options", "seat", b"seat", "seat_options", b"seat_options", "seat_secret", b"seat_secret", "seed", b"seed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015
