@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import grpc
 import pytest
@@ -14,6 +16,7 @@ import redis
 from battleline.v1 import game_pb2, lobby_pb2, types_pb2
 from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
+from battleline_engine.storage.ai import REQUESTS_KEY
 from battleline_engine.storage.matches import match_key
 
 from .harness import OPEN_LIMITS, Client, Engine
@@ -31,7 +34,7 @@ def _open(client: Client, ruleset: str = "standard", private: bool = False,
 @pytest.fixture
 def capped(redis_url: str) -> Iterator[Engine]:
     running = Engine(redis_url, config=dataclasses.replace(
-        OPEN_LIMITS, open_matches_per_client=3, lobby_ttl_s=600))
+        OPEN_LIMITS, open_matches_per_client=3, ai_matches_per_client=3, lobby_ttl_s=600))
     yield running
     running.close()
 
@@ -70,6 +73,160 @@ def test_a_create_sent_again_holds_one_place(capped: Engine) -> None:
         _open(creator)
     assert reason(refused.value) == "open-matches-per-client"
     creator.channel.close()
+
+
+def _with_secret(kind: int, secret: str, private: bool = False,
+                 ) -> lobby_pb2.CreateMatchRequest:
+    return lobby_pb2.CreateMatchRequest(
+        options=types_pb2.MatchOptions(ruleset="standard"), seat=types_pb2.SEAT_CHOICE_RANDOM,
+        opponent=types_pb2.Opponent(kind=kind, ai_level=3, private=private),
+        seat_secret=secret)
+
+
+def _places(store: redis.Redis, kind: str) -> int:
+    """How many matches of `kind` ("open", "ai") are counted against the one client."""
+    return sum(int(store.zcard(key)) for key in store.keys(f"bl:{kind}:client:*"))
+
+
+def _ai_requests(store: redis.Redis, match_id: str) -> int:
+    return sum(fields[b"match"] == match_id.encode()
+               for _id, fields in store.xrange(REQUESTS_KEY))
+
+
+def _joinable(client: Client, created: lobby_pb2.CreateMatchResponse, private: bool) -> None:
+    """The match is what its create promised: listed unless private, its invite seats."""
+    listed = [m.match_id for m in client.lobby.ListOpenMatches(
+        lobby_pb2.ListOpenMatchesRequest(page_size=200), timeout=10).matches]
+    assert listed.count(created.match_id) == (0 if private else 1)
+    client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(invite_code=created.invite_code),
+                           timeout=10)
+
+
+class _Once:
+    """Makes a store call fail once, before or after it reaches Redis."""
+
+    def __init__(self, owner: object, name: str, after: bool) -> None:
+        self.owner, self.name, self.after = owner, name, after
+        self.real = getattr(owner, name)
+        self.failed = False
+        setattr(owner, name, self)
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.failed:
+            return await self.real(*args, **kwargs)
+        self.failed = True
+        if self.after:
+            await self.real(*args, **kwargs)
+        raise redis.exceptions.ConnectionError("the store's reply was lost")
+
+    def undo(self) -> None:
+        setattr(self.owner, self.name, self.real)
+
+
+@pytest.mark.parametrize(("kind", "private"), [(types_pb2.OPPONENT_KIND_OPEN, False),
+                                               (types_pb2.OPPONENT_KIND_OPEN, True),
+                                               (types_pb2.OPPONENT_KIND_AI, False)])
+def test_a_create_whose_store_reply_was_lost_is_made_whole_when_sent_again(
+        capped: Engine, redis_url: str, kind: int, private: bool) -> None:
+    """Twenty-first audit: the store made the match, its reply was lost, the creator was
+    told UNAVAILABLE; the same create sent again was answered with that match, which had
+    no invite, no lobby entry and no AI asked, and held no place. Now the failed create
+    is undone and the one sent again makes the match whole."""
+    client = Client.to(capped.address)
+    store = redis.Redis.from_url(redis_url)
+    request = _with_secret(kind, f"lost-reply-{kind}-{private:d}-0123456789")
+    request.opponent.private = private
+    lossy = _Once(capped.storage.matches, "create", after=True)
+    try:
+        with pytest.raises(grpc.RpcError) as lost:
+            client.lobby.CreateMatch(request, timeout=10)
+        assert lost.value.code() == grpc.StatusCode.UNAVAILABLE
+        created = client.lobby.CreateMatch(request, timeout=10)
+    finally:
+        lossy.undo()
+    if kind == types_pb2.OPPONENT_KIND_AI:
+        assert _ai_requests(store, created.match_id) == 1
+        assert _places(store, "ai") == 1
+    else:
+        assert _places(store, "open") == 1
+        _joinable(client, created, private)
+    store.close()
+    client.channel.close()
+
+
+def test_a_create_left_half_made_is_finished_by_the_same_create_sent_again(
+        capped: Engine, redis_url: str) -> None:
+    """A create that stopped between the match and its invite and could not undo itself
+    (the store down for both: a SIGKILL leaves the same) left a match nobody could join.
+    The same create sent again finishes it: its invite, its lobby entry, its place."""
+    client = Client.to(capped.address)
+    store = redis.Redis.from_url(redis_url)
+    request = _with_secret(types_pb2.OPPONENT_KIND_OPEN, "half-made-match-0123456789")
+    failures = [_Once(capped.storage.lobby, "set_invite", after=False),
+                _Once(capped.storage.matches, "discard", after=False),
+                _Once(capped.storage.lobby, "free_places", after=False)]
+    try:
+        with pytest.raises(grpc.RpcError):
+            client.lobby.CreateMatch(request, timeout=10)
+    finally:
+        for failure in failures:
+            failure.undo()
+    assert store.keys("bl:{*}:m")  # left behind, neither listed nor joinable
+    created = client.lobby.CreateMatch(request, timeout=10)
+    assert _places(store, "open") == 1
+    _joinable(client, created, private=False)
+    store.close()
+    client.channel.close()
+
+
+@pytest.mark.parametrize("kind", [types_pb2.OPPONENT_KIND_OPEN, types_pb2.OPPONENT_KIND_AI])
+def test_a_create_sent_again_at_once_is_not_refused_at_the_cap(
+        capped: Engine, redis_url: str, kind: int) -> None:
+    """Twenty-first audit: one place below the cap, the same create sent several times at
+    once was refused RESOURCE_EXHAUSTED for some (a match counted already was counted
+    again). Each is answered with the one match."""
+    client = Client.to(capped.address)
+    for n in range(2):
+        client.lobby.CreateMatch(_with_secret(kind, f"filler-{kind}-{n}-0123456789abc"),
+                                 timeout=10)
+    request = _with_secret(kind, f"at-the-cap-{kind}-0123456789")
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: client.lobby.CreateMatch(request, timeout=10),
+                                range(16)))
+    assert all(answer == answers[0] for answer in answers)
+    client.channel.close()
+
+
+def test_the_same_secret_for_two_kinds_at_once_leaves_no_place_held(
+        capped: Engine, redis_url: str) -> None:
+    """Twenty-first audit: a LOCAL and an AI create sent at once under one secret: the
+    AI one, refused seat-secret-used, left its place counted against the creator until
+    the LOCAL match ended. Whichever loses lets its place go."""
+    client = Client.to(capped.address)
+    store = redis.Redis.from_url(redis_url)
+    for n in range(6):
+        secret = f"two-kinds-{n}-0123456789abcdef"
+        requests = [_with_secret(types_pb2.OPPONENT_KIND_LOCAL, secret),
+                    _with_secret(types_pb2.OPPONENT_KIND_AI, secret)]
+        with ThreadPoolExecutor(2) as pool:
+            outcomes = list(pool.map(lambda r: _outcome(client, r), requests))
+        assert sorted(outcomes) == ["ok", "seat-secret-used"], outcomes
+        made = client.lobby.CreateMatch(requests[outcomes.index("ok")], timeout=10)
+        assert _places(store, "ai") == (not made.other_seat_token)  # the AI one made
+        client.game.Resign(game_pb2.ResignRequest(match_id=made.match_id, action_id="end"),
+                           metadata=[("authorization", f"Bearer {made.seat_token}")],
+                           timeout=10)
+        store.delete(*store.keys("bl:ai:client:*") or ["none"])  # a cancelled AI match's
+    store.close()
+    client.channel.close()
+
+
+def _outcome(client: Client, request: lobby_pb2.CreateMatchRequest) -> str:
+    try:
+        client.lobby.CreateMatch(request, timeout=10)
+        return "ok"
+    except grpc.RpcError as refused:
+        return reason(refused)
 
 
 def test_an_unjoined_match_expires_in_minutes(capped: Engine, redis_url: str) -> None:

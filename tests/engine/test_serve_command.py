@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import logging
 import os
 import resource
 import signal
@@ -19,6 +21,8 @@ import redis
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from battleline.v1 import lobby_pb2, lobby_pb2_grpc, types_pb2, watch_pb2, watch_pb2_grpc
+from battleline_engine.runtime import EngineConfig
+from battleline_host.commands.serve import Workers
 from tests.processes import (
     BATTLELINE,
     EMBEDDED_STORE,
@@ -340,6 +344,49 @@ def test_a_worker_that_cannot_be_started_is_tried_again(redis_url: str, tmp_path
         with contextlib.suppress(OSError):
             resource.prlimit(process.pid, resource.RLIMIT_NOFILE, (soft, hard))
         stop_serve(process)
+
+
+def test_a_worker_whose_start_hangs_is_killed_and_started_again(
+        redis_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Twentieth audit: a restarted worker that never came to listen (stopped, or stuck on
+    a lock) held its supervision for good. One not listening within the start timeout
+    (60 s in serve; 3 s here) is killed, logged, and started again."""
+    workers = Workers(1, ["--workers", "1", "--no-ai", "--no-web", "--shared-port"],
+                      redis_url, EngineConfig(), start_timeout_s=3.0)
+
+    async def scenario() -> None:
+        await workers.start(free_port(), 0)
+        supervising = asyncio.create_task(workers.supervise(interval_s=0.1))
+        try:
+            first = workers.processes[0].pid
+            os.kill(first, signal.SIGKILL)
+            hung = await _next_worker(workers, first)
+            os.kill(hung, signal.SIGSTOP)  # well before it can listen (it takes a second)
+            started = await _next_worker(workers, hung, timeout_s=40)
+            assert not is_alive(hung)
+            for _ in range(300):  # the new one comes to listen: the supervision goes on
+                if "engine worker listening" in caplog.text.split("not listening")[-1]:
+                    break
+                await asyncio.sleep(0.1)
+            assert workers.processes[0].pid == started and workers.processes[0].poll() is None
+        finally:
+            supervising.cancel()
+            workers.terminate()
+            workers.wait()
+
+    with caplog.at_level(logging.INFO, logger="battleline.serve"):
+        asyncio.run(scenario())
+    assert "could not be started: not listening within 3 s" in caplog.text
+    assert "engine worker listening" in caplog.text.split("not listening within 3 s")[-1]
+
+
+async def _next_worker(workers: Workers, before: int, timeout_s: float = 20) -> int:
+    """The pid of the worker started in place of `before`."""
+    deadline = time.monotonic() + timeout_s
+    while workers.processes[0].pid == before:
+        assert time.monotonic() < deadline, "no worker started in its place"
+        await asyncio.sleep(0.01)
+    return workers.processes[0].pid
 
 
 def _engine_workers(pid: int) -> list[int]:

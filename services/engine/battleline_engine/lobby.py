@@ -76,6 +76,10 @@ def meta_of(request: lobby_pb2.CreateMatchRequest, runtime: Runtime) -> Meta:
     opponent = _OPPONENTS.get(request.opponent.kind)
     if opponent is None:
         raise invalid("bad-opponent", "opponent.kind: OPEN, AI or LOCAL")
+    if request.opponent.private and opponent != Opponent.OPEN:
+        # A private match is joined by its invite code only: the hosted AI never got in.
+        raise invalid("bad-opponent", "opponent.private: for OPEN matches only (the lobby "
+                      "never lists AI and LOCAL matches)")
     if opponent == Opponent.AI and not 1 <= request.opponent.ai_level <= 10:
         raise invalid("bad-opponent", "opponent.ai_level: 1 to 10")
     if opponent == Opponent.AI and not runtime.ai_key:

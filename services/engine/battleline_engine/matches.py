@@ -217,26 +217,25 @@ class Matches:
         stored) answers the match it made, where a lost answer would otherwise leave a
         match nobody can play."""
         match_id = secret_match_id(secret) if secret else new_match_id()
+        cap = ai_cap if meta.opponent == Opponent.AI else open_cap
         if secret:
-            made = await self._created_again(match_id, secret, request_digest)
+            made = await self._created_again(match_id, secret, request_digest, client, cap)
             if made is not None:
                 return made
         other = 1 - creator
         token = new_seat_token(match_id, secret)
         seats = {creator: hash_token(token)}
-        other_token = invite = ""
+        other_token = ""
         if meta.opponent == Opponent.LOCAL:
             other_token = new_seat_token(match_id, other_seat_secret(secret) if secret else "")
             seats[other] = hash_token(other_token)
         else:
             meta = replace(meta, open_seat=other)
             if meta.opponent == Opponent.OPEN:
-                invite = new_invite_code()
-                meta = replace(meta, invite=invite)
-                await self._hold_place(Opponent.OPEN, client, match_id, open_cap)
+                meta = replace(meta, invite=new_invite_code())
             else:
                 meta = replace(meta, ai_seat=other)
-                await self._hold_place(Opponent.AI, client, match_id, ai_cap)
+            await self._hold_place(meta.opponent, client, match_id, cap)
         status = Status.PLAYING if meta.opponent == Opponent.LOCAL else Status.WAITING
         state = deal(meta, 1, 0)
         now = now_ms()
@@ -254,56 +253,69 @@ class Matches:
                   **clock.fields()}
         if request_digest:
             fields[CREATE_REQUEST] = request_digest
-        placed = False
         try:
             result = await self.storage.matches.create(
                 match_id, dump_position(state), status=status, seats=seats, fields=fields,
                 events=events, deadline_ms=deadline,
                 ttl_s=self.lobby_ttl_s if meta.opponent == Opponent.OPEN else None,
             )
-            # Under a secret the id is the secret's: a match found there (the same create
-            # sent twice at once) holds the place.
-            placed = result.status is CommitStatus.OK or bool(secret)
-        finally:
-            if meta.opponent != Opponent.LOCAL and not placed:  # its place is not held by anything
-                await self.storage.lobby.free_places(meta.opponent, client, match_id)
-        if result.status is not CommitStatus.OK:
-            made = await self._created_again(match_id, secret, request_digest) \
-                if secret else None
-            if made is None:  # a random 101-bit id collided: practically never
-                raise Refusal(Kind.CONFLICT, "retry", "could not allocate a match id")
-            return made
-        try:
-            if invite:
-                await self.storage.lobby.set_invite(invite, match_id, self.lobby_ttl_s)
-                if not meta.private:
-                    await self.storage.lobby.add_open(match_id, now, meta.ruleset,
-                                                      self.lobby_ttl_s)
-            if meta.opponent == Opponent.AI:
-                await self.storage.ai.request(match_id, other, meta.ai_level, owner=client)
-        except Exception:
+            if result.status is CommitStatus.OK:
+                await self._open_to_others(match_id, meta, client, now)
+        except BaseException:
             # Its creator hears of a failure and never gets its token: a match left behind
             # would hold one of the creator's places with no way to cancel it (eighteenth
             # audit: a Redis that filled up between the match and its invite).
             await self._withdraw(match_id, meta, client)
             raise
+        if result.status is not CommitStatus.OK:
+            # Under a secret: the same create sent twice at once, the other one first.
+            made = await self._created_again(match_id, secret, request_digest, client, cap,
+                                              held=meta.opponent) if secret else None
+            if made is not None:
+                return made
+            # A random 101-bit id collided (practically never), or the match expired.
+            if meta.opponent != Opponent.LOCAL:
+                await self.storage.lobby.free_places(meta.opponent, client, match_id)
+            raise Refusal(Kind.CONFLICT, "retry", "could not allocate a match id")
         match = await self.read(match_id)
-        return Created(match, creator, token, other_token, invite)
+        return Created(match, creator, token, other_token, meta.invite)
 
-    async def _created_again(self, match_id: str, secret: str,
-                             request_digest: str) -> Created | None:
-        """The match a create under `secret` made already, answered as it was then; None
-        if there is none (or it expired). The same secret with other settings is
-        refused: a secret names one match."""
+    async def _open_to_others(self, match_id: str, meta: Meta, client: str,
+                              created_ms: int) -> None:
+        """What makes a new match joinable: its invite and lobby entry, or the hosted AI
+        asked to join. Each step may run twice: a create sent again does them all again
+        for a match still waiting, finishing what the first left undone."""
+        if meta.invite:
+            await self.storage.lobby.set_invite(meta.invite, match_id, self.lobby_ttl_s)
+            if not meta.private:
+                await self.storage.lobby.add_open(match_id, created_ms, meta.ruleset,
+                                                  self.lobby_ttl_s)
+        if meta.opponent == Opponent.AI:
+            await self.storage.ai.request_once(match_id, meta.ai_seat, meta.ai_level,
+                                               owner=client)
+
+    async def _created_again(self, match_id: str, secret: str, request_digest: str,
+                             client: str, cap: int, held: Opponent | None = None,
+                             ) -> Created | None:
+        """The match a create under `secret` made already, answered as it was then, its
+        creation finished first if the first create did not (its answer or a store
+        reply lost on the way); None if there is none (or it expired). The same secret
+        with other settings is refused (a secret names one match), and the place this
+        create `held` for another kind of match under the id let go."""
         record = await self.storage.matches.load(match_id)
         if record is None:
             return None
+        match = await self._checked(record)
         token = new_seat_token(match_id, secret)
         seat = await self.storage.matches.seat_by_hash(match_id, hash_token(token))
-        if seat is None or record.fields.get(CREATE_REQUEST) != request_digest:
+        if seat is None or match.fields.get(CREATE_REQUEST) != request_digest:
+            if held not in (None, Opponent.LOCAL, match.meta.opponent):
+                await self.storage.lobby.free_places(held, client, match_id)
             raise precondition("seat-secret-used", "this seat_secret created a match with "
                                "other settings: use a fresh secret for every new match")
-        match = await self.read(match_id)
+        if match.status == Status.WAITING:  # what the first create may have left undone
+            await self._hold_place(match.meta.opponent, client, match_id, cap)
+            await self._open_to_others(match_id, match.meta, client, match.record.created_ms)
         other_token = (new_seat_token(match_id, other_seat_secret(secret))
                        if match.meta.opponent == Opponent.LOCAL else "")
         return Created(match, seat, token, other_token, match.meta.invite)

@@ -28,6 +28,7 @@ AI_PLACE_TTL_S: Final = 8 * 24 * 3600  # a client's AI match list outlives its m
 # KEYS: the client's set of one kind. ARGV: cap, match id, now ms, ttl s. 1 if counted.
 _HOLD_PLACE_LUA: Final = """
 local places, cap, match, now, ttl = KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+if redis.call('ZSCORE', places, match) then return 1 end  -- counted already: one place
 if redis.call('ZCARD', places) >= tonumber(cap) then return 0 end
 redis.call('ZADD', places, now, match)
 redis.call('EXPIRE', places, ttl)

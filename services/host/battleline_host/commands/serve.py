@@ -421,9 +421,10 @@ class Workers:
     Secrets (the Redis URL, the AI key, the gateway secret) go by environment."""
 
     def __init__(self, count: int, args: list[str], redis_url: str,
-                 config: EngineConfig) -> None:
+                 config: EngineConfig, start_timeout_s: float = START_TIMEOUT_S) -> None:
         self.count = count
         self.args = args
+        self.start_timeout_s = start_timeout_s
         self.env = {**os.environ, "REDIS_URL": redis_url, AI_KEY_ENV: config.ai_key,
                     GATEWAY_SECRET_ENV: config.gateway_secret}
         self.processes: list[subprocess.Popen[str]] = []
@@ -448,7 +449,7 @@ class Workers:
         """Worker `i` (from 0) started again whenever it has exited. One that keeps
         exiting at once, or cannot be started (no descriptors or memory left: Popen
         fails), is tried again after a growing delay (up to a minute), never given up on;
-        one that does not listen within START_TIMEOUT_S is killed and tried again."""
+        one that does not listen within `start_timeout_s` is killed and tried again."""
         delays: Iterator[float] | None = None
         started = time.monotonic()
         while True:
@@ -466,10 +467,11 @@ class Workers:
             started = time.monotonic()
             try:
                 self.processes[i] = self._spawn(i + 1)
-                await asyncio.wait_for(self._listening(self.processes[i]), START_TIMEOUT_S)
+                await asyncio.wait_for(self._listening(self.processes[i]),
+                                       self.start_timeout_s)
             except (OSError, RuntimeError, TimeoutError) as err:
                 log.error("an engine worker could not be started: %s",
-                          str(err) or f"not listening within {START_TIMEOUT_S:g} s",
+                          str(err) or f"not listening within {self.start_timeout_s:g} s",
                           extra={"worker_pid": self.processes[i].pid})
                 if self.processes[i].poll() is None:
                     self.processes[i].kill()  # hung: the next turn starts another
