@@ -362,6 +362,7 @@ def test_a_worker_whose_start_hangs_is_killed_and_started_again(
             os.kill(first, signal.SIGKILL)
             hung = await _next_worker(workers, first)
             os.kill(hung, signal.SIGSTOP)  # well before it can listen (it takes a second)
+            workers.start_timeout_s = 60.0  # for the one after it (the hung one's is running)
             started = await _next_worker(workers, hung, timeout_s=40)
             assert not is_alive(hung)
             for _ in range(300):  # the new one comes to listen: the supervision goes on

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 from battleline_client.common import SeatHandle
 
@@ -68,3 +68,13 @@ def open_seat(page: Page, url: str, seat: SeatHandle) -> None:
     page.evaluate("s => sessionStorage.setItem('battleline.session', s)", json.dumps(session))
     page.reload()
     expect(page.get_by_test_id("status")).to_have_attribute("data-phase", "playing")
+
+
+def playing_the_ai(browser: BrowserContext, service: Service) -> Page:
+    """A new tab of `browser` playing the hosted AI at level 1, its game begun."""
+    page = browser.new_page()
+    page.goto(service.web_url)
+    page.get_by_test_id("level-1").check()
+    page.get_by_test_id("start-ai").click()
+    expect(page.get_by_test_id("status")).to_have_attribute("data-phase", "playing")
+    return page

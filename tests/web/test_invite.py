@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import BrowserContext, Page, Route, expect
 
-from .pages import Service, settle
+from .pages import Service, playing_the_ai, settle
 
 
 def play_one_card(page: Page) -> str:
@@ -107,11 +107,7 @@ def test_a_link_does_not_swap_the_match_in_play_without_the_players_consent(
     link = friend_of_theirs.get_by_test_id("invite-link").input_value()
     code = link.split("#join=")[1]
 
-    page = browser.new_page()
-    page.goto(service.web_url)
-    page.get_by_test_id("level-1").check()
-    page.get_by_test_id("start-ai").click()
-    expect(page.get_by_test_id("status")).to_have_attribute("data-phase", "playing")
+    page = playing_the_ai(browser, service)
     held = page.evaluate("sessionStorage.getItem('battleline.session')")
     asked: list[str] = []
 

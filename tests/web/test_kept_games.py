@@ -8,7 +8,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from battleline_client.client import Client
 from battleline_client.common import SeatHandle
 
-from .pages import Service
+from .pages import Service, playing_the_ai
 
 
 def match_in_tab(page: Page) -> str:
@@ -49,11 +49,7 @@ def test_a_kept_game_that_ended_while_no_tab_had_it_is_not_offered(
     """A kept game that ended while no tab had it open (resigned from elsewhere, lost on
     time, expired) stayed in the lobby until it was taken up, only to show its end. The
     lobby asks each kept seat first and offers only games going on."""
-    first = browser.new_page()
-    first.goto(service.web_url)
-    first.get_by_test_id("level-1").check()
-    first.get_by_test_id("start-ai").click()
-    expect(first.get_by_test_id("status")).to_have_attribute("data-phase", "playing")
+    first = playing_the_ai(browser, service)
     seat = first.evaluate("JSON.parse(sessionStorage.getItem('battleline.session'))")
     first.evaluate("""() => {  // a seat the engine never knew, kept beside it
       const games = JSON.parse(localStorage.getItem('battleline.games'));

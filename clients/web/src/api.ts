@@ -48,24 +48,26 @@ export function newSeatSecret(): string {
   return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-/** What a call that may have been lost on the way (a dropped connection reads as
- * Unknown), or refused for a moment, ends with: worth sending again. */
-export const RETRY = new Set([
+/** What a call that may have been lost on the way ends with (a dropped connection reads
+ * as Unknown): worth sending again if it answers the same when repeated. */
+export const LOST = new Set([
   Code.Unavailable, Code.Canceled, Code.DeadlineExceeded, Code.Internal, Code.Unknown,
-  Code.ResourceExhausted,
 ]);
+
+/** LOST, or refused for a moment (a rate): worth sending again. */
+export const RETRY = new Set([...LOST, Code.ResourceExhausted]);
 
 export const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
 
-/** `call` sent again (up to `tries` times, after a growing random pause) while its answer
- * may have been lost: only for a request that answers the same when repeated, as a create
- * or a join with its secret does. */
-export async function resentIfLost<T>(call: () => Promise<T>, tries = 4): Promise<T> {
+/** `call` sent again (up to `tries` times, after a growing random pause) while it fails
+ * with a code in `worth`: only for a request that answers the same when repeated, as a
+ * create or a join with its secret does. */
+export async function resentIfLost<T>(call: () => Promise<T>, worth = RETRY, tries = 4): Promise<T> {
   for (let delay = 250; ; delay *= 2) {
     try {
       return await call();
     } catch (err) {
-      if (!RETRY.has(errorCode(err)) || --tries <= 0) throw err;
+      if (!worth.has(errorCode(err)) || --tries <= 0) throw err;
     }
     await sleep(delay + Math.random() * delay);
   }

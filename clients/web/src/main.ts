@@ -1,7 +1,7 @@
 // Start-up: resume this tab's match, join one from an invitation link, or show the lobby.
 
 import { Code } from "@connectrpc/connect";
-import { errorCode, errorText, game as games, lobby, newSeatSecret, resentIfLost } from "./api";
+import { errorCode, errorText, game as games, LOST, lobby, newSeatSecret, resentIfLost } from "./api";
 import { render } from "./app";
 import { tickClocks } from "./clocks";
 import { Game } from "./game";
@@ -40,7 +40,7 @@ const lobbyActions: LobbyActions = {
       options: { ruleset: "standard" }, seat: SeatChoice.RANDOM, seatSecret: newSeatSecret(),
       opponent: { kind: OpponentKind.AI, aiLevel: level }, seatOptions: { displayName: name },
     };
-    const created = await resentIfLost(() => lobby.createMatch(request));
+    const created = await resentIfLost(() => lobby.createMatch(request), LOST);  // not at the cap
     start({ matchId: created.matchId, token: created.seatToken, inviteCode: "" }, `AI level ${level}`);
   }),
   invite: (name) => void attempt(async () => {
@@ -48,7 +48,7 @@ const lobbyActions: LobbyActions = {
       options: { ruleset: "standard" }, seat: SeatChoice.RANDOM, seatSecret: newSeatSecret(),
       opponent: { kind: OpponentKind.OPEN, private: true }, seatOptions: { displayName: name },
     };
-    const created = await resentIfLost(() => lobby.createMatch(request));
+    const created = await resentIfLost(() => lobby.createMatch(request), LOST);  // not at the cap
     start({ matchId: created.matchId, token: created.seatToken, inviteCode: created.inviteCode },
       "a friend");
   }),

@@ -45,7 +45,7 @@ def display_name(options: pb.SeatOptions) -> str:
     return name
 
 
-def seat_secret(value: str) -> str:
+def checked_secret(value: str) -> str:
     """A request's seat_secret, checked ("" when none is sent)."""
     if value and not SEAT_SECRET.fullmatch(value):
         raise invalid("bad-seat-secret", "seat_secret: 22-64 characters of A-Z a-z 0-9 - _ "
@@ -76,10 +76,10 @@ def meta_of(request: lobby_pb2.CreateMatchRequest, runtime: Runtime) -> Meta:
     opponent = _OPPONENTS.get(request.opponent.kind)
     if opponent is None:
         raise invalid("bad-opponent", "opponent.kind: OPEN, AI or LOCAL")
-    if request.opponent.private and opponent != Opponent.OPEN:
+    if request.opponent.private and opponent == Opponent.AI:
         # A private match is joined by its invite code only: the hosted AI never got in.
-        raise invalid("bad-opponent", "opponent.private: for OPEN matches only (the lobby "
-                      "never lists AI and LOCAL matches)")
+        raise invalid("bad-opponent", "opponent.private: for OPEN matches (the lobby never "
+                      "lists an AI match)")
     if opponent == Opponent.AI and not 1 <= request.opponent.ai_level <= 10:
         raise invalid("bad-opponent", "opponent.ai_level: 1 to 10")
     if opponent == Opponent.AI and not runtime.ai_key:
@@ -129,7 +129,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                           context: grpc.aio.ServicerContext[Any, Any],
                           ) -> lobby_pb2.CreateMatchResponse:
         meta = meta_of(request, self.rt)
-        secret = seat_secret(request.seat_secret)
+        secret = checked_secret(request.seat_secret)
         self.rt.create_limit.take(self.rt.callers.key(context))
         if request.seat in (pb.SEAT_CHOICE_FIRST, pb.SEAT_CHOICE_SECOND):
             seat = 0 if request.seat == pb.SEAT_CHOICE_FIRST else 1
@@ -165,7 +165,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         if request.join_ticket:
             raise invalid("ticket-retired", "join_ticket is no longer accepted: the hosted "
                           "AI joins with its key (authorization metadata)")
-        secret = seat_secret(request.seat_secret)
+        secret = checked_secret(request.seat_secret)
         ai = self.rt.seats.is_ai(context)
         if not ai:  # the AI joins every AI match from one address: it is no stranger
             self.rt.create_limit.take(self.rt.callers.key(context))

@@ -70,6 +70,7 @@ A = TypeVar("A")  # an action's answer, as the servicer layer sends it
 
 MAX_ACTIONS = 16  # per request; a full turn is play + claims + draw
 CREATE_REQUEST = "create_request"  # field: a digest of the create a secret made the match by
+AI_ASKED = "ai_asked"  # field: the hosted AI was asked to join (once, whoever gets there)
 JOIN_ATTEMPTS = 3  # a join that meets a change (usually a rival join) reads the match again
 _STORE_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 _WAKE_RETRIES_S = (0.1, 0.3, 1.0, None)  # pauses before each new try of `_wake_ai`
@@ -227,7 +228,7 @@ class Matches:
         seats = {creator: hash_token(token)}
         other_token = ""
         if meta.opponent == Opponent.LOCAL:
-            other_token = new_seat_token(match_id, other_seat_secret(secret) if secret else "")
+            other_token = new_seat_token(match_id, other_seat_secret(secret))
             seats[other] = hash_token(other_token)
         else:
             meta = replace(meta, open_seat=other)
@@ -262,15 +263,20 @@ class Matches:
             if result.status is CommitStatus.OK:
                 await self._open_to_others(match_id, meta, client, now)
         except BaseException:
-            # Its creator hears of a failure and never gets its token: a match left behind
-            # would hold one of the creator's places with no way to cancel it (eighteenth
-            # audit: a Redis that filled up between the match and its invite).
-            await self._withdraw(match_id, meta, client)
+            if not secret:
+                # Its creator hears of a failure and never gets its token: a match left
+                # behind would hold one of its places with no way to cancel it (eighteenth
+                # audit: a Redis that filled up between the match and its invite).
+                await self._withdraw(match_id, meta, client)
+            elif meta.opponent != Opponent.LOCAL:
+                # Under a secret the same create sent again (perhaps answered already, this
+                # one being slow) finishes the match: it stays, only its place is let go,
+                # so that failures never use up the creator's places.
+                await self.storage.lobby.free_places(meta.opponent, client, match_id)
             raise
         if result.status is not CommitStatus.OK:
-            # Under a secret: the same create sent twice at once, the other one first.
-            made = await self._created_again(match_id, secret, request_digest, client, cap,
-                                              held=meta.opponent) if secret else None
+            made = await self._made_already(match_id, secret, request_digest, client, cap,
+                                            meta.opponent) if secret else None
             if made is not None:
                 return made
             # A random 101-bit id collided (practically never), or the match expired.
@@ -290,18 +296,37 @@ class Matches:
             if not meta.private:
                 await self.storage.lobby.add_open(match_id, created_ms, meta.ruleset,
                                                   self.lobby_ttl_s)
-        if meta.opponent == Opponent.AI:
-            await self.storage.ai.request_once(match_id, meta.ai_seat, meta.ai_level,
-                                               owner=client)
+        # Asked once: two workers must not take one seat.
+        if (meta.opponent == Opponent.AI
+                and await self.storage.matches.claim_flag(match_id, AI_ASKED)):
+            try:
+                await self.storage.ai.request(match_id, meta.ai_seat, meta.ai_level,
+                                              owner=client)
+            except BaseException:
+                await self.storage.matches.drop_flag(match_id, AI_ASKED)
+                raise
+
+    async def _made_already(self, match_id: str, secret: str, request_digest: str,
+                            client: str, cap: int, held: Opponent) -> Created | None:
+        """`_created_again` for a create that found its id taken after holding a place of
+        kind `held` for it: the same create sent twice at once, the other one first. The
+        place is let go unless it is that match's own (a match of the same kind)."""
+        try:
+            return await self._created_again(match_id, secret, request_digest, client, cap,
+                                             held)
+        except Exception as err:
+            if not isinstance(err, Refusal) and held != Opponent.LOCAL:  # kind unknown
+                await self.storage.lobby.free_places(held, client, match_id)
+            raise
 
     async def _created_again(self, match_id: str, secret: str, request_digest: str,
                              client: str, cap: int, held: Opponent | None = None,
                              ) -> Created | None:
-        """The match a create under `secret` made already, answered as it was then, its
-        creation finished first if the first create did not (its answer or a store
-        reply lost on the way); None if there is none (or it expired). The same secret
-        with other settings is refused (a secret names one match), and the place this
-        create `held` for another kind of match under the id let go."""
+        """The match a create under `secret` made already, with the seat and tokens it
+        answered then, its creation finished first if the first create did not (its
+        answer or a store reply lost on the way); None if there is none (or it expired).
+        The same secret with other settings is refused (a secret names one match), and
+        the place this create `held` for another kind of match under the id let go."""
         record = await self.storage.matches.load(match_id)
         if record is None:
             return None
@@ -317,7 +342,7 @@ class Matches:
             await self._hold_place(match.meta.opponent, client, match_id, cap)
             await self._open_to_others(match_id, match.meta, client, match.record.created_ms)
         other_token = (new_seat_token(match_id, other_seat_secret(secret))
-                       if match.meta.opponent == Opponent.LOCAL else "")
+                       if match.meta.opponent == Opponent.LOCAL else "")  # as `create` made it
         return Created(match, seat, token, other_token, match.meta.invite)
 
     async def _withdraw(self, match_id: str, meta: Meta, client: str) -> None:

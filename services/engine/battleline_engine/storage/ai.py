@@ -31,17 +31,12 @@ PARKED_KEY: Final = f"{PREFIX}:ai:parked"
 # A parked match's human thinks at most a day (the longest clock), then loses on time.
 PARKED_TTL_S: Final = 2 * 24 * 3600
 KEEP_REQUESTS_MS: Final = 7 * 24 * 3600 * 1000  # then trimmed, acked or not
-ASKED_TTL_S: Final = 600  # a create and the same create sent again are over by then
 
 Request = tuple[str, dict[str, str]]  # (entry id, fields)
 
 
 def _parked_key(match_id: str) -> str:
     return f"{PREFIX}:ai:parked:{check_id(match_id)}"
-
-
-def _asked_key(match_id: str) -> str:
-    return f"{PREFIX}:ai:asked:{check_id(match_id)}"
 
 
 def _request(entry_id: bytes | str, fields: Mapping[bytes, bytes]) -> Request:
@@ -88,12 +83,6 @@ class AiRequests:
         if ids:
             await self._redis.zadd(PARKED_KEY, dict.fromkeys(ids, now_ms()), xx=True)
         return ids
-
-    async def request_once(self, match_id: str, seat: int, level: int, owner: str = "") -> None:
-        """`request`, unless this match was asked for already: a create and the same create
-        sent again may both come to ask, and two workers must not take one seat."""
-        if await self._redis.set(_asked_key(match_id), "1", nx=True, ex=ASKED_TTL_S):
-            await self.request(match_id, seat, level, owner)
 
     async def request(self, match_id: str, seat: int, level: int, owner: str = "") -> str:
         """Ask an AI worker to play `seat` of a match; returns the request id. `owner`:

@@ -216,7 +216,10 @@ def secret_match_id(secret: str) -> str:
 
 def other_seat_secret(secret: str) -> str:
     """A LOCAL match's second seat secret, derived from its creator's own (both seats are
-    the creator's), so that the create sent again answers both tokens."""
+    the creator's), so that the create sent again answers both tokens; "" (a random one)
+    without a secret."""
+    if not secret:
+        return ""
     digest = hashlib.sha256(b"battleline other seat\0" + secret.encode()).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 

@@ -173,6 +173,12 @@ return {'OK', newv, seq}
 # Creates a match if the id is free. Settings: state, now, status, deadline, ttl,
 # match; then the seats to take as 'seats', n, n (seat, token hash) pairs, before
 # the fields and events.
+# Sets an `f:` field of a match still stored, if not set already: 1 if this call set it.
+_CLAIM_FLAG_LUA: Final = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+return redis.call('HSETNX', KEYS[1], ARGV[1], '1')
+"""
+
 _CREATE_LUA: Final = """
 local m, seats = KEYS[1], KEYS[4]
 if redis.call('EXISTS', m) == 1 then return {'EXISTS'} end
@@ -304,6 +310,7 @@ class MatchStore:
         self._commit = connection.register(_COMMIT_LUA)
         self._create = connection.register(_CREATE_LUA)
         self._load_for_action = connection.register(_LOAD_FOR_ACTION_LUA)
+        self._claim_flag = connection.register(_CLAIM_FLAG_LUA)
 
     def _clock_key(self, keys: list[str], deadline_ms: int | None) -> bool:
         """Add the clock index to a script's keys when the script can write it (not on
@@ -490,6 +497,17 @@ class MatchStore:
         redis = self._conn.redis
         await redis.zremrangebyscore(_LIVE, "-inf", now_ms())
         return int(await redis.zcard(_LIVE))
+
+    async def claim_flag(self, match_id: str, name: str) -> bool:
+        """Set the match's field `name` (`MatchRecord.fields`) if it is not set: True for
+        the one caller that set it, so a step two callers may both reach is done once.
+        Changes no version; False too when the match is gone."""
+        keys = [match_key(match_id, "m")]
+        return bool(await self._claim_flag(keys=keys, args=[f"f:{name}"]))
+
+    async def drop_flag(self, match_id: str, name: str) -> None:
+        """Unset a field `claim_flag` set (its step failed: the next caller does it)."""
+        await self._conn.redis.hdel(match_key(match_id, "m"), f"f:{name}")
 
     async def discard(self, match_id: str) -> None:
         """Delete a match and its index entries: one whose creation could not be completed

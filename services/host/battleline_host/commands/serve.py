@@ -464,14 +464,13 @@ class Workers:
                 await asyncio.sleep(next(delays))
             else:
                 delays = None
-            started = time.monotonic()
+            started, timeout_s = time.monotonic(), self.start_timeout_s
             try:
                 self.processes[i] = self._spawn(i + 1)
-                await asyncio.wait_for(self._listening(self.processes[i]),
-                                       self.start_timeout_s)
+                await asyncio.wait_for(self._listening(self.processes[i]), timeout_s)
             except (OSError, RuntimeError, TimeoutError) as err:
                 log.error("an engine worker could not be started: %s",
-                          str(err) or f"not listening within {self.start_timeout_s:g} s",
+                          str(err) or f"not listening within {timeout_s:g} s",
                           extra={"worker_pid": self.processes[i].pid})
                 if self.processes[i].poll() is None:
                     self.processes[i].kill()  # hung: the next turn starts another

@@ -145,7 +145,7 @@ export type Opponent = Message<"battleline.v1.Opponent"> & {
   /**
    * For OPPONENT_KIND_OPEN: keep the match out of the public lobby; it can
    * only be joined by its invite code. Refused (INVALID_ARGUMENT bad-opponent)
-   * for AI and LOCAL matches, which the lobby never lists.
+   * for an AI match, which the lobby never lists (the AI could not get in).
    *
    * @generated from field: bool private = 3;
    */
