@@ -170,15 +170,15 @@ end
 return {'OK', newv, seq}
 """
 
-# Creates a match if the id is free. Settings: state, now, status, deadline, ttl,
-# match; then the seats to take as 'seats', n, n (seat, token hash) pairs, before
-# the fields and events.
 # Sets an `f:` field of a match still stored, if not set already: 1 if this call set it.
 _CLAIM_FLAG_LUA: Final = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 return redis.call('HSETNX', KEYS[1], ARGV[1], '1')
 """
 
+# Creates a match if the id is free. Settings: state, now, status, deadline, ttl,
+# match; then the seats to take as 'seats', n, n (seat, token hash) pairs, before
+# the fields and events.
 _CREATE_LUA: Final = """
 local m, seats = KEYS[1], KEYS[4]
 if redis.call('EXISTS', m) == 1 then return {'EXISTS'} end
