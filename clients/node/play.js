@@ -111,6 +111,23 @@ function call(client, method, request, token) {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// A secret of our own for a seat token (32 random bytes, URL-safe base64): a create or
+// join sent with it can be sent again after a lost answer and gets the same seat back.
+const seatSecret = () => crypto.randomBytes(32).toString("base64url");
+
+// `call`, sent again while the server is unavailable (its answer may have been lost):
+// safe for a create or join with a seat secret, or an action with its action id.
+async function resent(client, method, request, token) {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await call(client, method, request, token);
+    } catch (err) {
+      if (err.code !== grpc.status.UNAVAILABLE || attempt === 4) throw err;
+      await sleep(250 * 2 ** attempt);
+    }
+  }
+}
 const myTurn = (view) => view.phase === "MATCH_PHASE_PLAYING" && view.legal_actions.length > 0;
 const finished = (view) => view.phase === "MATCH_PHASE_FINISHED";
 
@@ -174,9 +191,9 @@ async function playLocal(services, args) {
   const request = { options: { ruleset: args.ruleset, time_control: {
     kind: "TIME_CONTROL_KIND_NONE" } }, seat: "SEAT_CHOICE_FIRST",
   opponent: { kind: "OPPONENT_KIND_LOCAL" }, seat_options: { auto_claim: true,
-    display_name: "node" } };
+    display_name: "node" }, seat_secret: seatSecret() };
   if (args.seed !== null) request.seed = args.seed;
-  const created = await call(services.lobby, "CreateMatch", request);
+  const created = await resent(services.lobby, "CreateMatch", request);
   console.log(`created LOCAL match ${created.match_id}`);
   const seats = [new Seat(services, created.match_id, created.seat_token),
     new Seat(services, created.match_id, created.other_seat_token)];
@@ -222,16 +239,17 @@ async function main() {
   const services = loadServices(args.target);
   let outcome;
   if (args.join) {
-    const joined = await call(services.lobby, "JoinMatch", { invite_code: args.join,
+    const joined = await resent(services.lobby, "JoinMatch", { invite_code: args.join,
+      seat_secret: seatSecret(),
       seat_options: { auto_claim: true, display_name: "node" } });
     console.log(`joined match ${joined.match_id} as ${joined.seat}`);
     outcome = await playOneSeat(new Seat(services, joined.match_id, joined.seat_token),
       args.timeoutS);
   } else if (args.ai) {
-    const created = await call(services.lobby, "CreateMatch", { options: {
+    const created = await resent(services.lobby, "CreateMatch", { options: {
       ruleset: args.ruleset }, seat: "SEAT_CHOICE_RANDOM",
     opponent: { kind: "OPPONENT_KIND_AI", ai_level: args.ai },
-    seat_options: { auto_claim: true, display_name: "node" } });
+    seat_options: { auto_claim: true, display_name: "node" }, seat_secret: seatSecret() });
     console.log(`created match ${created.match_id} against the hosted AI level ${args.ai}`);
     outcome = await playOneSeat(new Seat(services, created.match_id, created.seat_token),
       args.timeoutS);
