@@ -83,6 +83,15 @@ class Engine(LoopThread):
         self.end()
 
 
+def secret_create(kind: int, secret: str, ruleset: str = "standard",
+                  private: bool = False) -> lobby_pb2.CreateMatchRequest:
+    """A CreateMatch under a seat secret, the seat drawn at random (an AI at level 3)."""
+    return lobby_pb2.CreateMatchRequest(
+        options=types_pb2.MatchOptions(ruleset=ruleset), seat=types_pb2.SEAT_CHOICE_RANDOM,
+        opponent=types_pb2.Opponent(kind=kind, ai_level=3, private=private),
+        seat_secret=secret)
+
+
 def auth(token: str | None) -> list[tuple[str, str]]:
     return [("authorization", f"Bearer {token}")] if token else []
 

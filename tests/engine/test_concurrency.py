@@ -17,7 +17,7 @@ from battleline.v1 import lobby_pb2, types_pb2
 from battleline_engine.storage.matches import SPENT_IDS
 from tests.processes import start_serve
 
-from .harness import SEATS, Client, Engine
+from .harness import SEATS, Client, Engine, secret_create
 from .test_errors import reason
 
 
@@ -143,17 +143,10 @@ def test_a_seat_secret_that_is_not_one_is_refused(engine: Engine, secret: str) -
         grpc.StatusCode.INVALID_ARGUMENT, "bad-seat-secret")
     assert client.view(created.match_id, None).phase == types_pb2.MATCH_PHASE_WAITING
     with pytest.raises(grpc.RpcError) as refused:
-        client.lobby.CreateMatch(_create_request(types_pb2.OPPONENT_KIND_OPEN, secret),
+        client.lobby.CreateMatch(secret_create(types_pb2.OPPONENT_KIND_OPEN, secret),
                                  timeout=10)
     assert (refused.value.code(), reason(refused.value)) == (
         grpc.StatusCode.INVALID_ARGUMENT, "bad-seat-secret")
-
-
-def _create_request(kind: int, secret: str, ruleset: str = "standard",
-                    ) -> lobby_pb2.CreateMatchRequest:
-    return lobby_pb2.CreateMatchRequest(
-        options=types_pb2.MatchOptions(ruleset=ruleset), seat=types_pb2.SEAT_CHOICE_RANDOM,
-        opponent=types_pb2.Opponent(kind=kind), seat_secret=secret)
 
 
 @pytest.mark.parametrize("kind", [types_pb2.OPPONENT_KIND_OPEN, types_pb2.OPPONENT_KIND_LOCAL])
@@ -164,7 +157,7 @@ def test_a_create_sent_again_with_its_secret_answers_the_same_match(engine: Engi
     another. Sent again with its secret, it answers the match it made: the same id,
     seat (drawn at random the first time), tokens and invite code, and makes no other."""
     client = Client.to(engine.address)
-    first, again = (client.lobby.CreateMatch(_create_request(kind, SECRET), timeout=10)
+    first, again = (client.lobby.CreateMatch(secret_create(kind, SECRET), timeout=10)
                     for _ in range(2))
     assert again == first
     assert first.seat_token == f"{first.match_id}.{SECRET}"
@@ -174,7 +167,7 @@ def test_a_create_sent_again_with_its_secret_answers_the_same_match(engine: Engi
     if first.other_seat_token:
         assert client.view(first.match_id, again.other_seat_token).viewer != first.seat
     assert client.view(first.match_id, None).version == 1  # created once
-    other = client.lobby.CreateMatch(_create_request(kind, SECRET.upper()), timeout=10)
+    other = client.lobby.CreateMatch(secret_create(kind, SECRET.upper()), timeout=10)
     assert other.match_id != first.match_id  # another secret, another match
 
 
@@ -182,10 +175,10 @@ def test_a_create_secret_names_one_match(engine: Engine) -> None:
     """The same secret with other settings is not the same create sent again: refused,
     the match it made unchanged, and no second match made under it."""
     client = Client.to(engine.address)
-    first = client.lobby.CreateMatch(_create_request(types_pb2.OPPONENT_KIND_OPEN, SECRET + "x"),
+    first = client.lobby.CreateMatch(secret_create(types_pb2.OPPONENT_KIND_OPEN, SECRET + "x"),
                                      timeout=10)
-    for changed in (_create_request(types_pb2.OPPONENT_KIND_LOCAL, SECRET + "x"),
-                    _create_request(types_pb2.OPPONENT_KIND_OPEN, SECRET + "x", "basic")):
+    for changed in (secret_create(types_pb2.OPPONENT_KIND_LOCAL, SECRET + "x"),
+                    secret_create(types_pb2.OPPONENT_KIND_OPEN, SECRET + "x", "basic")):
         with pytest.raises(grpc.RpcError) as used:
             client.lobby.CreateMatch(changed, timeout=10)
         assert (used.value.code(), reason(used.value)) == (
@@ -198,7 +191,7 @@ def test_a_create_secret_names_one_match(engine: Engine) -> None:
 def test_a_create_sent_twice_at_once_makes_one_match(engine: Engine) -> None:
     """A create sent again while the first is still on its way: both answer one match."""
     clients = [Client.to(engine.address) for _ in range(8)]
-    request = _create_request(types_pb2.OPPONENT_KIND_OPEN, SECRET + "y")
+    request = secret_create(types_pb2.OPPONENT_KIND_OPEN, SECRET + "y")
     with ThreadPoolExecutor(len(clients)) as pool:
         answers = list(pool.map(lambda c: c.lobby.CreateMatch(request, timeout=10), clients))
     assert all(answer == answers[0] for answer in answers)

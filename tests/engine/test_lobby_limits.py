@@ -19,7 +19,7 @@ from battleline_engine.runtime import EngineConfig
 from battleline_engine.storage.ai import REQUESTS_KEY
 from battleline_engine.storage.matches import match_key
 
-from .harness import OPEN_LIMITS, Client, Engine
+from .harness import OPEN_LIMITS, Client, Engine, secret_create
 from .test_errors import reason
 
 
@@ -75,14 +75,6 @@ def test_a_create_sent_again_holds_one_place(capped: Engine) -> None:
     creator.channel.close()
 
 
-def _with_secret(kind: int, secret: str, private: bool = False,
-                 ) -> lobby_pb2.CreateMatchRequest:
-    return lobby_pb2.CreateMatchRequest(
-        options=types_pb2.MatchOptions(ruleset="standard"), seat=types_pb2.SEAT_CHOICE_RANDOM,
-        opponent=types_pb2.Opponent(kind=kind, ai_level=3, private=private),
-        seat_secret=secret)
-
-
 def _places(store: redis.Redis, kind: str) -> int:
     """How many matches of `kind` ("open", "ai") are counted against the one client."""
     return sum(int(store.zcard(key)) for key in store.keys(f"bl:{kind}:client:*"))
@@ -134,7 +126,7 @@ def test_a_create_whose_store_reply_was_lost_is_made_whole_when_sent_again(
     is undone and the one sent again makes the match whole."""
     client = Client.to(capped.address)
     store = redis.Redis.from_url(redis_url)
-    request = _with_secret(kind, f"lost-reply-{kind}-{private:d}-0123456789")
+    request = secret_create(kind, f"lost-reply-{kind}-{private:d}-0123456789")
     request.opponent.private = private
     lossy = _Once(capped.storage.matches, "create", after=True)
     try:
@@ -164,7 +156,7 @@ def test_a_create_that_failed_half_way_is_finished_by_the_same_create_sent_again
     AI, marked as asked before a request that failed, was never asked by the resend."""
     client = Client.to(capped.address)
     store = redis.Redis.from_url(redis_url)
-    request = _with_secret(kind, f"half-made-{step}-0123456789")
+    request = secret_create(kind, f"half-made-{step}-0123456789")
     owner = capped.storage.lobby if step == "set_invite" else capped.storage.ai
     failure = _Once(owner, step, after=False)
     try:
@@ -192,9 +184,9 @@ def test_a_create_sent_again_at_once_is_not_refused_at_the_cap(
     again). Each is answered with the one match."""
     client = Client.to(capped.address)
     for n in range(2):
-        client.lobby.CreateMatch(_with_secret(kind, f"filler-{kind}-{n}-0123456789abc"),
+        client.lobby.CreateMatch(secret_create(kind, f"filler-{kind}-{n}-0123456789abc"),
                                  timeout=10)
-    request = _with_secret(kind, f"at-the-cap-{kind}-0123456789")
+    request = secret_create(kind, f"at-the-cap-{kind}-0123456789")
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(lambda _: client.lobby.CreateMatch(request, timeout=10),
                                 range(16)))
@@ -210,7 +202,7 @@ def test_the_same_secret_for_two_kinds_at_once_leaves_no_place_held(
     client = Client.to(capped.address)
     store = redis.Redis.from_url(redis_url)
     secret = "two-kinds-at-once-0123456789"
-    client.lobby.CreateMatch(_with_secret(types_pb2.OPPONENT_KIND_LOCAL, secret), timeout=10)
+    client.lobby.CreateMatch(secret_create(types_pb2.OPPONENT_KIND_LOCAL, secret), timeout=10)
     matches = capped.storage.matches
     real_load = matches.load
     looks = []
@@ -223,7 +215,7 @@ def test_the_same_secret_for_two_kinds_at_once_leaves_no_place_held(
 
     matches.load = not_there_yet  # type: ignore[method-assign]
     try:
-        assert _outcome(client, _with_secret(types_pb2.OPPONENT_KIND_AI, secret)) == (
+        assert _outcome(client, secret_create(types_pb2.OPPONENT_KIND_AI, secret)) == (
             "seat-secret-used")
     finally:
         matches.load = real_load  # type: ignore[method-assign]
