@@ -34,21 +34,24 @@ async function attempt(work: () => Promise<void>): Promise<void> {
   }
 }
 
+/** A standard match against `opponent`, the seat drawn at random, under a secret of our
+ * own so that it is sent again after a lost answer (not after the creator's cap). */
+function createMatch(opponent: { kind: OpponentKind; aiLevel?: number; private?: boolean },
+  name: string) {
+  const request = {
+    options: { ruleset: "standard" }, seat: SeatChoice.RANDOM, seatSecret: newSeatSecret(),
+    opponent, seatOptions: { displayName: name },
+  };
+  return resentIfLost(() => lobby.createMatch(request), LOST);
+}
+
 const lobbyActions: LobbyActions = {
   playAi: (level, name) => void attempt(async () => {
-    const request = {
-      options: { ruleset: "standard" }, seat: SeatChoice.RANDOM, seatSecret: newSeatSecret(),
-      opponent: { kind: OpponentKind.AI, aiLevel: level }, seatOptions: { displayName: name },
-    };
-    const created = await resentIfLost(() => lobby.createMatch(request), LOST);  // not at the cap
+    const created = await createMatch({ kind: OpponentKind.AI, aiLevel: level }, name);
     start({ matchId: created.matchId, token: created.seatToken, inviteCode: "" }, `AI level ${level}`);
   }),
   invite: (name) => void attempt(async () => {
-    const request = {
-      options: { ruleset: "standard" }, seat: SeatChoice.RANDOM, seatSecret: newSeatSecret(),
-      opponent: { kind: OpponentKind.OPEN, private: true }, seatOptions: { displayName: name },
-    };
-    const created = await resentIfLost(() => lobby.createMatch(request), LOST);  // not at the cap
+    const created = await createMatch({ kind: OpponentKind.OPEN, private: true }, name);
     start({ matchId: created.matchId, token: created.seatToken, inviteCode: created.inviteCode },
       "a friend");
   }),
