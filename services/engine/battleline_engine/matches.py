@@ -220,9 +220,9 @@ class Matches:
         match_id = secret_match_id(secret) if secret else new_match_id()
         cap = ai_cap if meta.opponent == Opponent.AI else open_cap
         if secret:
-            made = await self._created_again(match_id, secret, request_digest, client, cap)
+            made = await self._stored(match_id)
             if made is not None:
-                return made
+                return await self._answered_again(made, secret, request_digest, client, cap)
         other = 1 - creator
         token = new_seat_token(match_id, secret)
         seats = {creator: hash_token(token)}
@@ -275,14 +275,19 @@ class Matches:
                 await self.storage.lobby.free_places(meta.opponent, client, match_id)
             raise
         if result.status is not CommitStatus.OK:
-            made = await self._made_already(match_id, secret, request_digest, client, cap,
-                                            meta.opponent) if secret else None
-            if made is not None:
-                return made
-            # A random 101-bit id collided (practically never), or the match expired.
-            if meta.opponent != Opponent.LOCAL:
-                await self.storage.lobby.free_places(meta.opponent, client, match_id)
-            raise Refusal(Kind.CONFLICT, "retry", "could not allocate a match id")
+            # The same create sent twice at once, the other one first; or a random 101-bit
+            # id collided (practically never). The place held for this one is let go
+            # unless it is that match's own (a match of the same kind).
+            made = None
+            try:
+                made = await self._stored(match_id) if secret else None
+            finally:
+                if meta.opponent != Opponent.LOCAL and (
+                        made is None or made.meta.opponent != meta.opponent):
+                    await self.storage.lobby.free_places(meta.opponent, client, match_id)
+            if made is None:  # collided, or the match expired since
+                raise Refusal(Kind.CONFLICT, "retry", "could not allocate a match id")
+            return await self._answered_again(made, secret, request_digest, client, cap)
         match = await self.read(match_id)
         return Created(match, creator, token, other_token, meta.invite)
 
@@ -306,36 +311,21 @@ class Matches:
                 await self.storage.matches.drop_flag(match_id, AI_ASKED)
                 raise
 
-    async def _made_already(self, match_id: str, secret: str, request_digest: str,
-                            client: str, cap: int, held: Opponent) -> Created | None:
-        """`_created_again` for a create that found its id taken after holding a place of
-        kind `held` for it: the same create sent twice at once, the other one first. The
-        place is let go unless it is that match's own (a match of the same kind)."""
-        try:
-            return await self._created_again(match_id, secret, request_digest, client, cap,
-                                             held)
-        except Exception as err:
-            if not isinstance(err, Refusal) and held != Opponent.LOCAL:  # kind unknown
-                await self.storage.lobby.free_places(held, client, match_id)
-            raise
-
-    async def _created_again(self, match_id: str, secret: str, request_digest: str,
-                             client: str, cap: int, held: Opponent | None = None,
-                             ) -> Created | None:
-        """The match a create under `secret` made already, with the seat and tokens it
-        answered then, its creation finished first if the first create did not (its
-        answer or a store reply lost on the way); None if there is none (or it expired).
-        The same secret with other settings is refused (a secret names one match), and
-        the place this create `held` for another kind of match under the id let go."""
+    async def _stored(self, match_id: str) -> Match | None:
+        """The match a create under a secret made already (None: none, or it expired)."""
         record = await self.storage.matches.load(match_id)
-        if record is None:
-            return None
-        match = await self._checked(record)
+        return None if record is None else await self._checked(record)
+
+    async def _answered_again(self, match: Match, secret: str, request_digest: str,
+                              client: str, cap: int) -> Created:
+        """The answer a create under `secret` got when it made `match`: the same seat and
+        tokens, its creation finished first if the first create did not (its answer or a
+        store reply lost on the way). The same secret with other settings is refused: a
+        secret names one match."""
+        match_id = match.match_id
         token = new_seat_token(match_id, secret)
         seat = await self.storage.matches.seat_by_hash(match_id, hash_token(token))
         if seat is None or match.fields.get(CREATE_REQUEST) != request_digest:
-            if held not in (None, Opponent.LOCAL, match.meta.opponent):
-                await self.storage.lobby.free_places(held, client, match_id)
             raise precondition("seat-secret-used", "this seat_secret created a match with "
                                "other settings: use a fresh secret for every new match")
         if match.status == Status.WAITING:  # what the first create may have left undone
