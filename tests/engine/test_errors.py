@@ -534,6 +534,6 @@ def test_a_clock_two_replicas_time_out_at_once_ends_the_match_once(shared: Engin
     time.sleep(1.2)
     ended = client.view(created.match_id, created.seat_token)  # this replica times it out
     assert ended.end_reason == types_pb2.END_REASON_TIMEOUT
-    after = shared.call(other_replica._checked(before))  # as its own read of `before` would
+    after = shared.call(other_replica.checked(before))  # as its own read of `before` would
     assert after.status == Status.FINISHED and after.version == ended.version
     client.channel.close()

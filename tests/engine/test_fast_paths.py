@@ -245,6 +245,7 @@ def test_the_match_kept_after_a_commit_is_exactly_what_a_read_finds(redis_url: s
     from battleline_engine.game import SUBMITTED
     from battleline_engine.matches import Matches, parse_actions
     from battleline_engine.model import ClockKind, Meta, Opponent
+    from battleline_engine.seating import Seating
     from battleline_rules import format_action
 
     async def body() -> None:
@@ -254,7 +255,7 @@ def test_the_match_kept_after_a_commit_is_exactly_what_a_read_finds(redis_url: s
                 matches = Matches(storage)
                 meta = Meta(ruleset="standard", clock=ClockKind(clock), clock_ms=600_000,
                             opponent=Opponent.LOCAL, auto_claim=(True, False), names=("a", "b"))
-                created = await matches.create(meta, 0)
+                created = await Seating(matches).create(meta, 0)
                 match_id = created.match.match_id
                 rng = random.Random(4)
                 for n in range(60):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from battleline_engine.matches import INVITE_ALPHABET, new_invite_code
+from battleline_engine.seating import INVITE_ALPHABET, new_invite_code
 
 
 def test_invite_codes_are_unambiguous_and_never_look_like_options() -> None:

@@ -19,7 +19,7 @@ import pytest
 import battleline_client
 import battleline_host
 
-DOMAIN = ["errors", "model", "clocks", "matches", "hub", "sweeper"]
+DOMAIN = ["errors", "model", "clocks", "matches", "seating", "hub", "sweeper"]
 GRPC = ("grpc", "google.protobuf", "google.rpc", "grpc_status")
 REDIS = ("redis", "hiredis")
 SERVER = ("battleline_engine", "battleline_ai", "battleline_gateway", "battleline_host")

@@ -141,7 +141,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             names = [meta.names[0]] * 2
             names[1 - seat] = f"AI level {meta.ai_level}" if meta.opponent == Opponent.AI else ""
             meta = replace(meta, names=(names[0], names[1]))
-        created = await self.rt.matches.create(meta, seat, self.rt.callers.key(context),
+        created = await self.rt.seating.create(meta, seat, self.rt.callers.key(context),
                                                self.rt.config.ai_matches_per_client,
                                                self.rt.config.open_matches_per_client,
                                                secret, request_digest(request) if secret else "")
@@ -174,8 +174,8 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         else:
             if not request.invite_code or len(request.invite_code) > 64:
                 raise invalid("bad-invite", "invite_code: 1-64 characters")
-            match_id = await self.rt.matches.resolve("", request.invite_code)
-        match, seat, token = await self.rt.matches.join(
+            match_id = await self.rt.seating.resolve("", request.invite_code)
+        match, seat, token = await self.rt.seating.join(
             match_id, name, request.seat_options.auto_claim,
             self.rt.ai_key.hash if ai else "", by_invite=target == "invite_code",
             secret=secret)
@@ -201,7 +201,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                     and valid_id(match_id)):
                 raise invalid("bad-page-token", "page_token: pass next_page_token back unchanged")
             after = (int(ms), match_id)
-        found, cursor = await self.rt.matches.list_open(request.ruleset, limit, after)
+        found, cursor = await self.rt.seating.list_open(request.ruleset, limit, after)
         return lobby_pb2.ListOpenMatchesResponse(
             matches=[views.summary(m) for m in found],
             next_page_token="" if cursor is None else f"{cursor[0]}.{cursor[1]}",

@@ -14,6 +14,7 @@ from .errors import Kind, Refusal, invalid
 from .matches import Matches
 from .model import ClockKind
 from .ratelimit import Rate, RateLimiter
+from .seating import Seating
 from .status import end_with
 from .storage import STORE_UNAVAILABLE, Storage, check_id, store_full, store_unwritable
 
@@ -76,6 +77,7 @@ class Runtime:
         self.config = config
         self.matches = Matches(storage, lobby_ttl_s=config.lobby_ttl_s,
                                ai_join_ms=config.ai_join_ms)
+        self.seating = Seating(self.matches)
         self.ai_key = AiKey(config.ai_key)
         self.callers = Callers(config.trusted_proxies, config.gateway_secret)
         self.seats = Seats(storage, self.callers,
