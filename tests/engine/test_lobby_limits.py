@@ -4,7 +4,9 @@ ListOpenMatches call bounded, and the call rate-limited."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -221,6 +223,45 @@ def test_the_same_secret_for_two_kinds_at_once_leaves_no_place_held(
         matches.load = real_load  # type: ignore[method-assign]
     assert looks and _places(store, "ai") == 0
     store.close()
+    client.channel.close()
+
+
+@pytest.mark.parametrize("kind", [types_pb2.OPPONENT_KIND_OPEN, types_pb2.OPPONENT_KIND_AI])
+def test_a_place_held_by_a_create_still_on_its_way_is_not_freed_by_another(
+        capped: Engine, kind: int) -> None:
+    """Twenty-second audit: a create holds its place before it stores its match; another
+    create of the same client, finding the places full, let go of every place whose match
+    it could not find, that one too, and both were made: bursts of creates took one
+    client to 9 unjoined OPEN matches against a cap of 5. Here the first create is held
+    up between its place and its match while the second comes."""
+    client = Client.to(capped.address)
+    for n in range(2):
+        client.lobby.CreateMatch(secret_create(kind, f"filler-{kind}-{n}-0123456789abc"),
+                                 timeout=10)
+    matches = capped.storage.matches
+    real_create = matches.create
+    held_up = []
+
+    async def slow_create(*args: Any, **kwargs: Any) -> Any:
+        if not held_up:  # the first create, between its place and its match
+            held_up.append(args[0])
+            await asyncio.sleep(2.0)
+        return await real_create(*args, **kwargs)
+
+    matches.create = slow_create  # type: ignore[method-assign]
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(_outcome, client,
+                                secret_create(kind, f"first-create-{kind}-0123456789ab"))
+            deadline = time.monotonic() + 10
+            while not held_up and time.monotonic() < deadline:
+                time.sleep(0.02)
+            second = _outcome(client, secret_create(kind, f"second-create-{kind}-0123456789ab"))
+            assert held_up and first.result() == "ok"
+    finally:
+        matches.create = real_create  # type: ignore[method-assign]
+    assert second == ("open" if kind == types_pb2.OPPONENT_KIND_OPEN else "ai") + (
+        "-matches-per-client")
     client.channel.close()
 
 

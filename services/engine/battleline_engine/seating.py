@@ -35,6 +35,9 @@ from .storage import (
 
 CREATE_REQUEST = "create_request"  # field: a digest of the create a secret made the match by
 AI_ASKED = "ai_asked"  # field: the hosted AI was asked to join (once, whoever gets there)
+# A create stores its match within this of holding its place, or lets the place go: a
+# place whose match is missing for longer is a leftover (its engine died in between).
+STORING_MS = 60_000
 JOIN_ATTEMPTS = 3  # a join that meets a change (usually a rival join) reads the match again
 log = logging.getLogger(__name__)
 
@@ -215,14 +218,17 @@ class Seating:
         """Count a new match against its creator, or refuse once the creator holds `cap`
         of its kind. Why: an AI match holds a place in an AI worker until it ends, an
         OPEN one a lobby entry until joined. Matches that let go of their place are
-        dropped from the count first; the check and the count are one script, so
-        concurrent creates cannot pass the cap together."""
+        dropped from the count first (not one whose match is not stored yet: a create
+        still on its way); the check and the count are one script, so concurrent creates
+        cannot pass the cap together."""
         held = await self.storage.lobby.places_of(kind, client)
         if len(held) >= cap:
-            records = await self.storage.matches.load_many(held)
-            done = [m for m, r in zip(held, records, strict=True)
-                    if r is None or r.status == Status.FINISHED
-                    or (kind == Opponent.OPEN and r.status != Status.WAITING)]
+            records = await self.storage.matches.load_many(m for m, _ in held)
+            now = now_ms()
+            done = [m for (m, held_ms), r in zip(held, records, strict=True)
+                    if (r is None and now - held_ms > STORING_MS) or (r is not None and (
+                        r.status == Status.FINISHED
+                        or (kind == Opponent.OPEN and r.status != Status.WAITING)))]
             await self.storage.lobby.free_places(kind, client, *done)
         ttl_s = self._matches.lobby_ttl_s if kind == Opponent.OPEN else AI_PLACE_TTL_S
         if not await self.storage.lobby.hold_place(kind, client, match_id, cap, ttl_s):

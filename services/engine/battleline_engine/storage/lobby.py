@@ -116,11 +116,12 @@ class Lobby:
 
     # -- places held by a client -----------------------------------------------------
 
-    async def places_of(self, kind: str, client: str) -> list[str]:
+    async def places_of(self, kind: str, client: str) -> list[tuple[str, int]]:
         """The matches of `kind` ("ai", "open") counted against a client (some may have
-        ended or been joined since)."""
-        raw = cast("list[bytes]", await self._conn.redis.zrange(_places_key(kind, client), 0, -1))
-        return [text(m) for m in raw]
+        ended or been joined since), each with when its place was taken (ms)."""
+        raw = cast("ZSetScoredMembers", await self._conn.redis.zrange(
+            _places_key(kind, client), 0, -1, withscores=True))
+        return [(text(m), int(held_ms)) for m, held_ms in raw]
 
     async def hold_place(self, kind: str, client: str, match_id: str, cap: int,
                          ttl_s: int = AI_PLACE_TTL_S) -> bool:
