@@ -16,8 +16,10 @@ import pytest
 import redis
 
 from battleline.v1 import game_pb2, lobby_pb2, types_pb2
+from battleline_engine import seating
 from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
+from battleline_engine.seating import STORING_MS
 from battleline_engine.storage.ai import REQUESTS_KEY
 from battleline_engine.storage.matches import match_key
 
@@ -257,11 +259,65 @@ def test_a_place_held_by_a_create_still_on_its_way_is_not_freed_by_another(
             while not held_up and time.monotonic() < deadline:
                 time.sleep(0.02)
             second = _outcome(client, secret_create(kind, f"second-create-{kind}-0123456789ab"))
-            assert held_up and first.result() == "ok"
+            assert held_up and not first.done()  # the second came while the first was held up
+            assert first.result() == "ok"
     finally:
         matches.create = real_create  # type: ignore[method-assign]
     assert second == ("open" if kind == types_pb2.OPPONENT_KIND_OPEN else "ai") + (
         "-matches-per-client")
+    client.channel.close()
+
+
+def test_a_place_whose_match_never_came_is_freed_after_a_minute(
+        capped: Engine, redis_url: str) -> None:
+    """A place whose create stopped between it and its match (its engine died) is let go
+    at the cap once STORING_MS has passed, and not before."""
+    client = Client.to(capped.address)
+    store = redis.Redis.from_url(redis_url)
+    for _ in range(2):
+        _open(client)
+    [places] = store.keys("bl:open:client:*")
+    store.zadd(places, {"ghost0000000000000": time.time() * 1000})  # a create on its way
+    assert _outcome(client, secret_create(types_pb2.OPPONENT_KIND_OPEN,
+                                          "young-ghost-0123456789ab")) == "open-matches-per-client"
+    store.zadd(places, {"ghost0000000000000": time.time() * 1000 - STORING_MS - 1000})
+    assert _outcome(client, secret_create(types_pb2.OPPONENT_KIND_OPEN,
+                                          "old-ghost-0123456789abcd")) == "ok"
+    assert store.zscore(places, "ghost0000000000000") is None
+    store.close()
+    client.channel.close()
+
+
+@pytest.mark.parametrize("secret", ["", "stalled-store-0123456789ab"])
+def test_a_create_the_store_stalls_gives_up_before_its_place_may_be_freed(
+        capped: Engine, redis_url: str, monkeypatch: pytest.MonkeyPatch, secret: str) -> None:
+    """A create holds its place until it stores its match; past half of STORING_MS
+    another create may let that place go, so a create whose store stalls gives up
+    (UNAVAILABLE, to be sent again) and lets its place go itself."""
+    monkeypatch.setattr(seating, "STORING_MS", 400)
+    client = Client.to(capped.address)
+    store = redis.Redis.from_url(redis_url)
+    matches = capped.storage.matches
+    real_create = matches.create
+
+    async def stalled(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(1.0)
+        return await real_create(*args, **kwargs)
+
+    matches.create = stalled  # type: ignore[method-assign]
+    try:
+        request = secret_create(types_pb2.OPPONENT_KIND_OPEN, secret) if secret else (
+            lobby_pb2.CreateMatchRequest(
+                options=types_pb2.MatchOptions(ruleset="standard"),
+                opponent=types_pb2.Opponent(kind=types_pb2.OPPONENT_KIND_OPEN)))
+        with pytest.raises(grpc.RpcError) as refused:
+            client.lobby.CreateMatch(request, timeout=10)
+    finally:
+        matches.create = real_create  # type: ignore[method-assign]
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert reason(refused.value) == "storage-unavailable"
+    assert _places(store, "open") == 0
+    store.close()
     client.channel.close()
 
 

@@ -1,5 +1,5 @@
 """LobbyService: create, join and list matches. Decodes and checks requests; the
-work is in matches.py."""
+work is in seating.py."""
 
 from __future__ import annotations
 

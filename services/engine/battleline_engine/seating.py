@@ -10,6 +10,7 @@ code, as `matches`: no grpc and no protobuf; refusals are `Refusal`s.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import secrets
@@ -35,8 +36,9 @@ from .storage import (
 
 CREATE_REQUEST = "create_request"  # field: a digest of the create a secret made the match by
 AI_ASKED = "ai_asked"  # field: the hosted AI was asked to join (once, whoever gets there)
-# A create stores its match within this of holding its place, or lets the place go: a
-# place whose match is missing for longer is a leftover (its engine died in between).
+# A create stores its match within half of this after holding its place, or lets the
+# place go: a place whose match is missing for longer is a leftover (its engine died in
+# between). Engines' clocks are taken to agree within seconds, as for match deadlines.
 STORING_MS = 60_000
 JOIN_ATTEMPTS = 3  # a join that meets a change (usually a rival join) reads the match again
 log = logging.getLogger(__name__)
@@ -101,7 +103,6 @@ class Seating:
                 meta = replace(meta, invite=new_invite_code())
             else:
                 meta = replace(meta, ai_seat=other)
-            await self._hold_place(meta.opponent, client, match_id, cap)
         status = Status.PLAYING if meta.opponent == Opponent.LOCAL else Status.WAITING
         state = deal(meta, 1, 0)
         now = now_ms()
@@ -120,14 +121,20 @@ class Seating:
         if request_digest:
             fields[CREATE_REQUEST] = request_digest
         try:
-            result = await self.storage.matches.create(
-                match_id, dump_position(state), status=status, seats=seats, fields=fields,
-                events=events, deadline_ms=deadline,
-                ttl_s=self._matches.lobby_ttl_s if meta.opponent == Opponent.OPEN else None,
-            )
+            if meta.opponent != Opponent.LOCAL:
+                await self._hold_place(meta.opponent, client, match_id, cap)
+            # Within half of STORING_MS: after that another create may let its place go.
+            async with asyncio.timeout(STORING_MS / 2000):
+                result = await self.storage.matches.create(
+                    match_id, dump_position(state), status=status, seats=seats,
+                    fields=fields, events=events, deadline_ms=deadline,
+                    ttl_s=self._matches.lobby_ttl_s if meta.opponent == Opponent.OPEN
+                    else None)
             if result.status is CommitStatus.OK:
                 await self._open_to_others(match_id, meta, client, now)
-        except BaseException:
+        except BaseException as err:
+            if isinstance(err, Refusal) and err.kind is Kind.EXHAUSTED:
+                raise  # refused a place: nothing was held or stored
             if not secret:
                 # Its creator hears of a failure and never gets its token: a match left
                 # behind would hold one of its places with no way to cancel it (eighteenth
@@ -138,6 +145,9 @@ class Seating:
                 # one being slow) finishes the match: it stays, only its place is let go,
                 # so that failures never use up the creator's places.
                 await self.storage.lobby.free_places(meta.opponent, client, match_id)
+            if isinstance(err, TimeoutError):  # the store is stalled: the client retries
+                raise Refusal(Kind.UNAVAILABLE, "storage-unavailable",
+                              "the match store did not answer in time: retry") from None
             raise
         if result.status is not CommitStatus.OK:
             # The same create sent twice at once, the other one first; or a random 101-bit

@@ -332,7 +332,7 @@ def position_text(match: Match, viewer: int) -> str:
 
 def _shown_to(match: Match, viewer: int) -> int:
     """Whose view `viewer` gets: while the match waits for its other seat, a spectator's.
-    The waiting deal is thrown away when the seat is taken (`Matches.join` deals again):
+    The waiting deal is thrown away when the seat is taken (`Seating.join` deals again):
     a creator who saw its hand could otherwise cancel and create again until it liked
     one (seventh audit)."""
     return SPECTATOR if match.status == Status.WAITING else viewer
