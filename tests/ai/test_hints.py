@@ -158,3 +158,29 @@ def test_one_clients_many_seats_share_one_budget_of_hint_seconds(
         assert tiny.count(grpc.StatusCode.OK) <= 3, tiny
         assert grpc.StatusCode.RESOURCE_EXHAUSTED in tiny, tiny
 
+
+
+def test_a_hint_the_ai_had_no_room_for_costs_no_hint_seconds(
+        redis_url: str, ai_service: str) -> None:
+    """Twenty-third audit: hints the AI service refused at once (another search of the
+    seat running) were charged like searched ones. Four half-second hints sent at once
+    for one seat: one is searched and charged, three are refused and charged nothing, so
+    a 2 s hint still fits the 3 s budget afterwards (without the refunds 1 s was left)."""
+    config = replace(WITH_AI, ai_address=ai_service, hint_rate=Rate(per_s=0.001, burst=3))
+    with LocalService(redis_url, config=config) as engine, Client(engine.address) as client:
+        created = client.create(opponent="local", clock="none", seed=8)
+        assert created.other is not None
+        handles = [created.seat, created.other]
+        mover = handles[0 if is_my_turn(client.view(created.match_id, handles[0].token)) else 1]
+
+        def ask(budget_ms: int) -> grpc.StatusCode:
+            try:
+                _hint(engine.address, mover.match_id, mover.token, budget_ms)
+                return grpc.StatusCode.OK
+            except grpc.RpcError as err:
+                return err.code()
+
+        with ThreadPoolExecutor(4) as pool:
+            codes = sorted(code.name for code in pool.map(ask, [500] * 4))
+        assert codes == ["OK", "RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED"]
+        assert ask(2000) == grpc.StatusCode.OK

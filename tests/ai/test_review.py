@@ -320,3 +320,28 @@ def test_new_reviews_are_limited_per_client_and_made_ones_are_free(
         assert refused.reason == "rate-limited" and "new reviews" in str(refused)
         for _ in range(5):
             assert client.review(ids[0]).SerializeToString() == first
+
+
+def test_a_review_the_ai_had_no_room_for_costs_no_new_review(
+        redis_url: str, ai_service: str) -> None:
+    """Twenty-third audit: reviews the AI service refused at once (the client's 2 places
+    in its queue taken) were charged like made ones, and used up the client's burst.
+    Four asked at once against a burst of 4: two made, two refused `review-busy`, and
+    those two, asked again, are made (without the refunds: `rate-limited`)."""
+    config = replace(WITH_AI, ai_address=ai_service, review_rate=Rate(per_s=0.001, burst=4))
+    with LocalService(redis_url, config=config) as engine, \
+            Client(engine.address, timeout=60) as client:
+        ids = [played_match(client, seed=1540 + i) for i in range(4)]
+
+        def ask(match_id: str) -> str:
+            try:
+                client.review(match_id)
+                return "made"
+            except BattleLineError as err:
+                return err.reason
+
+        with ThreadPoolExecutor(4) as pool:
+            first = list(pool.map(ask, ids))
+        assert sorted(first) == ["made", "made", "review-busy", "review-busy"], first
+        again = [ask(m) for m, said in zip(ids, first, strict=True) if said != "made"]
+        assert again == ["made", "made"], again

@@ -150,29 +150,34 @@ def test_a_create_whose_store_reply_was_lost_is_made_whole_when_sent_again(
     client.channel.close()
 
 
-@pytest.mark.parametrize(("kind", "step"), [(types_pb2.OPPONENT_KIND_OPEN, "set_invite"),
-                                            (types_pb2.OPPONENT_KIND_AI, "request")])
-def test_a_create_that_failed_half_way_is_finished_by_the_same_create_sent_again(
-        capped: Engine, redis_url: str, kind: int, step: str) -> None:
-    """A create under a secret that failed between its match and the invite (or the AI's
-    request) keeps the match, which the same create sent again finishes, but not its
-    place: failures never use up a creator's places. Twenty-first session's review: the
+@pytest.mark.parametrize(("kind", "step", "after"), [
+    (types_pb2.OPPONENT_KIND_OPEN, "set_invite", False),
+    (types_pb2.OPPONENT_KIND_OPEN, "add_open", True),
+    (types_pb2.OPPONENT_KIND_AI, "request", False),
+    (types_pb2.OPPONENT_KIND_AI, "request", True)])
+def test_a_create_that_failed_half_way_keeps_its_place_and_is_finished_when_sent_again(
+        capped: Engine, redis_url: str, kind: int, step: str, after: bool) -> None:
+    """A create under a secret that failed after storing its match (before or after its
+    invite, its lobby entry or the AI's request) keeps the match, which the same create
+    sent again finishes, and its place: the match may be listed or have the AI asked
+    already. Twenty-third audit: such a create, cancelled, let its place go, and one
+    client held 7 listed matches against a cap of 5. Twenty-first session's review: the
     AI, marked as asked before a request that failed, was never asked by the resend."""
     client = Client.to(capped.address)
     store = redis.Redis.from_url(redis_url)
-    request = secret_create(kind, f"half-made-{step}-0123456789")
-    owner = capped.storage.lobby if step == "set_invite" else capped.storage.ai
-    failure = _Once(owner, step, after=False)
+    request = secret_create(kind, f"half-made-{step}-{after:d}-0123456789")
+    owner = capped.storage.ai if step == "request" else capped.storage.lobby
+    failure = _Once(owner, step, after=after)
     try:
         with pytest.raises(grpc.RpcError) as failed:
             client.lobby.CreateMatch(request, timeout=10)
         assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
     finally:
         failure.undo()
-    assert store.keys("bl:{*}:m") and _places(store, "open") + _places(store, "ai") == 0
+    assert store.keys("bl:{*}:m") and _places(store, "open") + _places(store, "ai") == 1
     created = client.lobby.CreateMatch(request, timeout=10)
     if kind == types_pb2.OPPONENT_KIND_AI:
-        assert _ai_requests(store, created.match_id) == 1 and _places(store, "ai") == 1
+        assert _ai_requests(store, created.match_id) == 1 + after and _places(store, "ai") == 1
     else:
         assert _places(store, "open") == 1
         _joinable(client, created, private=False)

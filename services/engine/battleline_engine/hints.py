@@ -114,10 +114,16 @@ async def get_hint(runtime: Runtime, request: game_pb2.GetHintRequest,
         raise precondition("not-your-turn", "a hint is for a seat that has something to do")
     budget_ms = min(request.budget_ms or DEFAULT_BUDGET_MS, MAX_BUDGET_MS)
     client = runtime.callers.key(context)
-    runtime.hint_limit.take(client, max(budget_ms, MIN_CHARGE_MS) / 1000)
-    suggestion = await runtime.hints.suggest(
-        ai_pb2.SuggestRequest(view=view, bot=HINT_BOT, budget_ms=budget_ms),
-        timeout_s=budget_ms / 1000 + QUEUE_WAIT_S, owner=client)
+    charge_s = max(budget_ms, MIN_CHARGE_MS) / 1000
+    runtime.hint_limit.take(client, charge_s)
+    try:
+        suggestion = await runtime.hints.suggest(
+            ai_pb2.SuggestRequest(view=view, bot=HINT_BOT, budget_ms=budget_ms),
+            timeout_s=budget_ms / 1000 + QUEUE_WAIT_S, owner=client)
+    except Refusal as refused:
+        if refused.kind is Kind.EXHAUSTED:  # the AI had no room: it searched nothing
+            runtime.hint_limit.refund(client, charge_s)
+        raise
     return game_pb2.GetHintResponse(version=view.version, suggestion=suggestion)
 
 

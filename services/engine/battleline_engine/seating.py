@@ -120,6 +120,7 @@ class Seating:
                   **clock.fields()}
         if request_digest:
             fields[CREATE_REQUEST] = request_digest
+        stored = False
         try:
             if meta.opponent != Opponent.LOCAL:
                 await self._hold_place(meta.opponent, client, match_id, cap)
@@ -130,7 +131,8 @@ class Seating:
                     fields=fields, events=events, deadline_ms=deadline,
                     ttl_s=self._matches.lobby_ttl_s if meta.opponent == Opponent.OPEN
                     else None)
-            if result.status is CommitStatus.OK:
+            stored = result.status is CommitStatus.OK
+            if stored:
                 await self._open_to_others(match_id, meta, client, now)
         except BaseException as err:
             if isinstance(err, Refusal) and err.kind is Kind.EXHAUSTED:
@@ -140,10 +142,12 @@ class Seating:
                 # behind would hold one of its places with no way to cancel it (eighteenth
                 # audit: a Redis that filled up between the match and its invite).
                 await self._withdraw(match_id, meta, client)
-            elif meta.opponent != Opponent.LOCAL:
+            elif meta.opponent != Opponent.LOCAL and not stored:
                 # Under a secret the same create sent again (perhaps answered already, this
-                # one being slow) finishes the match: it stays, only its place is let go,
-                # so that failures never use up the creator's places.
+                # one being slow) finishes the match, so it stays. A match stored may be
+                # listed or have the AI asked already (twenty-third audit): it keeps its
+                # place; one that may not be stored lets it go, so that failures never use
+                # up the creator's places (a match whose reply was lost is known to nobody).
                 await self.storage.lobby.free_places(meta.opponent, client, match_id)
             if isinstance(err, TimeoutError):  # the store is stalled: the client retries
                 raise Refusal(Kind.UNAVAILABLE, "storage-unavailable",
