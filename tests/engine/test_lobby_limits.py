@@ -298,7 +298,8 @@ def test_a_create_the_store_stalls_gives_up_before_its_place_may_be_freed(
         capped: Engine, redis_url: str, monkeypatch: pytest.MonkeyPatch, secret: str) -> None:
     """A create holds its place until it stores its match; past half of STORING_MS
     another create may let that place go, so a create whose store stalls gives up
-    (UNAVAILABLE, to be sent again) and lets its place go itself."""
+    (UNAVAILABLE, to be sent again). Without a secret it lets its place go; under one
+    the place stays for the same create sent again (freed a minute later if none is)."""
     monkeypatch.setattr(seating, "STORING_MS", 400)
     client = Client.to(capped.address)
     store = redis.Redis.from_url(redis_url)
@@ -321,7 +322,41 @@ def test_a_create_the_store_stalls_gives_up_before_its_place_may_be_freed(
         matches.create = real_create  # type: ignore[method-assign]
     assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
     assert reason(refused.value) == "storage-unavailable"
-    assert _places(store, "open") == 0
+    assert _places(store, "open") == (1 if secret else 0)
+    store.close()
+    client.channel.close()
+
+
+def test_a_create_sent_again_that_fails_leaves_the_place_of_the_match_it_names(
+        capped: Engine, redis_url: str) -> None:
+    """Review of the twenty-third audit's fix: the same create sent twice, the second
+    looking before the first stored its match and failing after: it let go of the place,
+    which was the first one's (a place is the match id's), and the listed match went
+    uncounted. Here the second create's first look misses the stored match and its store
+    call fails."""
+    client = Client.to(capped.address)
+    store = redis.Redis.from_url(redis_url)
+    request = secret_create(types_pb2.OPPONENT_KIND_OPEN, "twice-then-failed-0123456789")
+    client.lobby.CreateMatch(request, timeout=10)
+    assert _places(store, "open") == 1
+    matches = capped.storage.matches
+    real_load = matches.load
+    looks = []
+
+    async def not_there_yet(match_id: str, known: Any = None) -> Any:
+        if not looks:  # the second create's first look, as if the first were not stored
+            looks.append(match_id)
+            return None
+        return await real_load(match_id, known)
+
+    matches.load = not_there_yet  # type: ignore[method-assign]
+    failure = _Once(matches, "create", after=False)
+    try:
+        assert _outcome(client, request) == "storage-unavailable"
+    finally:
+        failure.undo()
+        matches.load = real_load  # type: ignore[method-assign]
+    assert looks and _places(store, "open") == 1
     store.close()
     client.channel.close()
 

@@ -36,9 +36,10 @@ from .storage import (
 
 CREATE_REQUEST = "create_request"  # field: a digest of the create a secret made the match by
 AI_ASKED = "ai_asked"  # field: the hosted AI was asked to join (once, whoever gets there)
-# A create stores its match within half of this after holding its place, or lets the
-# place go: a place whose match is missing for longer is a leftover (its engine died in
-# between). Engines' clocks are taken to agree within seconds, as for match deadlines.
+# A create stores its match within half of this after holding its place (taken again,
+# its time is renewed), or gives up: a place whose match is missing for longer is a
+# leftover (a create that failed, or whose engine died, in between). Engines' clocks are
+# taken to agree within seconds, as for match deadlines.
 STORING_MS = 60_000
 JOIN_ATTEMPTS = 3  # a join that meets a change (usually a rival join) reads the match again
 log = logging.getLogger(__name__)
@@ -120,7 +121,6 @@ class Seating:
                   **clock.fields()}
         if request_digest:
             fields[CREATE_REQUEST] = request_digest
-        stored = False
         try:
             if meta.opponent != Opponent.LOCAL:
                 await self._hold_place(meta.opponent, client, match_id, cap)
@@ -131,9 +131,9 @@ class Seating:
                     fields=fields, events=events, deadline_ms=deadline,
                     ttl_s=self._matches.lobby_ttl_s if meta.opponent == Opponent.OPEN
                     else None)
-            stored = result.status is CommitStatus.OK
-            if stored:
+            if result.status is CommitStatus.OK:
                 await self._open_to_others(match_id, meta, client, now)
+                match = await self._matches.read(match_id)
         except BaseException as err:
             if isinstance(err, Refusal) and err.kind is Kind.EXHAUSTED:
                 raise  # refused a place: nothing was held or stored
@@ -142,13 +142,11 @@ class Seating:
                 # behind would hold one of its places with no way to cancel it (eighteenth
                 # audit: a Redis that filled up between the match and its invite).
                 await self._withdraw(match_id, meta, client)
-            elif meta.opponent != Opponent.LOCAL and not stored:
-                # Under a secret the same create sent again (perhaps answered already, this
-                # one being slow) finishes the match, so it stays. A match stored may be
-                # listed or have the AI asked already (twenty-third audit): it keeps its
-                # place; one that may not be stored lets it go, so that failures never use
-                # up the creator's places (a match whose reply was lost is known to nobody).
-                await self.storage.lobby.free_places(meta.opponent, client, match_id)
+            # Under a secret nothing is undone: the same create sent again (perhaps
+            # answered already, this one being slow) finishes the match, which may be
+            # listed or have the AI asked already, and the place is that match's whichever
+            # call took it (twenty-third audit). A place whose match never came is let go
+            # a minute later (`_hold_place`).
             if isinstance(err, TimeoutError):  # the store is stalled: the client retries
                 raise Refusal(Kind.UNAVAILABLE, "storage-unavailable",
                               "the match store did not answer in time: retry") from None
@@ -157,17 +155,13 @@ class Seating:
             # The same create sent twice at once, the other one first; or a random 101-bit
             # id collided (practically never). The place held for this one is let go
             # unless it is that match's own (a match of the same kind).
-            made = None
-            try:
-                made = await self._stored(match_id) if secret else None
-            finally:
-                if meta.opponent != Opponent.LOCAL and (
-                        made is None or made.meta.opponent != meta.opponent):
-                    await self.storage.lobby.free_places(meta.opponent, client, match_id)
+            made = await self._stored(match_id) if secret else None
+            if meta.opponent != Opponent.LOCAL and (
+                    made is None or made.meta.opponent != meta.opponent):
+                await self.storage.lobby.free_places(meta.opponent, client, match_id)
             if made is None:  # collided, or the match expired since
                 raise Refusal(Kind.CONFLICT, "retry", "could not allocate a match id")
             return await self._answered_again(made, secret, request_digest, client, cap)
-        match = await self._matches.read(match_id)
         return Created(match, creator, token, other_token, meta.invite)
 
     async def _open_to_others(self, match_id: str, meta: Meta, client: str,
@@ -232,9 +226,10 @@ class Seating:
         """Count a new match against its creator, or refuse once the creator holds `cap`
         of its kind. Why: an AI match holds a place in an AI worker until it ends, an
         OPEN one a lobby entry until joined. Matches that let go of their place are
-        dropped from the count first (not one whose match is not stored yet: a create
-        still on its way); the check and the count are one script, so concurrent creates
-        cannot pass the cap together."""
+        dropped from the count first; one whose match is missing only once `STORING_MS`
+        has passed since it was taken (before, its create may still be on its way); the
+        check and the count are one script, so concurrent creates cannot pass the cap
+        together."""
         held = await self.storage.lobby.places_of(kind, client)
         if len(held) >= cap:
             records = await self.storage.matches.load_many(m for m, _ in held)

@@ -28,7 +28,10 @@ AI_PLACE_TTL_S: Final = 8 * 24 * 3600  # a client's AI match list outlives its m
 # KEYS: the client's set of one kind. ARGV: cap, match id, now ms, ttl s. 1 if counted.
 _HOLD_PLACE_LUA: Final = """
 local places, cap, match, now, ttl = KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-if redis.call('ZSCORE', places, match) then return 1 end  -- counted already: one place
+if redis.call('ZSCORE', places, match) then  -- counted already: one place, taken anew
+  redis.call('ZADD', places, now, match)
+  return 1
+end
 if redis.call('ZCARD', places) >= tonumber(cap) then return 0 end
 redis.call('ZADD', places, now, match)
 redis.call('EXPIRE', places, ttl)
@@ -126,7 +129,8 @@ class Lobby:
     async def hold_place(self, kind: str, client: str, match_id: str, cap: int,
                          ttl_s: int = AI_PLACE_TTL_S) -> bool:
         """Count `match_id` against the client's matches of `kind` if fewer than `cap`
-        are counted (checked and counted in one script); False when full. The count
+        are counted (checked and counted in one script; one counted already is taken
+        anew, at this time); False when full. The count
         expires `ttl_s` after its last addition (longer than its matches live)."""
         key = _places_key(kind, client)
         return bool(await self._hold_place(keys=[key], args=[cap, match_id, now_ms(), ttl_s]))
