@@ -126,8 +126,8 @@ def test_a_create_whose_store_reply_was_lost_is_made_whole_when_sent_again(
         capped: Engine, redis_url: str, kind: int, private: bool) -> None:
     """Twenty-first audit: the store made the match, its reply was lost, the creator was
     told UNAVAILABLE; the same create sent again was answered with that match, which had
-    no invite, no lobby entry and no AI asked, and held no place. Now the failed create
-    is undone and the one sent again makes the match whole."""
+    no invite, no lobby entry and no AI asked, and held no place. Now the one sent again
+    makes the match whole."""
     client = Client.to(capped.address)
     store = redis.Redis.from_url(redis_url)
     request = secret_create(kind, f"lost-reply-{kind}-{private:d}-0123456789")

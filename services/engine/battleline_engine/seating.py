@@ -146,7 +146,8 @@ class Seating:
             # answered already, this one being slow) finishes the match, which may be
             # listed or have the AI asked already, and the place is that match's whichever
             # call took it (twenty-third audit). A place whose match never came is let go
-            # a minute later (`_hold_place`).
+            # at the cap once a minute has passed (`_hold_place`); one whose match was
+            # stored lasts as long as the match waits.
             if isinstance(err, TimeoutError):  # the store is stalled: the client retries
                 raise Refusal(Kind.UNAVAILABLE, "storage-unavailable",
                               "the match store did not answer in time: retry") from None
@@ -232,13 +233,14 @@ class Seating:
         together."""
         held = await self.storage.lobby.places_of(kind, client)
         if len(held) >= cap:
-            records = await self.storage.matches.load_many(m for m, _ in held)
-            now = now_ms()
-            done = [m for (m, held_ms), r in zip(held, records, strict=True)
-                    if (r is None and now - held_ms > STORING_MS) or (r is not None and (
-                        r.status == Status.FINISHED
-                        or (kind == Opponent.OPEN and r.status != Status.WAITING)))]
+            records = await self.storage.matches.load_many(held)
+            done = [m for m, r in zip(held, records, strict=True)
+                    if r is not None and (r.status == Status.FINISHED or (
+                        kind == Opponent.OPEN and r.status != Status.WAITING))]
             await self.storage.lobby.free_places(kind, client, *done)
+            missing = [m for m, r in zip(held, records, strict=True) if r is None]
+            await self.storage.lobby.free_stale_places(kind, client, now_ms() - STORING_MS,
+                                                       *missing)
         ttl_s = self._matches.lobby_ttl_s if kind == Opponent.OPEN else AI_PLACE_TTL_S
         if not await self.storage.lobby.hold_place(kind, client, match_id, cap, ttl_s):
             what = "unjoined open matches" if kind == Opponent.OPEN else \

@@ -28,14 +28,21 @@ AI_PLACE_TTL_S: Final = 8 * 24 * 3600  # a client's AI match list outlives its m
 # KEYS: the client's set of one kind. ARGV: cap, match id, now ms, ttl s. 1 if counted.
 _HOLD_PLACE_LUA: Final = """
 local places, cap, match, now, ttl = KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-if redis.call('ZSCORE', places, match) then  -- counted already: one place, taken anew
-  redis.call('ZADD', places, now, match)
-  return 1
-end
-if redis.call('ZCARD', places) >= tonumber(cap) then return 0 end
+if not redis.call('ZSCORE', places, match)  -- counted already: one place, taken anew
+    and redis.call('ZCARD', places) >= tonumber(cap) then return 0 end
 redis.call('ZADD', places, now, match)
 redis.call('EXPIRE', places, ttl)
 return 1
+"""
+
+# KEYS: the client's set of one kind. ARGV: taken-before ms, then match ids. Each id is
+# removed only if its place was taken before then (not taken anew meanwhile).
+_FREE_STALE_LUA: Final = """
+local cutoff = tonumber(ARGV[1])
+for i = 2, #ARGV do
+  local taken = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if taken and tonumber(taken) < cutoff then redis.call('ZREM', KEYS[1], ARGV[i]) end
+end
 """
 
 
@@ -60,6 +67,7 @@ class Lobby:
     def __init__(self, connection: Connection) -> None:
         self._conn = connection
         self._hold_place = connection.register(_HOLD_PLACE_LUA)
+        self._free_stale = connection.register(_FREE_STALE_LUA)
 
     # -- the listing -------------------------------------------------------------
 
@@ -119,12 +127,11 @@ class Lobby:
 
     # -- places held by a client -----------------------------------------------------
 
-    async def places_of(self, kind: str, client: str) -> list[tuple[str, int]]:
+    async def places_of(self, kind: str, client: str) -> list[str]:
         """The matches of `kind` ("ai", "open") counted against a client (some may have
-        ended or been joined since), each with when its place was taken (ms)."""
-        raw = cast("ZSetScoredMembers", await self._conn.redis.zrange(
-            _places_key(kind, client), 0, -1, withscores=True))
-        return [(text(m), int(held_ms)) for m, held_ms in raw]
+        ended or been joined since)."""
+        raw = cast("list[bytes]", await self._conn.redis.zrange(_places_key(kind, client), 0, -1))
+        return [text(m) for m in raw]
 
     async def hold_place(self, kind: str, client: str, match_id: str, cap: int,
                          ttl_s: int = AI_PLACE_TTL_S) -> bool:
@@ -139,3 +146,11 @@ class Lobby:
         """Stop counting these matches (ended, joined, gone, or never created)."""
         if match_ids:
             await self._conn.redis.zrem(_places_key(kind, client), *match_ids)
+
+    async def free_stale_places(self, kind: str, client: str, taken_before_ms: int,
+                                *match_ids: str) -> None:
+        """Stop counting these matches if their places were taken before `taken_before_ms`
+        (one taken anew since, by a create sent again, stays)."""
+        if match_ids:
+            await self._free_stale(keys=[_places_key(kind, client)],
+                                   args=[taken_before_ms, *match_ids])
