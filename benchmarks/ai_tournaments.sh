@@ -155,7 +155,7 @@ battleline tournament --a targets --b heuristic --games 400 --workers 1 --seed 9
   --json $out/targets_vs_heuristic.json --log $out/logs/targets_vs_heuristic.jsonl
 battleline tournament --a targets --b prob --games 400 --workers 1 --seed 91101 \
   --json $out/targets_vs_prob.json --log $out/logs/targets_vs_prob.jsonl
-for seed in 92001 92201 92401 92601 92801 93001 93201 93401 93601; do level5 targets $seed; done
+for seed in 92001 92201 92401 92601 92801 93001 93201 93401 93601 93801; do level5 targets $seed; done
 battleline tournament --a ismcts:level=5,rollout=prob,depth=2,iterations=400 --b targets \
   --games 400 --workers 1 --seed 92001 \
   --json $out/pilot_s27_prob_rollouts_d2_vs_targets_seed92001.json \
