@@ -119,6 +119,25 @@ class _Once:
         setattr(self.owner, self.name, self.real)
 
 
+class _FirstLookMisses:
+    """Makes the store's first load of a match find nothing, as if a create looked just
+    before another stored it; `looks` holds the id it was asked for."""
+
+    def __init__(self, matches: Any) -> None:
+        self.matches, self.real = matches, matches.load
+        self.looks: list[str] = []
+        matches.load = self
+
+    async def __call__(self, match_id: str, known: Any = None) -> Any:
+        if not self.looks:
+            self.looks.append(match_id)
+            return None
+        return await self.real(match_id, known)
+
+    def undo(self) -> None:
+        self.matches.load = self.real
+
+
 @pytest.mark.parametrize(("kind", "private"), [(types_pb2.OPPONENT_KIND_OPEN, False),
                                                (types_pb2.OPPONENT_KIND_OPEN, True),
                                                (types_pb2.OPPONENT_KIND_AI, False)])
@@ -212,23 +231,13 @@ def test_the_same_secret_for_two_kinds_at_once_leaves_no_place_held(
     store = redis.Redis.from_url(redis_url)
     secret = "two-kinds-at-once-0123456789"
     client.lobby.CreateMatch(secret_create(types_pb2.OPPONENT_KIND_LOCAL, secret), timeout=10)
-    matches = capped.storage.matches
-    real_load = matches.load
-    looks = []
-
-    async def not_there_yet(match_id: str, known: Any = None) -> Any:
-        if not looks:  # the AI create's first look, as if the LOCAL one were not stored
-            looks.append(match_id)
-            return None
-        return await real_load(match_id, known)
-
-    matches.load = not_there_yet  # type: ignore[method-assign]
+    miss = _FirstLookMisses(capped.storage.matches)  # the AI create's first look
     try:
         assert _outcome(client, secret_create(types_pb2.OPPONENT_KIND_AI, secret)) == (
             "seat-secret-used")
     finally:
-        matches.load = real_load  # type: ignore[method-assign]
-    assert looks and _places(store, "ai") == 0
+        miss.undo()
+    assert miss.looks and _places(store, "ai") == 0
     store.close()
     client.channel.close()
 
@@ -339,24 +348,14 @@ def test_a_create_sent_again_that_fails_leaves_the_place_of_the_match_it_names(
     request = secret_create(types_pb2.OPPONENT_KIND_OPEN, "twice-then-failed-0123456789")
     client.lobby.CreateMatch(request, timeout=10)
     assert _places(store, "open") == 1
-    matches = capped.storage.matches
-    real_load = matches.load
-    looks = []
-
-    async def not_there_yet(match_id: str, known: Any = None) -> Any:
-        if not looks:  # the second create's first look, as if the first were not stored
-            looks.append(match_id)
-            return None
-        return await real_load(match_id, known)
-
-    matches.load = not_there_yet  # type: ignore[method-assign]
-    failure = _Once(matches, "create", after=False)
+    miss = _FirstLookMisses(capped.storage.matches)  # the second create's first look
+    failure = _Once(capped.storage.matches, "create", after=False)
     try:
         assert _outcome(client, request) == "storage-unavailable"
     finally:
         failure.undo()
-        matches.load = real_load  # type: ignore[method-assign]
-    assert looks and _places(store, "open") == 1
+        miss.undo()
+    assert miss.looks and _places(store, "open") == 1
     store.close()
     client.channel.close()
 
