@@ -39,6 +39,7 @@ from tests.ai.service_harness import (
     wait_pending,
 )
 from tests.engine.harness import LoopThread
+from tests.engine.test_errors import reason
 from tests.processes import children, command_line, descendants
 
 FAIR_ENDS = {types_pb2.END_REASON_BREAKTHROUGH, types_pb2.END_REASON_ENVELOPMENT,
@@ -464,6 +465,50 @@ def test_a_full_queue_makes_room_for_a_client_holding_less() -> None:
             late = ask("late")
             assert late.exception(timeout=10) is not None and refused(late)
             assert sum(refused(call) for call in held) == 1
+    finally:
+        loop.call(server.stop())
+        loop.end()
+
+
+def test_a_search_whose_caller_cancelled_keeps_its_places_until_it_ends() -> None:
+    """Twenty-third audit, left then: a hint whose caller cancelled let its seat's and its
+    client's places in the queue go while its search ran on in its process, so asking
+    again queued a second search beside it (and a client more than its 2). Now they are
+    held until that search ends: the seat asked again is refused `seat-busy`, the
+    client's third search `ai-busy`, and both are searched once it has ended."""
+    loop = LoopThread()
+    server = AiServer("127.0.0.1:0", AI_KEY)
+    position = dump_position(new_game("standard", seed=8).view(0))
+    try:
+        address = loop.call(server.start())
+        with grpc.insecure_channel(address) as channel:
+            stub = ai_pb2_grpc.AiServiceStub(channel)
+
+            def ask(match_id: str, budget_ms: int = 2500) -> grpc.Future:
+                view = types_pb2.MatchView(match_id=match_id, viewer=types_pb2.SEAT_FIRST,
+                                           position=position)
+                return stub.Suggest.future(
+                    ai_pb2.SuggestRequest(view=view, bot="ismcts:iterations=none",
+                                          budget_ms=budget_ms),
+                    metadata=[("authorization", f"Bearer {AI_KEY}"), (AI_OWNER, "a")],
+                    timeout=60)
+
+            def refusal(call: grpc.Future) -> str:
+                error = call.exception(timeout=10)
+                assert error is not None and error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                return reason(error)
+
+            assert ask("warm-up", 100).result().action  # the search process is up
+            cancelled = ask("m1")
+            time.sleep(0.5)  # its search is running
+            assert cancelled.cancel()
+            time.sleep(0.2)
+            assert refusal(ask("m1", 100)) == "seat-busy"
+            waiting = ask("m2", 100)  # the client's second place: waits for the process
+            time.sleep(0.2)
+            assert refusal(ask("m3", 100)) == "ai-busy"
+            assert waiting.result().action  # searched once the cancelled search ended
+            assert ask("m1", 100).result().action and ask("m3", 100).result().action
     finally:
         loop.call(server.stop())
         loop.end()

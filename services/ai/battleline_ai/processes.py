@@ -8,7 +8,7 @@ import multiprocessing
 import multiprocessing.pool
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -52,10 +52,11 @@ class DeadlinePool:
         self._starts = itertools.count()
         self._served: dict[str, int] = {}  # owner -> when (in starts) it last got a process
 
-    async def run(self, start_by: float, fn: Callable[..., T], *args: object,
-                  owner: str = "") -> T | None:
+    async def run(self, start_by: float, fn: Callable[..., T], *args: object, owner: str = "",
+                  started: Callable[[Future[T]], None] | None = None) -> T | None:
         """`fn(*args)` in a process, or None if no process came free by `start_by` (epoch s).
-        `owner`: whose job it is (a client), for a fair share of the processes."""
+        `owner`: whose job it is (a client), for a fair share of the processes; `started`
+        is given the job once it is in a process, which a cancelled caller leaves running."""
         if not await self._turn(start_by, owner):
             return None
         try:
@@ -67,6 +68,8 @@ class DeadlinePool:
         # Freed when the process is done, not when our caller is: a cancelled caller's
         # job may still be running.
         job.add_done_callback(lambda _job: loop.call_soon_threadsafe(self._release))
+        if started is not None:
+            started(job)
         return await asyncio.wrap_future(job)
 
     async def _turn(self, start_by: float, owner: str) -> bool:

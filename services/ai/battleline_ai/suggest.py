@@ -20,6 +20,7 @@ match runs at a time.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import random
@@ -27,6 +28,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
@@ -152,9 +154,10 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         key = f"review:{request.match_id}" if request.match_id else ""
         owner = _owner(context)
         async with self._slot(key, owner, "review-running",
-                              "a review of this match is running: one at a time", 1.0):
+                              "a review of this match is running: one at a time",
+                              1.0) as searches:
             try:
-                review = await self._run(context, REVIEW_SECONDS, owner, review_record,
+                review = await self._run(context, REVIEW_SECONDS, owner, searches, review_record,
                                          request.ruleset, request.options, request.seed,
                                          list(request.actions))
             except ValueError as err:
@@ -162,16 +165,19 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         return ai_pb2.ReviewResponse(review=review_message(review, request.game or 1))
 
     async def _run(self, context: grpc.aio.ServicerContext[Any, Any], seconds: float,
-                   owner: str, fn: Callable[..., T], *args: object) -> T:
+                   owner: str, searches: list[Future[Any]], fn: Callable[..., T],
+                   *args: object) -> T:
         """`fn(*args)` in a search process, which must start in time to take `seconds`
-        before the call's deadline (else RESOURCE_EXHAUSTED `ai-busy`). A process that
+        before the call's deadline (else RESOURCE_EXHAUSTED `ai-busy`); the job goes in
+        `searches` (the slot's) once it runs. A process that
         died (the OOM killer, a crash in compiled code) broke the pool for good: it is
         replaced, and the call refused UNAVAILABLE for its caller to retry."""
         remaining = context.time_remaining()
         start_by = time.time() + (remaining if remaining is not None else DEFAULT_WAIT_S) - seconds
         pool = self.pool
         try:
-            done = await self.turns.run(start_by, fn, *args, owner=owner)
+            done = await self.turns.run(start_by, fn, *args, owner=owner,
+                                        started=searches.append)
         except BrokenProcessPool:
             if self.pool is pool:
                 log.error("a search process died: starting new search processes")
@@ -204,10 +210,13 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
 
     @contextlib.asynccontextmanager
     async def _slot(self, key: str, owner: str, reason: str, busy: str,
-                    retry_after_s: float) -> AsyncIterator[None]:
+                    retry_after_s: float) -> AsyncIterator[list[Future[Any]]]:
         """Hold one of the queue's places and one of `owner`'s, and ``key`` (a seat or a
-        match; "": none) while it runs; refused at once (RESOURCE_EXHAUSTED) when any is
-        taken and no other client holds more places than `owner` would."""
+        match; "": none) while the call runs and until the search it started (put in the
+        list yielded) has ended: a caller that cancels leaves its search running in its
+        process, and asking again must not queue a second beside it. Refused at once
+        (RESOURCE_EXHAUSTED) when any is taken and no other client holds more places
+        than `owner` would."""
         if key in self.searching:
             raise Refusal(Kind.EXHAUSTED, reason, busy,
                           retry_after_s=retry_after_s)
@@ -220,9 +229,8 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         self.queued[owner] += 1
         if key:
             self.searching.add(key)
-        try:
-            yield
-        finally:
+
+        def leave() -> None:
             if self.given_way[owner]:
                 self.given_way[owner] -= 1
                 if not self.given_way[owner]:
@@ -232,6 +240,17 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
                 if not self.queued[owner]:
                     del self.queued[owner]
             self.searching.discard(key)
+
+        searches: list[Future[Any]] = []
+        try:
+            yield searches
+        finally:
+            running = [job for job in searches if not job.done()]
+            if running:
+                loop = asyncio.get_running_loop()
+                running[0].add_done_callback(lambda _job: loop.call_soon_threadsafe(leave))
+            else:
+                leave()
 
     def _make_room(self, owner: str) -> bool:
         """Take a place of the full queue from a client holding more than `owner` will:
@@ -267,10 +286,10 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         owner = _owner(context)
         async with self._slot(seat, owner, "seat-busy",
                               "a search for this seat is running: one at a time",
-                              budget_ms / 1000):
+                              budget_ms / 1000) as searches:
             try:
-                decision = await self._run(context, budget_ms / 1000, owner, decide, position,
-                                           spec, budget_ms / 1000, seed)
+                decision = await self._run(context, budget_ms / 1000, owner, searches, decide,
+                                           position, spec, budget_ms / 1000, seed)
             except ValueError as err:
                 raise invalid("bad-position", str(err)) from None
         return ai_pb2.SuggestResponse(
