@@ -39,7 +39,7 @@ from tests.ai.service_harness import (
     wait_pending,
 )
 from tests.engine.harness import LoopThread
-from tests.engine.test_errors import reason
+from tests.engine.test_errors import details, reason
 from tests.processes import children, command_line, descendants
 
 FAIR_ENDS = {types_pb2.END_REASON_BREAKTHROUGH, types_pb2.END_REASON_ENVELOPMENT,
@@ -474,8 +474,9 @@ def test_a_search_whose_caller_cancelled_keeps_its_places_until_it_ends() -> Non
     """Twenty-third audit, left then: a hint whose caller cancelled let its seat's and its
     client's places in the queue go while its search ran on in its process, so asking
     again queued a second search beside it (and a client more than its 2). Now they are
-    held until that search ends: the seat asked again is refused `seat-busy`, the
-    client's third search `ai-busy`, and both are searched once it has ended."""
+    held until that search ends: the seat asked again is refused `seat-busy` (its retry
+    delay the time that search has left), the client's third search `ai-busy`, and both
+    are searched once it has ended."""
     loop = LoopThread()
     server = AiServer("127.0.0.1:0", AI_KEY)
     position = dump_position(new_game("standard", seed=8).view(0))
@@ -503,7 +504,11 @@ def test_a_search_whose_caller_cancelled_keeps_its_places_until_it_ends() -> Non
             time.sleep(0.5)  # its search is running
             assert cancelled.cancel()
             time.sleep(0.2)
-            assert refusal(ask("m1", 100)) == "seat-busy"
+            again = ask("m1", 100)
+            assert refusal(again) == "seat-busy"
+            # Its retry delay is what the cancelled search has left, not the new one's 0.1 s.
+            left_s = details(again.exception())["RetryInfo"].retry_delay.ToNanoseconds() / 1e9
+            assert 1.3 < left_s < 1.9, left_s
             waiting = ask("m2", 100)  # the client's second place: waits for the process
             time.sleep(0.2)
             assert refusal(ask("m3", 100)) == "ai-busy"

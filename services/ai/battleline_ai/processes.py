@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import multiprocessing
 import multiprocessing.pool
@@ -67,7 +68,7 @@ class DeadlinePool:
         loop = asyncio.get_running_loop()
         # Freed when the process is done, not when our caller is: a cancelled caller's
         # job may still be running.
-        job.add_done_callback(lambda _job: loop.call_soon_threadsafe(self._release))
+        job.add_done_callback(on_loop(loop, self._release))
         if started is not None:
             started(job)
         return await asyncio.wrap_future(job)
@@ -119,6 +120,16 @@ class DeadlinePool:
             waiting = {w.owner for w in self._waiting}
             self._served = {o: n for o, n in self._served.items() if o in waiting}
         self._served[owner] = next(self._starts)
+
+
+def on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[[], None]) -> Callable[[object], None]:
+    """A done-callback for an executor's job (run in the executor's thread) that runs `fn`
+    on `loop`; none once the loop is closed (a stop that did not wait for the pool), when
+    nothing is left to free."""
+    def callback(_job: object) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            loop.call_soon_threadsafe(fn)
+    return callback
 
 
 def _drop(turn: asyncio.Future[bool]) -> None:

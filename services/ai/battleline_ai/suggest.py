@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
@@ -47,7 +48,7 @@ from battleline_engine.status import end_with
 from battleline_rules import MAX_REPEAT
 
 from .decide import decide, level_spec
-from .processes import DeadlinePool
+from .processes import DeadlinePool, on_loop
 from .review import EVALUATOR, MAX_ACTIONS, GameReview, review_record
 from .searchers import search_processes
 
@@ -104,6 +105,19 @@ def review_message(review: GameReview, game: int) -> review_pb2.GameReview:
         costliest=[i + 1 for i in review.costliest], game=game, evaluator=EVALUATOR)
 
 
+@dataclass
+class _Place:
+    """One call's hold on the queue: the search it started, once one runs, and when its
+    seat (or match) is free again at the latest (its search's budget; one that stops at
+    an iteration count ends sooner), the retry delay of a call refused for it."""
+
+    free_by: float  # time.monotonic(); a guess until the search starts
+    search: Future[Any] | None = None
+
+    def start(self, search: Future[Any], seconds: float) -> None:
+        self.search, self.free_by = search, time.monotonic() + seconds
+
+
 # Wrong keys per caller address: a key of 16 characters or more is out of reach of a few
 # a second, and the engine, which holds the key, never spends any.
 KEY_GUESSES = Rate(per_s=1.0, burst=30)
@@ -121,7 +135,7 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         self.callers = Callers()
         self.guesses = RateLimiter(key_guesses, "wrong AI keys")
         self.max_searches = QUEUE_PER_PROCESS * processes
-        self.searching: set[str] = set()  # seats with a search running or waiting
+        self.searching: dict[str, _Place] = {}  # seats with a search running or waiting
         self.queued: Counter[str] = Counter()  # searches running or waiting, per owner
         # Places taken back from an owner whose waiting call gave way (`_make_room`) before
         # that call has left its slot: the owner's next slot to close does not count down.
@@ -155,9 +169,9 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         owner = _owner(context)
         async with self._slot(key, owner, "review-running",
                               "a review of this match is running: one at a time",
-                              1.0) as searches:
+                              REVIEW_SECONDS) as place:
             try:
-                review = await self._run(context, REVIEW_SECONDS, owner, searches, review_record,
+                review = await self._run(context, REVIEW_SECONDS, owner, place, review_record,
                                          request.ruleset, request.options, request.seed,
                                          list(request.actions))
             except ValueError as err:
@@ -165,11 +179,10 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         return ai_pb2.ReviewResponse(review=review_message(review, request.game or 1))
 
     async def _run(self, context: grpc.aio.ServicerContext[Any, Any], seconds: float,
-                   owner: str, searches: list[Future[Any]], fn: Callable[..., T],
-                   *args: object) -> T:
+                   owner: str, place: _Place, fn: Callable[..., T], *args: object) -> T:
         """`fn(*args)` in a search process, which must start in time to take `seconds`
-        before the call's deadline (else RESOURCE_EXHAUSTED `ai-busy`); the job goes in
-        `searches` (the slot's) once it runs. A process that
+        before the call's deadline (else RESOURCE_EXHAUSTED `ai-busy`); the job is the
+        `place`'s once it runs. A process that
         died (the OOM killer, a crash in compiled code) broke the pool for good: it is
         replaced, and the call refused UNAVAILABLE for its caller to retry."""
         remaining = context.time_remaining()
@@ -177,7 +190,7 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         pool = self.pool
         try:
             done = await self.turns.run(start_by, fn, *args, owner=owner,
-                                        started=searches.append)
+                                        started=lambda job: place.start(job, seconds))
         except BrokenProcessPool:
             if self.pool is pool:
                 log.error("a search process died: starting new search processes")
@@ -210,16 +223,17 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
 
     @contextlib.asynccontextmanager
     async def _slot(self, key: str, owner: str, reason: str, busy: str,
-                    retry_after_s: float) -> AsyncIterator[list[Future[Any]]]:
+                    seconds: float) -> AsyncIterator[_Place]:
         """Hold one of the queue's places and one of `owner`'s, and ``key`` (a seat or a
-        match; "": none) while the call runs and until the search it started (put in the
-        list yielded) has ended: a caller that cancels leaves its search running in its
-        process, and asking again must not queue a second beside it. Refused at once
-        (RESOURCE_EXHAUSTED) when any is taken and no other client holds more places
-        than `owner` would."""
-        if key in self.searching:
+        match; "": none) for a search of `seconds`, while the call runs and until the
+        search it started (the place yielded is told) has ended: a caller that cancels
+        leaves its search running in its process, and asking again must not queue a
+        second beside it. Refused at once (RESOURCE_EXHAUSTED) when any is taken and no
+        other client holds more places than `owner` would."""
+        holder = self.searching.get(key)
+        if holder is not None:
             raise Refusal(Kind.EXHAUSTED, reason, busy,
-                          retry_after_s=retry_after_s)
+                          retry_after_s=max(0.1, holder.free_by - time.monotonic()))
         total = sum(self.queued.values())
         if self.queued[owner] >= PER_OWNER or (
                 total >= self.max_searches and not self._make_room(owner)):
@@ -227,8 +241,9 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
                           f"{total} searches running or waiting: retry shortly",
                           retry_after_s=1.0)
         self.queued[owner] += 1
+        place = _Place(free_by=time.monotonic() + seconds)
         if key:
-            self.searching.add(key)
+            self.searching[key] = place
 
         def leave() -> None:
             if self.given_way[owner]:
@@ -239,16 +254,13 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
                 self.queued[owner] -= 1
                 if not self.queued[owner]:
                     del self.queued[owner]
-            self.searching.discard(key)
+            self.searching.pop(key, None)
 
-        searches: list[Future[Any]] = []
         try:
-            yield searches
+            yield place
         finally:
-            running = [job for job in searches if not job.done()]
-            if running:
-                loop = asyncio.get_running_loop()
-                running[0].add_done_callback(lambda _job: loop.call_soon_threadsafe(leave))
+            if place.search is not None and not place.search.done():
+                place.search.add_done_callback(on_loop(asyncio.get_running_loop(), leave))
             else:
                 leave()
 
@@ -286,9 +298,9 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         owner = _owner(context)
         async with self._slot(seat, owner, "seat-busy",
                               "a search for this seat is running: one at a time",
-                              budget_ms / 1000) as searches:
+                              budget_ms / 1000) as place:
             try:
-                decision = await self._run(context, budget_ms / 1000, owner, searches, decide,
+                decision = await self._run(context, budget_ms / 1000, owner, place, decide,
                                            position, spec, budget_ms / 1000, seed)
             except ValueError as err:
                 raise invalid("bad-position", str(err)) from None
