@@ -365,7 +365,9 @@ class AiServer:
         return f"{self.address.rsplit(':', 1)[0]}:{port}"
 
     async def stop(self, grace: float = 1.0) -> None:
+        """Stop serving, then wait for the searches still running (a cancelled call's
+        goes on) off the event loop, which stays free for the rest of the process."""
         if self.server is not None:
             await self.server.stop(grace)
         if self.servicer is not None:
-            self.servicer.close()
+            await asyncio.to_thread(self.servicer.close)
