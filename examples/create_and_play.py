@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import random
 
+from battleline.v1 import types_pb2
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 
@@ -37,7 +38,8 @@ def main() -> None:
             for event in response.events:
                 print(f"  #{event.number} {event.text}")
         final = views[0]
-        print(f"winner {final.winner} by {final.end_reason}, version {final.version}")
+        print(f"winner {types_pb2.Seat.Name(final.winner)} by "
+              f"{types_pb2.EndReason.Name(final.end_reason)}, version {final.version}")
 
 
 if __name__ == "__main__":

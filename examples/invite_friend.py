@@ -29,7 +29,8 @@ def play(seat: Seat) -> None:
                 view = seat.last_view or message.view  # the newest view the seat knows
                 if is_my_turn(view) or is_finished(view):
                     break
-    print(f"over: winner {view.winner} by {view.end_reason}")
+    print(f"over: winner {types_pb2.Seat.Name(view.winner)} "
+          f"by {types_pb2.EndReason.Name(view.end_reason)}")
 
 
 def main() -> None:

@@ -32,8 +32,9 @@ def test_reflect_lists_every_service_and_method(service: LocalService) -> None:
 
 
 def test_create_and_play_and_asyncio_play(service: LocalService) -> None:
-    assert "winner" in _run("create_and_play.py", "--target", service.address, "--ruleset",
-                            "deck52").splitlines()[-1]
+    last = _run("create_and_play.py", "--target", service.address, "--ruleset",
+                "deck52").splitlines()[-1]
+    assert last.startswith("winner SEAT_") and " by END_REASON_" in last, last  # named
     assert _run("asyncio_play.py", "--target", service.address, "--matches", "2").count(
         "requests") == 2
 
@@ -55,8 +56,23 @@ def test_invite_friend_both_sides(service: LocalService) -> None:
         assert host.stdout is not None
         code = host.stdout.readline().split()[-1]
         guest = _run("invite_friend.py", "--target", service.address, "--join", code)
-        assert "over: winner" in guest
-        assert host.wait(60) == 0 and "over: winner" in host.stdout.read()
+        assert "over: winner SEAT_" in guest
+        assert host.wait(60) == 0 and "over: winner SEAT_" in host.stdout.read()
     finally:
         if host.poll() is None:
             host.kill()
+
+
+def test_the_client_guides_quick_start_runs_as_written(service: LocalService) -> None:
+    """The client guide's Python snippet is what a newcomer copies first: it played
+    R7, which few deals hold, and caught an error its second call did not raise."""
+    guide = (EXAMPLES.parent / "docs" / "client-guide.md").read_text()
+    snippet = guide.split("```python\n", 1)[1].split("```", 1)[0]
+    assert '"127.0.0.1:50051"' in snippet
+    for _ in range(3):  # a fresh deal each run
+        done = subprocess.run([sys.executable, "-c",
+                               snippet.replace("127.0.0.1:50051", service.address)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "not-your-turn" in done.stdout, done.stdout
+        assert "['draw troop', 'draw tactic']" in done.stdout, done.stdout
