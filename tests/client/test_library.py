@@ -14,7 +14,13 @@ from battleline_client import errors
 from battleline_client.aio import AsyncClient
 from battleline_client.bots import aplay_local, choose, play_local
 from battleline_client.client import Client
-from battleline_client.common import answer_times, is_finished, is_my_turn, turn_times
+from battleline_client.common import (
+    answer_times,
+    checked_target,
+    is_finished,
+    is_my_turn,
+    turn_times,
+)
 from battleline_engine.ratelimit import Rate
 from battleline_engine.runtime import EngineConfig
 from battleline_host.local import LocalService
@@ -176,3 +182,24 @@ def test_answer_and_turn_times_read_a_records_commit_times() -> None:
     assert answer_times(record, 0) == [1.5, 1.0]
     assert turn_times(record, 0) == [1.75, 1.0]
     assert answer_times(record, 1) == [0.75]
+
+
+@pytest.mark.parametrize(("target", "need_port", "ok"), [
+    ("127.0.0.1:50051", False, True), ("[::1]:50051", True, True),
+    ("unix:/tmp/engine.sock", True, True), ("dns:///engine.example:443", True, True),
+    ("engine.example", False, True),  # gRPC's port 443, for a TLS channel
+    ("engine.example", True, False), ("127.0.0.1:112737", False, False),
+    ("127.0.0.1:0", False, False), ("127.0.0.1:", False, False), ("[::1]:65536", False, False),
+])
+def test_a_target_is_checked_before_a_channel_is_made(target: str, need_port: bool,
+                                                       ok: bool) -> None:
+    """gRPC takes port 112737 as 47201 and HOST alone as port 443: the library refuses a
+    port out of range, and the commands a target with no port."""
+    if ok:
+        assert checked_target(target, need_port=need_port) == target
+    else:
+        with pytest.raises(ValueError, match="give HOST:PORT"):
+            checked_target(target, need_port=need_port)
+    if not need_port and not ok:
+        with pytest.raises(ValueError):
+            Client(target)

@@ -95,6 +95,35 @@ def test_play_refuses_an_ai_level_the_page_does_not_offer() -> None:
     assert "the hosted AI has levels 1 to 5, not 7" in done.stderr
 
 
+@pytest.mark.parametrize("command", [["watch", "m1"], ["review", "m1"], ["play", "--ai", "1"],
+                                     ["loadtest", "--matches", "1"]])
+@pytest.mark.parametrize("target", ["127.0.0.1:112737", "127.0.0.1", "localhost:0"])
+def test_a_target_no_channel_reaches_as_written_is_refused(command: list[str],
+                                                           target: str) -> None:
+    """A fresh user's walkthrough: `--target 127.0.0.1:112737` reached a serve on 47201
+    (gRPC takes the port modulo 65536) and a target with no port went to port 443. Each
+    client command now refuses it before connecting, as typer refuses a bad option."""
+    done = subprocess.run([BATTLELINE, *command, "--target", target], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "give HOST:PORT, the port from 1 to 65535" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_command_with_no_engine_at_its_target_says_what_to_start() -> None:
+    """A fresh user's walkthrough: `watch` and `review` at a port nothing listens on
+    printed only gRPC's "failed to connect to all addresses"."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        target = f"127.0.0.1:{probe.getsockname()[1]}"  # closed once the block ends
+    for command in (["watch", "m1"], ["review", "m1"]):
+        done = subprocess.run([BATTLELINE, *command, "--target", target], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 1, done.stdout + done.stderr
+        said = " ".join(done.stdout.split())
+        assert f"no engine answered on {target}: is `battleline serve` running there?" in said
+
+
 def test_play_against_an_engine_without_a_hosted_ai_fails_at_once(redis_url: str) -> None:
     with LocalService(redis_url) as engine:
         started = time.monotonic()

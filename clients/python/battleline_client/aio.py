@@ -52,8 +52,9 @@ class AsyncClient:
                  timeout: float = common.DEFAULT_TIMEOUT_S,
                  observer: CallObserver | None = None,
                  channel: grpc.aio.Channel | None = None) -> None:
-        """`channel`, if given, is used as it is (for interceptors or custom options)."""
-        self.target = target
+        """`channel`, if given, is used as it is (for interceptors or custom options).
+        A `target` whose port is out of range raises ValueError."""
+        self.target = common.checked_target(target)
         self.timeout = timeout
         self.observer = observer
         if channel is None:

@@ -8,6 +8,7 @@ back off. A fix made here holds for both clients.
 
 from __future__ import annotations
 
+import re
 import secrets
 import uuid
 from collections.abc import Callable, Iterator
@@ -73,6 +74,29 @@ _CLOCKS = {"default": types_pb2.TIME_CONTROL_KIND_UNSPECIFIED,
            "per-game": types_pb2.TIME_CONTROL_KIND_PER_GAME}
 _TIMINGS = {"after-play": types_pb2.CLAIM_TIMING_AFTER_PLAY,
             "start-of-turn": types_pb2.CLAIM_TIMING_START_OF_TURN}
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?![0-9])")  # unix:PATH, dns:///HOST:PORT...
+_HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:\[\]]+)(?::([0-9]*))?")
+
+
+def checked_target(target: str, *, need_port: bool = False) -> str:
+    """`target` if a channel reaches it as written: HOST:PORT with a port from 1 to
+    65535, HOST alone (gRPC's port 443) unless `need_port`, or a name with its scheme
+    (`unix:PATH`, `dns:///HOST:PORT`), left to gRPC. Why: gRPC took port 112737 as
+    112737 - 65536, so a typo reached whatever listened there."""
+    if _SCHEME.match(target):
+        return target
+    parts = _HOST_PORT.fullmatch(target)
+    if parts is None:  # a bare IPv6 address or another form gRPC reads itself
+        return target
+    port = parts.group(2)
+    if port is None and not need_port:
+        return target
+    if not port or not 1 <= int(port) <= 65535:
+        raise ValueError(f"{target!r}: give HOST:PORT, the port from 1 to 65535 "
+                         f"(for example {DEFAULT_TARGET})")
+    return target
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,7 +366,7 @@ class WatchCursor:
 
 __all__ = [
     "DEFAULT_TARGET", "DEFAULT_TIMEOUT_S", "STREAM_RETRY_CODES", "CallObserver", "Created",
-    "SeatHandle", "WatchCursor", "backoff", "can_retry_stale", "create_request", "created_from",
-    "is_finished", "is_my_turn", "join_request", "metadata", "new_action_id", "other_seat",
-    "seat_index", "submit_request",
+    "SeatHandle", "WatchCursor", "backoff", "can_retry_stale", "checked_target",
+    "create_request", "created_from", "is_finished", "is_my_turn", "join_request", "metadata",
+    "new_action_id", "other_seat", "seat_index", "submit_request",
 ]

@@ -24,6 +24,7 @@ from ..common import DEFAULT_TARGET, SeatHandle, is_finished, is_my_turn
 from ..errors import BattleLineError, NotFound, PermissionDenied, Unauthenticated
 from ..printable import plain
 from ..saved_seats import SavedSeat, SavedSeats, default_directory
+from . import options
 
 if TYPE_CHECKING:
     from ..hosting import ServeChild
@@ -57,7 +58,8 @@ HELP = """\
 Several at once, separated by commas: [bold]play R7@3, draw troop[/].
 [bold]list[/] shows the legal actions again; [bold]resign[/] gives up the match (asks first);
 Ctrl-C leaves the table and gives it up at once. A game left otherwise (the terminal
-closed, the connection lost) goes on: [bold]battleline play --resume[/] takes it up again.
+closed, the connection lost) goes on, its clock running (out of time loses):
+[bold]battleline play --resume[/] takes it up again.
 The rules: docs/RULES.md."""
 HINT = "type 'list' for the legal actions, '?' for help"
 
@@ -301,7 +303,8 @@ def _mention_left(term: Terminal, client: Client, kept: SavedSeats | None) -> No
         return
     for saved, _seat in games_going_on(client, kept):
         term.console.print(f"[yellow]a game you left goes on[/] (against "
-                           f"{escape(_left_here(saved))}): battleline play --resume takes it up")
+                           f"{escape(_left_here(saved))}, its clock running): "
+                           "battleline play --resume takes it up")
 
 
 def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchView:
@@ -335,6 +338,7 @@ def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchVie
 
 def play(
     target: Annotated[str | None, typer.Option(
+        callback=options.target, envvar=options.TARGET_ENV,
         help=f"Engine host:port; without it, the `battleline serve` on {DEFAULT_TARGET} if one "
         "runs, else a local engine with a hosted AI is started for this game.")] = None,
     ai: Annotated[int | None, typer.Option(
@@ -413,11 +417,11 @@ def play(
                                   f"battleline play --target {escape(target)} --join {code})")
                 final = play_remote(term, client.seat(created.seat), wait)
             term.final(final)
-    except BattleLineError as err:  # its text made printable by the client library
-        console.print(f"[red]{escape(str(err))}[/]")
+    except BattleLineError as err:
+        console.print(f"[red]{escape(options.failure(err, target))}[/]")
         if term.kept and term.playing is not None and not _over(term.playing):
-            console.print("the game goes on without you: battleline play --resume takes it "
-                          "up again")
+            console.print("the game goes on without you, its clock running (out of time "
+                          "loses): battleline play --resume takes it up again")
         if err.reason == "no-hosted-ai":
             console.print(f"the engine at {target} runs no hosted AI: play without --target "
                           "(a local engine with one is started), or start the engine with "

@@ -25,6 +25,7 @@ from .. import tui
 from ..client import Client
 from ..common import DEFAULT_TARGET
 from ..errors import BattleLineError
+from . import options
 
 SEATS: Mapping[int, str] = {types_pb2.SEAT_FIRST: "first seat",
                             types_pb2.SEAT_SECOND: "second seat"}
@@ -130,7 +131,8 @@ def render(review: review_pb2.GameReview, names: Mapping[int, str] = SEATS) -> R
 
 def review(
     match_id: Annotated[str, typer.Argument(help="The finished match to review.")],
-    target: Annotated[str, typer.Option(help="Engine host:port.")] = DEFAULT_TARGET,
+    target: Annotated[str, typer.Option(callback=options.target, envvar=options.TARGET_ENV,
+                                        help="Engine host:port.")] = DEFAULT_TARGET,
 ) -> None:
     """The hosted AI's review of a finished match: every move's win estimate for its
     mover before and after, a graph over the game, and the moves that cost most."""
@@ -140,7 +142,7 @@ def review(
             reply = client.review(match_id)
             names = _player_names(client, match_id)
     except BattleLineError as err:
-        console.print(f"[red]{escape(str(err))}[/]")
+        console.print(f"[red]{escape(options.failure(err, target))}[/]")
         raise typer.Exit(1) from None
     console.print(render(reply.review, names))
 

@@ -15,11 +15,13 @@ from .. import tui
 from ..client import Client
 from ..common import DEFAULT_TARGET
 from ..errors import BattleLineError
+from . import options
 
 
 def watch(
     match_id: Annotated[str, typer.Argument(help="The match to follow.")],
-    target: Annotated[str, typer.Option(help="Engine host:port.")] = DEFAULT_TARGET,
+    target: Annotated[str, typer.Option(callback=options.target, envvar=options.TARGET_ENV,
+                                        help="Engine host:port.")] = DEFAULT_TARGET,
     token: Annotated[str | None, typer.Option(
         envvar="BATTLELINE_TOKEN",
         help="A seat token, to watch as that seat; better by BATTLELINE_TOKEN (a command "
@@ -49,7 +51,7 @@ def watch(
                     console.print(tui.screen(view, recent=recent))
                     board_is_last = True
     except BattleLineError as err:
-        console.print(f"[red]{escape(str(err))}[/]")
+        console.print(f"[red]{escape(options.failure(err, target))}[/]")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None

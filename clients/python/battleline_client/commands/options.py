@@ -1,0 +1,31 @@
+"""What the client commands share: the --target option, and how a failed call reads."""
+
+from __future__ import annotations
+
+import grpc
+import typer
+
+from ..common import checked_target
+from ..errors import BattleLineError
+
+TARGET_ENV = "BATTLELINE_TARGET"  # the engine, for a serve on another port than the default
+
+
+def target(value: str | None) -> str | None:
+    """A --target as given, refused at once where no channel would reach it as written
+    (a port past 65535, none at all): gRPC would have gone elsewhere without a word."""
+    if value is None:
+        return None
+    try:
+        return checked_target(value, need_port=True)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+
+
+def failure(err: BattleLineError, target: str) -> str:
+    """A failed call as a command prints it: the error (made printable by the client
+    library) and, where no engine answered, what to start or point at."""
+    if err.code != grpc.StatusCode.UNAVAILABLE:
+        return str(err)
+    return (f"{err}\nno engine answered on {target}: is `battleline serve` running there? "
+            f"(`battleline serve --port N`, then --target 127.0.0.1:N or {TARGET_ENV})")
