@@ -96,6 +96,25 @@ def test_a_log_that_is_not_a_tournament_log_is_refused_in_one_line(tmp_path: Pat
     assert len([line for line in log.read_text().splitlines() if line]) == 2  # one played
 
 
+def test_the_log_and_json_folders_are_made_before_the_games(tmp_path: Path) -> None:
+    """A fresh user's walkthrough: `--json` in a new folder was made (after the games),
+    `--log` there refused. Both folders are made first; one that cannot be (a file in its
+    way) is refused in one line before a game is played."""
+    log, out = tmp_path / "logs" / "new" / "games.jsonl", tmp_path / "results" / "r.json"
+    args = ["tournament", "--a", "random", "--b", "random", "--games", "2", "--ruleset",
+            "basic", "--log", str(log), "--json", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert log.read_text().count("\n") == 2 and json.loads(out.read_text())["games"] == 2
+    (tmp_path / "taken").write_text("a file, not a folder")
+    blocked = tmp_path / "taken" / "r.json"
+    result = CliRunner().invoke(app, [*args[:-1], str(blocked)])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    said = " ".join(result.output.replace("│", " ").split())  # typer's box, unwrapped
+    assert "Not a directory" in said or "File exists" in said, said
+    assert log.read_text().count("\n") == 2  # nothing played
+
+
 def test_paired_counts_split_deals_and_an_exact_sign_test() -> None:
     x = {g: (0, 80) for g in range(20)}  # X won every deal
     y = {g: (0 if g < 7 else 1, 80) for g in range(20)}  # Y won the first 7

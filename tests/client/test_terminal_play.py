@@ -35,7 +35,8 @@ def _newcomer() -> dict[str, str]:
         assert hand is not None
         first_card = hand.group(1).split()[0]
         for name, text, until in (("help", "?", MOVE), ("refused", "play Z9@1", MOVE),
-                                  ("unknown", "99", MOVE), ("list", "list", MOVE),
+                                  ("unknown", "99", MOVE), ("quit", "quit", MOVE),
+                                  ("list", "list", MOVE),
                                   ("resign", "resign", r"\[y/N\]"), ("kept", "n", MOVE)):
             child.sendline(text)
             child.expect(until)
@@ -77,6 +78,8 @@ def test_a_newcomer_gets_help_short_errors_and_a_resign_question() -> None:
         assert len(lines) <= 4, (name, shown[name])  # the input, the error, the hint
         assert " 1. " not in shown[name], shown[name]
     assert "refused" in shown["refused"]
+    # `quit` is no action: it says how to leave instead of "no action 'quit'".
+    assert "to leave: resign gives the match up" in _plain(shown["quit"]), shown["quit"]
     assert " 1. " in shown["list"]
     assert "resign" in shown["resign"]
     assert f"you: {shown['played']}" in shown["card then flag"] or (

@@ -57,11 +57,12 @@ HELP = """\
   scout-draw troop / scout-return R3 / mud-discard R4@6   Scout's and Mud's steps
 Several at once, separated by commas: [bold]play R7@3, draw troop[/].
 [bold]list[/] shows the legal actions again; [bold]resign[/] gives up the match (asks first);
-Ctrl-C leaves the table and gives it up at once. A game left otherwise (the terminal
+Ctrl-C (or Ctrl-D) leaves the table and gives it up at once. A game left otherwise (the terminal
 closed, the connection lost) goes on, its clock running (out of time loses):
 [bold]battleline play --resume[/] takes it up again.
 The rules: docs/RULES.md."""
 HINT = "type 'list' for the legal actions, '?' for help"
+LEAVING = "to leave: [bold]resign[/] gives the match up (asks first), Ctrl-C at once"
 
 
 class Terminal:
@@ -116,6 +117,9 @@ class Terminal:
                 continue
             if text.lower() in ("?", "help"):
                 self.console.print(HELP)
+                continue
+            if text.lower() in ("quit", "exit", "q"):
+                self.console.print(LEAVING)
                 continue
             if text.lower() in ("list", "l"):
                 self.console.print(tui.actions(view))

@@ -30,13 +30,15 @@ def tournament(
     if ruleset not in RULESETS:
         raise typer.BadParameter(f"use one of {', '.join(RULESETS)}", param_hint="--ruleset")
     try:
+        for path in (log, json_path):  # both folders made now, not after hours of games
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
         result = run(a, b, games, ruleset, workers, seed, log=log)
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
     except OSError as error:  # a --log that is a directory, unreadable, on a full disk
         raise typer.BadParameter(f"{error.filename}: {error.strerror}",
-                                 param_hint="--log") from None
+                                 param_hint="--log or --json") from None
     typer.echo(result.summary())
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
