@@ -93,6 +93,9 @@ def test_play_refuses_an_ai_level_the_page_does_not_offer() -> None:
                           timeout=60)
     assert done.returncode == 2
     assert "the hosted AI has levels 1 to 5, not 7" in done.stderr
+    waited = subprocess.run([BATTLELINE, "play", "--friend", "--wait", "-5"],
+                            capture_output=True, text=True, timeout=60)
+    assert waited.returncode == 2 and "'--wait'" in waited.stderr, waited.stderr
 
 
 @pytest.mark.parametrize("command", [["watch", "m1"], ["review", "m1"], ["play", "--ai", "1"],

@@ -362,7 +362,7 @@ def play(
     seed: Annotated[int | None, typer.Option(
         help="Deal seed (--local only: a server refuses one where the other seat is not "
         "yours).")] = None,
-    wait: Annotated[float, typer.Option(help="Seconds to wait for the other seat.")] = 300.0,
+    wait: Annotated[float, typer.Option(min=0, help="Seconds to wait for the other seat.")] = 300.0,
     resume: Annotated[bool, typer.Option(
         "--resume", help="Take up the latest game on this engine that was left without "
         "resigning (the terminal closed, the connection lost): its seat is kept on this "
