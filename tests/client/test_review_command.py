@@ -47,6 +47,10 @@ def test_review_prints_moves_graph_and_costliest_moves(ai_engine: LocalService) 
     for number in review.costliest:
         move = review.moves[number - 1]
         assert f"move {number}, " in out and move.preferred_action in out
+        # What the preferred move was worth is said, not only the difference (a fresh
+        # user read "39% -> 39%; ... 29.3 points better" as a contradiction).
+        worth = f"{move.preferred_action} (-> {100 * (move.estimate_after + move.loss):.0f}%, "
+        assert worth in " ".join(out.split()), worth
 
     async def review_async() -> list[str]:  # the asyncio client reads the same review
         async with AsyncClient(ai_engine.address, timeout=60) as aclient:

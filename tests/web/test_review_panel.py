@@ -5,6 +5,7 @@ the costliest moves name the move the AI preferred, as RecordService.GetReview s
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
@@ -43,6 +44,9 @@ def test_the_end_screen_shows_the_ais_review(service: Service, browser: BrowserC
     for item, number in zip(costly.all_inner_texts(), review.costliest, strict=True):
         move = review.moves[number - 1]
         assert item.startswith(f"Move {number}, ") and move.preferred_action in item, item
+        shown = math.floor(100 * (move.estimate_after + move.loss) + 0.5)  # as Math.round
+        worth = f"{move.preferred_action} (→ {shown}%, "
+        assert worth in item, item  # what the preferred move was worth, not only the gap
     # In one step inside the page: the page redraws whole on every change, so a node found
     # from here may be detached before Playwright scrolls to it.
     page.evaluate("document.querySelector('[data-testid=ai-review]').scrollIntoView()")

@@ -67,7 +67,8 @@ function costlyMove(m: MoveReview, names: Map<Seat, string>): HTMLElement {
   return h("li", { "data-testid": "costly-move" },
     h("strong", {}, `Move ${m.number}, ${names.get(m.seat) ?? "?"}: ${m.action}`),
     ` (${percent(m.estimateBefore)} → ${percent(m.estimateAfter)}). The AI preferred `,
-    h("strong", {}, m.preferredAction), `, ${(100 * m.loss).toFixed(1)} points better.`);
+    h("strong", {}, m.preferredAction),
+    ` (→ ${percent(m.estimateAfter + m.loss)}, ${(100 * m.loss).toFixed(1)} points more).`);
 }
 
 function body(answer: Answer, names: Map<Seat, string>): HTMLElement[] {

@@ -96,7 +96,8 @@ def costliest(review: review_pb2.GameReview, names: Mapping[int, str] = SEATS) -
         lines.append(Text(
             f"  move {m.number}, {names.get(m.seat, '?')}: {m.action} "
             f"({percent(m.estimate_before)} -> {percent(m.estimate_after)}); the AI preferred "
-            f"{m.preferred_action}, {100 * m.loss:.1f} points better"))
+            f"{m.preferred_action} (-> {percent(m.estimate_after + m.loss)}, "
+            f"{100 * m.loss:.1f} points more)"))
     return Group(*lines)
 
 
