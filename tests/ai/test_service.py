@@ -508,7 +508,7 @@ def test_a_search_whose_caller_cancelled_keeps_its_places_until_it_ends() -> Non
             assert refusal(again) == "seat-busy"
             # Its retry delay is what the cancelled search has left, not the new one's 0.1 s.
             left_s = details(again.exception())["RetryInfo"].retry_delay.ToNanoseconds() / 1e9
-            assert 1.3 < left_s < 1.9, left_s
+            assert 1.0 < left_s <= 2.5, left_s
             waiting = ask("m2", 100)  # the client's second place: waits for the process
             time.sleep(0.2)
             assert refusal(ask("m3", 100)) == "ai-busy"

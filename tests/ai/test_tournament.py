@@ -113,6 +113,10 @@ def test_the_log_and_json_folders_are_made_before_the_games(tmp_path: Path) -> N
     said = " ".join(result.output.replace("│", " ").split())  # typer's box, unwrapped
     assert "Not a directory" in said or "File exists" in said, said
     assert log.read_text().count("\n") == 2  # nothing played
+    result = CliRunner().invoke(app, [*args[:-1], str(tmp_path)])  # a folder, not a file
+    assert result.exit_code == 2 and "not a file this user may write" in " ".join(
+        result.output.replace("│", " ").split()), result.output
+    assert log.read_text().count("\n") == 2
 
 
 def test_paired_counts_split_deals_and_an_exact_sign_test() -> None:

@@ -190,6 +190,11 @@ def test_answer_and_turn_times_read_a_records_commit_times() -> None:
     ("engine.example", False, True),  # gRPC's port 443, for a TLS channel
     ("engine.example", True, False), ("127.0.0.1:112737", False, False),
     ("127.0.0.1:0", False, False), ("127.0.0.1:", False, False), ("[::1]:65536", False, False),
+    ("localhost:", False, False), ("ipv4:1.2.3.4:99999", False, False),
+    ("dns:///engine.example:99999", False, False), ("127.0.0.1:" + "9" * 5000, False, False),
+    ("ipv4:127.0.0.1:50051,127.0.0.2:50052", True, True), ("ipv6:[::1]:50051", True, True),
+    ("dns://8.8.8.8/engine.example:50051", True, True), ("unix-abstract:engine", True, True),
+    ("engine-1.svc_local:50051", True, True),
 ])
 def test_a_target_is_checked_before_a_channel_is_made(target: str, need_port: bool,
                                                        ok: bool) -> None:

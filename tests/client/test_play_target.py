@@ -10,9 +10,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import grpc
 import pytest
 
+from battleline_client.commands import options
 from battleline_client.common import DEFAULT_TARGET
+from battleline_client.errors import BattleLineError
 from battleline_client.hosting import is_serving
 from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI
@@ -109,7 +112,8 @@ def test_a_target_no_channel_reaches_as_written_is_refused(command: list[str],
     done = subprocess.run([BATTLELINE, *command, "--target", target], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "give HOST:PORT, the port from 1 to 65535" in done.stderr
+    said = " ".join(done.stderr.replace("│", " ").split())  # typer's box, unwrapped
+    assert "give HOST:PORT, the port from 1 to 65535" in said, done.stderr
     assert "Traceback" not in done.stderr
 
 
@@ -125,6 +129,16 @@ def test_a_command_with_no_engine_at_its_target_says_what_to_start() -> None:
         assert done.returncode == 1, done.stdout + done.stderr
         said = " ".join(done.stdout.split())
         assert f"no engine answered on {target}: is `battleline serve` running there?" in said
+
+
+def test_an_engine_that_answered_unavailable_itself_gets_no_hint_to_start_one() -> None:
+    """A review of the hint above: the engine answers UNAVAILABLE itself when its AI or
+    its storage is away (with a reason); only a call no engine answered gets the hint."""
+    for reason, hinted in (("", True), ("no-ai-service", False), ("storage-unavailable", False)):
+        error = BattleLineError("away", code=grpc.StatusCode.UNAVAILABLE, reason=reason)
+        assert ("no engine answered on h:1" in options.failure(error, "h:1")) is hinted, reason
+    refused = BattleLineError("no", code=grpc.StatusCode.NOT_FOUND, reason="match-not-found")
+    assert options.failure(refused, "h:1") == str(refused)
 
 
 def test_play_against_an_engine_without_a_hosted_ai_fails_at_once(redis_url: str) -> None:

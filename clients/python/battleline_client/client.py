@@ -53,9 +53,10 @@ class Client:
                  timeout: float = common.DEFAULT_TIMEOUT_S,
                  observer: CallObserver | None = None,
                  channel: grpc.Channel | None = None) -> None:
-        """`channel`, if given, is used as it is (for interceptors or custom options).
-        A `target` whose port is out of range raises ValueError."""
-        self.target = common.checked_target(target)
+        """`channel`, if given, is used as it is (for interceptors or custom options);
+        else `target` must name an address as gRPC reads it (`common.checked_target`:
+        a port out of range or missing after its colon raises ValueError)."""
+        self.target = target if channel else common.checked_target(target)
         self.timeout = timeout
         self.observer = observer
         if channel is None:

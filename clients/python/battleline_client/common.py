@@ -76,26 +76,32 @@ _TIMINGS = {"after-play": types_pb2.CLAIM_TIMING_AFTER_PLAY,
             "start-of-turn": types_pb2.CLAIM_TIMING_START_OF_TURN}
 
 
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?![0-9])")  # unix:PATH, dns:///HOST:PORT...
+# gRPC's names: a socket or resolver name left to gRPC, or addresses (after dns:, ipv4:,
+# ipv6:) whose ports are checked as a plain HOST:PORT's.
+_OPAQUE_SCHEMES = ("unix:", "unix-abstract:", "vsock:", "xds:")
+_ADDRESS_SCHEME = re.compile(r"(?:dns:(?://[^/]*/)?/?|ipv4:|ipv6:)(.*)")
 _HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:\[\]]+)(?::([0-9]*))?")
 
 
 def checked_target(target: str, *, need_port: bool = False) -> str:
     """`target` if a channel reaches it as written: HOST:PORT with a port from 1 to
-    65535, HOST alone (gRPC's port 443) unless `need_port`, or a name with its scheme
-    (`unix:PATH`, `dns:///HOST:PORT`), left to gRPC. Why: gRPC took port 112737 as
-    112737 - 65536, so a typo reached whatever listened there."""
-    if _SCHEME.match(target):
+    65535, HOST alone (gRPC's port 443) unless `need_port`, or a gRPC name (`unix:PATH`,
+    `dns:///HOST:PORT`, `ipv4:A:PORT,B:PORT`; their ports checked alike); raises
+    ValueError. Why: gRPC took port 112737 as 112737 - 65536 and `HOST:` as port 443, so a
+    typo reached whatever listened there."""
+    if target.startswith(_OPAQUE_SCHEMES):
         return target
-    parts = _HOST_PORT.fullmatch(target)
-    if parts is None:  # a bare IPv6 address or another form gRPC reads itself
-        return target
-    port = parts.group(2)
-    if port is None and not need_port:
-        return target
-    if not port or not 1 <= int(port) <= 65535:
-        raise ValueError(f"{target!r}: give HOST:PORT, the port from 1 to 65535 "
-                         f"(for example {DEFAULT_TARGET})")
+    named = _ADDRESS_SCHEME.fullmatch(target)
+    for address in named.group(1).split(",") if named else [target]:
+        parts = _HOST_PORT.fullmatch(address)
+        if parts is None:  # a bare IPv6 address, or a form gRPC reads itself
+            continue
+        port = parts.group(2)
+        if port is None and not need_port:
+            continue
+        if not port or len(port) > 5 or not 1 <= int(port) <= 65535:
+            raise ValueError(f"{target!r}: give HOST:PORT, the port from 1 to 65535 "
+                             f"(for example {DEFAULT_TARGET})")
     return target
 
 

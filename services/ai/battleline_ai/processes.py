@@ -57,7 +57,8 @@ class DeadlinePool:
                   started: Callable[[Future[T]], None] | None = None) -> T | None:
         """`fn(*args)` in a process, or None if no process came free by `start_by` (epoch s).
         `owner`: whose job it is (a client), for a fair share of the processes; `started`
-        is given the job once it is in a process, which a cancelled caller leaves running."""
+        is given the job once it is handed to the executor: a cancelled caller leaves it
+        running (one not yet begun is cancelled with the caller)."""
         if not await self._turn(start_by, owner):
             return None
         try:

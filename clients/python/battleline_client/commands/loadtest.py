@@ -21,7 +21,7 @@ from .server import needs_server
 
 def loadtest(
     target: Annotated[str | None, typer.Option(
-        callback=options.target, envvar=options.TARGET_ENV,
+        callback=options.check_target,
         help="Engine host:port; without it a private `battleline serve` (embedded Redis, "
              "no per-peer limits) is started in a child process. An engine of yours counts "
              "this whole test as one client: start it with `serve --open-limits`.")] = None,

@@ -11,7 +11,7 @@ from ..errors import BattleLineError
 TARGET_ENV = "BATTLELINE_TARGET"  # the engine, for a serve on another port than the default
 
 
-def target(value: str | None) -> str | None:
+def check_target(value: str | None) -> str | None:
     """A --target as given, refused at once where no channel would reach it as written
     (a port past 65535, none at all): gRPC would have gone elsewhere without a word."""
     if value is None:
@@ -22,10 +22,11 @@ def target(value: str | None) -> str | None:
         raise typer.BadParameter(str(err)) from None
 
 
-def failure(err: BattleLineError, target: str) -> str:
+def failure(err: BattleLineError, address: str) -> str:
     """A failed call as a command prints it: the error (made printable by the client
-    library) and, where no engine answered, what to start or point at."""
-    if err.code != grpc.StatusCode.UNAVAILABLE:
+    library) and, where no engine answered, what to start or point at. An engine that
+    answers UNAVAILABLE itself (its AI or storage away) names a reason; gRPC does not."""
+    if err.code != grpc.StatusCode.UNAVAILABLE or err.reason:
         return str(err)
-    return (f"{err}\nno engine answered on {target}: is `battleline serve` running there? "
+    return (f"{err}\nno engine answered on {address}: is `battleline serve` running there? "
             f"(`battleline serve --port N`, then --target 127.0.0.1:N or {TARGET_ENV})")

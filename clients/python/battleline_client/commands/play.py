@@ -62,7 +62,7 @@ closed, the connection lost) goes on, its clock running (out of time loses):
 [bold]battleline play --resume[/] takes it up again.
 The rules: docs/RULES.md."""
 HINT = "type 'list' for the legal actions, '?' for help"
-LEAVING = "to leave: [bold]resign[/] gives the match up (asks first), Ctrl-C at once"
+LEAVING = "to leave: [bold]resign[/] gives the match up (asks first), Ctrl-C or Ctrl-D at once"
 
 
 class Terminal:
@@ -342,7 +342,7 @@ def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchVie
 
 def play(
     target: Annotated[str | None, typer.Option(
-        callback=options.target, envvar=options.TARGET_ENV,
+        callback=options.check_target, envvar=options.TARGET_ENV,
         help=f"Engine host:port; without it, the `battleline serve` on {DEFAULT_TARGET} if one "
         "runs, else a local engine with a hosted AI is started for this game.")] = None,
     ai: Annotated[int | None, typer.Option(

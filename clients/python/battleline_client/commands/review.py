@@ -132,7 +132,7 @@ def render(review: review_pb2.GameReview, names: Mapping[int, str] = SEATS) -> R
 
 def review(
     match_id: Annotated[str, typer.Argument(help="The finished match to review.")],
-    target: Annotated[str, typer.Option(callback=options.target, envvar=options.TARGET_ENV,
+    target: Annotated[str, typer.Option(callback=options.check_target, envvar=options.TARGET_ENV,
                                         help="Engine host:port.")] = DEFAULT_TARGET,
 ) -> None:
     """The hosted AI's review of a finished match: every move's win estimate for its

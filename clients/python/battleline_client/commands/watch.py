@@ -20,7 +20,7 @@ from . import options
 
 def watch(
     match_id: Annotated[str, typer.Argument(help="The match to follow.")],
-    target: Annotated[str, typer.Option(callback=options.target, envvar=options.TARGET_ENV,
+    target: Annotated[str, typer.Option(callback=options.check_target, envvar=options.TARGET_ENV,
                                         help="Engine host:port.")] = DEFAULT_TARGET,
     token: Annotated[str | None, typer.Option(
         envvar="BATTLELINE_TOKEN",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -33,6 +34,10 @@ def tournament(
         for path in (log, json_path):  # both folders made now, not after hours of games
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
+        if json_path is not None and (json_path.is_dir()
+                                      or not os.access(json_path.parent, os.W_OK)):
+            raise typer.BadParameter(f"{json_path}: not a file this user may write",
+                                     param_hint="--json")
         result = run(a, b, games, ruleset, workers, seed, log=log)
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
