@@ -101,9 +101,10 @@ def test_play_refuses_an_ai_level_the_page_does_not_offer() -> None:
     assert waited.returncode == 2 and "'--wait'" in waited.stderr, waited.stderr
 
 
-@pytest.mark.parametrize("command", [["watch", "m1"], ["review", "m1"], ["play", "--ai", "1"],
-                                     ["loadtest", "--matches", "1"]])
-@pytest.mark.parametrize("target", ["127.0.0.1:112737", "127.0.0.1", "localhost:0"])
+@pytest.mark.parametrize(("command", "target"), [
+    (["watch", "m1"], "127.0.0.1:112737"), (["review", "m1"], "127.0.0.1"),
+    (["play", "--ai", "1"], "localhost:0"), (["loadtest", "--matches", "1"], "localhost:"),
+])  # every form is checked in tests/client/test_library.py; here each command refuses one
 def test_a_target_no_channel_reaches_as_written_is_refused(command: list[str],
                                                            target: str) -> None:
     """A fresh user's walkthrough: `--target 127.0.0.1:112737` reached a serve on 47201
