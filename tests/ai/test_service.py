@@ -7,6 +7,7 @@ seat's view, and its request acknowledged when the match is over.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -21,7 +22,7 @@ import pytest
 import redis
 
 from battleline.v1 import ai_pb2, ai_pb2_grpc, types_pb2
-from battleline_ai.suggest import QUEUE_PER_PROCESS, AiServer
+from battleline_ai.suggest import KEY_GUESSES, QUEUE_PER_PROCESS, AiServer
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 from battleline_engine.auth import AI_OWNER
@@ -325,63 +326,62 @@ def test_battleline_ai_restarts_a_killed_worker_which_takes_the_match_over(
         stop(service)
 
 
-def test_wrong_ai_keys_are_refused_once_an_address_spent_its_guesses() -> None:
-    """Tries at the AI's key are rate-limited per address, and an address that spent its
-    guesses is refused before its key is compared: a right guess then tells it nothing."""
+@contextlib.contextmanager
+def _ai_service(key_guesses: Rate = KEY_GUESSES) -> Iterator[ai_pb2_grpc.AiServiceStub]:
+    """An AI service on loopback (its own loop thread and search process) and a stub to
+    it, stopped afterwards."""
     loop = LoopThread()
-    server = AiServer("127.0.0.1:0", AI_KEY, key_guesses=Rate(per_s=0.001, burst=3))
+    server = AiServer("127.0.0.1:0", AI_KEY, key_guesses=key_guesses)
     try:
         address = loop.call(server.start())
         with grpc.insecure_channel(address) as channel:
-            stub = ai_pb2_grpc.AiServiceStub(channel)
-            request = ai_pb2.ReviewRequest(ruleset="standard", actions=["not-an-action"])
-
-            def code(key: str) -> grpc.StatusCode:
-                try:
-                    stub.Review(request, metadata=[("authorization", f"Bearer {key}")],
-                                timeout=30)
-                    return grpc.StatusCode.OK
-                except grpc.RpcError as error:
-                    return error.code()  # type: ignore[attr-defined, no-any-return]
-
-            assert code(AI_KEY) == grpc.StatusCode.INVALID_ARGUMENT  # past the key: refunded
-            assert [code(f"guess-{n}-of-the-ai-key") for n in range(5)] == (
-                [grpc.StatusCode.UNAUTHENTICATED] * 3 + [grpc.StatusCode.RESOURCE_EXHAUSTED] * 2)
-            assert code(AI_KEY) == grpc.StatusCode.RESOURCE_EXHAUSTED
+            yield ai_pb2_grpc.AiServiceStub(channel)
     finally:
         loop.call(server.stop())
         loop.end()
+
+
+def test_wrong_ai_keys_are_refused_once_an_address_spent_its_guesses() -> None:
+    """Tries at the AI's key are rate-limited per address, and an address that spent its
+    guesses is refused before its key is compared: a right guess then tells it nothing."""
+    with _ai_service(key_guesses=Rate(per_s=0.001, burst=3)) as stub:
+        request = ai_pb2.ReviewRequest(ruleset="standard", actions=["not-an-action"])
+
+        def code(key: str) -> grpc.StatusCode:
+            try:
+                stub.Review(request, metadata=[("authorization", f"Bearer {key}")],
+                            timeout=30)
+                return grpc.StatusCode.OK
+            except grpc.RpcError as error:
+                return error.code()  # type: ignore[attr-defined, no-any-return]
+
+        assert code(AI_KEY) == grpc.StatusCode.INVALID_ARGUMENT  # past the key: refunded
+        assert [code(f"guess-{n}-of-the-ai-key") for n in range(5)] == (
+            [grpc.StatusCode.UNAUTHENTICATED] * 3 + [grpc.StatusCode.RESOURCE_EXHAUSTED] * 2)
+        assert code(AI_KEY) == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
 def test_the_ai_service_replaces_a_search_process_that_died() -> None:
     """Sixth audit: like the worker's, the AI service's pool broke for good when one of
     its processes died, and every later hint and review failed. Now the call that finds
     it broken is refused UNAVAILABLE (retry) and the next one is searched."""
-    loop = LoopThread()
-    server = AiServer("127.0.0.1:0", AI_KEY)
     before = set(children(os.getpid()))
-    try:
-        address = loop.call(server.start())
-        with grpc.insecure_channel(address) as channel:
-            stub = ai_pb2_grpc.AiServiceStub(channel)
-            view = new_game("standard", seed=5).view(0)
-            request = ai_pb2.SuggestRequest(position=dump_position(view), bot="heuristic")
-            metadata = [("authorization", f"Bearer {AI_KEY}")]
-            assert stub.Suggest(request, metadata=metadata, timeout=60).action
-            searchers = {pid for pid in set(children(os.getpid())) - before
-                         if "spawn_main" in " ".join(command_line(pid))}  # not its tracker
-            assert searchers
-            for pid in searchers:
-                os.kill(pid, signal.SIGKILL)
-            codes = []
-            for _ in range(3):
-                try:
-                    codes.append(stub.Suggest(request, metadata=metadata, timeout=60).action)
-                except grpc.RpcError as error:
-                    codes.append(error.code())  # type: ignore[attr-defined]
-    finally:
-        loop.call(server.stop())
-        loop.end()
+    with _ai_service() as stub:
+        view = new_game("standard", seed=5).view(0)
+        request = ai_pb2.SuggestRequest(position=dump_position(view), bot="heuristic")
+        metadata = [("authorization", f"Bearer {AI_KEY}")]
+        assert stub.Suggest(request, metadata=metadata, timeout=60).action
+        searchers = {pid for pid in set(children(os.getpid())) - before
+                     if "spawn_main" in " ".join(command_line(pid))}  # not its tracker
+        assert searchers
+        for pid in searchers:
+            os.kill(pid, signal.SIGKILL)
+        codes = []
+        for _ in range(3):
+            try:
+                codes.append(stub.Suggest(request, metadata=metadata, timeout=60).action)
+            except grpc.RpcError as error:
+                codes.append(error.code())  # type: ignore[attr-defined]
     assert set(codes) - {grpc.StatusCode.UNAVAILABLE}, codes  # searched again
     assert all(isinstance(c, str) for c in codes[codes.count(grpc.StatusCode.UNAVAILABLE):])
 
@@ -391,36 +391,28 @@ def test_the_ai_service_serves_the_client_served_least_recently_first() -> None:
     refused half the time; the queue was first come, first served. Now the engine names
     the client (`AI_OWNER`), and a process that comes free goes to the client served
     least recently: b's search, asked last, starts before a's second."""
-    loop = LoopThread()
-    server = AiServer("127.0.0.1:0", AI_KEY)
     position = dump_position(new_game("standard", seed=6).view(0))
     finished: list[str] = []
-    try:
-        address = loop.call(server.start())
-        with grpc.insecure_channel(address) as channel:
-            stub = ai_pb2_grpc.AiServiceStub(channel)
+    with _ai_service() as stub:
 
-            def ask(owner: str, budget_ms: int) -> grpc.Future:
-                future = stub.Suggest.future(
-                    ai_pb2.SuggestRequest(position=position, bot="ismcts:iterations=none",
-                                          budget_ms=budget_ms),
-                    metadata=[("authorization", f"Bearer {AI_KEY}"), (AI_OWNER, owner)],
-                    timeout=60)
-                future.add_done_callback(lambda _f: finished.append(f"{owner}:{budget_ms}"))
-                return future
+        def ask(owner: str, budget_ms: int) -> grpc.Future:
+            future = stub.Suggest.future(
+                ai_pb2.SuggestRequest(position=position, bot="ismcts:iterations=none",
+                                      budget_ms=budget_ms),
+                metadata=[("authorization", f"Bearer {AI_KEY}"), (AI_OWNER, owner)],
+                timeout=60)
+            future.add_done_callback(lambda _f: finished.append(f"{owner}:{budget_ms}"))
+            return future
 
-            assert stub.Suggest(ai_pb2.SuggestRequest(position=position, bot="heuristic"),
-                                metadata=[("authorization", f"Bearer {AI_KEY}")],
-                                timeout=60).action  # the search process is up
-            calls = [ask("a", 1500)]
-            time.sleep(0.3)
-            calls.append(ask("a", 1000))
-            time.sleep(0.1)
-            calls.append(ask("b", 300))
-            assert all(call.result().action for call in calls)
-    finally:
-        loop.call(server.stop())
-        loop.end()
+        assert stub.Suggest(ai_pb2.SuggestRequest(position=position, bot="heuristic"),
+                            metadata=[("authorization", f"Bearer {AI_KEY}")],
+                            timeout=60).action  # the search process is up
+        calls = [ask("a", 1500)]
+        time.sleep(0.3)
+        calls.append(ask("a", 1000))
+        time.sleep(0.1)
+        calls.append(ask("b", 300))
+        assert all(call.result().action for call in calls)
     assert finished == ["a:1500", "b:300", "a:1000"]
 
 
@@ -430,44 +422,36 @@ def test_a_full_queue_makes_room_for_a_client_holding_less() -> None:
     and reviews were refused. Now a client that holds fewer places than another takes the
     newest waiting place of the one holding most (that call is refused `ai-busy`); one
     holding as few as everyone else is still refused."""
-    loop = LoopThread()
-    server = AiServer("127.0.0.1:0", AI_KEY)
     position = dump_position(new_game("standard", seed=7).view(0))
-    try:
-        address = loop.call(server.start())
-        with grpc.insecure_channel(address) as channel:
-            stub = ai_pb2_grpc.AiServiceStub(channel)
+    with _ai_service() as stub:
 
-            def ask(owner: str, budget_ms: int = 3000) -> grpc.Future:
-                return stub.Suggest.future(
-                    ai_pb2.SuggestRequest(position=position, bot="ismcts:iterations=none",
-                                          budget_ms=budget_ms),
-                    metadata=[("authorization", f"Bearer {AI_KEY}"), (AI_OWNER, owner)],
-                    timeout=60)
+        def ask(owner: str, budget_ms: int = 3000) -> grpc.Future:
+            return stub.Suggest.future(
+                ai_pb2.SuggestRequest(position=position, bot="ismcts:iterations=none",
+                                      budget_ms=budget_ms),
+                metadata=[("authorization", f"Bearer {AI_KEY}"), (AI_OWNER, owner)],
+                timeout=60)
 
-            def refused(call: grpc.Future) -> bool:
-                return call.done() and call.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        def refused(call: grpc.Future) -> bool:
+            return call.done() and call.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
 
-            assert stub.Suggest(ai_pb2.SuggestRequest(position=position, bot="heuristic"),
-                                metadata=[("authorization", f"Bearer {AI_KEY}")],
-                                timeout=60).action  # the search process is up
-            # Every place taken: one client with 2, the others with one each; one search runs.
-            owners = ["two", "two"] + [f"one-{n}" for n in range(QUEUE_PER_PROCESS - 2)]
-            held = [ask(owner) for owner in owners]
-            time.sleep(1.0)
-            assert not any(call.done() for call in held)
-            newcomer = ask("newcomer")
-            time.sleep(1.0)
-            gave_way = [owner for owner, call in zip(owners, held, strict=True)
-                        if refused(call)]
-            assert gave_way == ["two"] and not newcomer.done()
-            # Now every client holds one place: one more is refused, as it would be.
-            late = ask("late")
-            assert late.exception(timeout=10) is not None and refused(late)
-            assert sum(refused(call) for call in held) == 1
-    finally:
-        loop.call(server.stop())
-        loop.end()
+        assert stub.Suggest(ai_pb2.SuggestRequest(position=position, bot="heuristic"),
+                            metadata=[("authorization", f"Bearer {AI_KEY}")],
+                            timeout=60).action  # the search process is up
+        # Every place taken: one client with 2, the others with one each; one search runs.
+        owners = ["two", "two"] + [f"one-{n}" for n in range(QUEUE_PER_PROCESS - 2)]
+        held = [ask(owner) for owner in owners]
+        time.sleep(1.0)
+        assert not any(call.done() for call in held)
+        newcomer = ask("newcomer")
+        time.sleep(1.0)
+        gave_way = [owner for owner, call in zip(owners, held, strict=True)
+                    if refused(call)]
+        assert gave_way == ["two"] and not newcomer.done()
+        # Now every client holds one place: one more is refused, as it would be.
+        late = ask("late")
+        assert late.exception(timeout=10) is not None and refused(late)
+        assert sum(refused(call) for call in held) == 1
 
 
 def test_a_search_whose_caller_cancelled_keeps_its_places_until_it_ends() -> None:
@@ -477,43 +461,35 @@ def test_a_search_whose_caller_cancelled_keeps_its_places_until_it_ends() -> Non
     held until that search ends: the seat asked again is refused `seat-busy` (its retry
     delay the time that search has left), the client's third search `ai-busy`, and both
     are searched once it has ended."""
-    loop = LoopThread()
-    server = AiServer("127.0.0.1:0", AI_KEY)
     position = dump_position(new_game("standard", seed=8).view(0))
-    try:
-        address = loop.call(server.start())
-        with grpc.insecure_channel(address) as channel:
-            stub = ai_pb2_grpc.AiServiceStub(channel)
+    with _ai_service() as stub:
 
-            def ask(match_id: str, budget_ms: int = 2500) -> grpc.Future:
-                view = types_pb2.MatchView(match_id=match_id, viewer=types_pb2.SEAT_FIRST,
-                                           position=position)
-                return stub.Suggest.future(
-                    ai_pb2.SuggestRequest(view=view, bot="ismcts:iterations=none",
-                                          budget_ms=budget_ms),
-                    metadata=[("authorization", f"Bearer {AI_KEY}"), (AI_OWNER, "a")],
-                    timeout=60)
+        def ask(match_id: str, budget_ms: int = 2500) -> grpc.Future:
+            view = types_pb2.MatchView(match_id=match_id, viewer=types_pb2.SEAT_FIRST,
+                                       position=position)
+            return stub.Suggest.future(
+                ai_pb2.SuggestRequest(view=view, bot="ismcts:iterations=none",
+                                      budget_ms=budget_ms),
+                metadata=[("authorization", f"Bearer {AI_KEY}"), (AI_OWNER, "a")],
+                timeout=60)
 
-            def refusal(call: grpc.Future) -> str:
-                error = call.exception(timeout=10)
-                assert error is not None and error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-                return reason(error)
+        def refusal(call: grpc.Future) -> str:
+            error = call.exception(timeout=10)
+            assert error is not None and error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            return reason(error)
 
-            assert ask("warm-up", 100).result().action  # the search process is up
-            cancelled = ask("m1")
-            time.sleep(0.5)  # its search is running
-            assert cancelled.cancel()
-            time.sleep(0.2)
-            again = ask("m1", 100)
-            assert refusal(again) == "seat-busy"
-            # Its retry delay is what the cancelled search has left, not the new one's 0.1 s.
-            left_s = details(again.exception())["RetryInfo"].retry_delay.ToNanoseconds() / 1e9
-            assert 1.0 < left_s <= 2.5, left_s
-            waiting = ask("m2", 100)  # the client's second place: waits for the process
-            time.sleep(0.2)
-            assert refusal(ask("m3", 100)) == "ai-busy"
-            assert waiting.result().action  # searched once the cancelled search ended
-            assert ask("m1", 100).result().action and ask("m3", 100).result().action
-    finally:
-        loop.call(server.stop())
-        loop.end()
+        assert ask("warm-up", 100).result().action  # the search process is up
+        cancelled = ask("m1")
+        time.sleep(0.5)  # its search is running
+        assert cancelled.cancel()
+        time.sleep(0.2)
+        again = ask("m1", 100)
+        assert refusal(again) == "seat-busy"
+        # Its retry delay is what the cancelled search has left, not the new one's 0.1 s.
+        left_s = details(again.exception())["RetryInfo"].retry_delay.ToNanoseconds() / 1e9
+        assert 1.0 < left_s <= 2.5, left_s
+        waiting = ask("m2", 100)  # the client's second place: waits for the process
+        time.sleep(0.2)
+        assert refusal(ask("m3", 100)) == "ai-busy"
+        assert waiting.result().action  # searched once the cancelled search ended
+        assert ask("m1", 100).result().action and ask("m3", 100).result().action
