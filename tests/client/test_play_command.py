@@ -21,7 +21,7 @@ from battleline.v1 import types_pb2
 from battleline_client.bots import choose
 from battleline_client.cli import app
 from battleline_client.client import Client
-from battleline_client.commands.play import games_going_on
+from battleline_client.commands.play import games_going_on, hint_line
 from battleline_client.common import SeatHandle, is_finished, is_my_turn
 from battleline_client.saved_seats import SavedSeats
 from battleline_host.local import LocalService
@@ -50,6 +50,22 @@ def test_play_against_a_hosted_ai_seat_to_the_end(redis_url: str, tmp_path: Path
     assert session.prompts > 5
     assert "wins by" in session.result or "you win by" in session.result \
         or "no winner" in session.result
+
+
+def test_hint_at_the_move_prompt_names_a_legal_move_or_why_not(ai_engine: LocalService) -> None:
+    """A fresh user's walkthrough: the engine offers hints, `play` had no way to ask.
+    `hint` at the move prompt prints the hosted AI's move for the seat (one of its legal
+    actions), or the engine's reason in one line."""
+    with Client(ai_engine.address) as client:
+        created = client.create(opponent="local", clock="none", seed=4)
+        assert created.other is not None
+        seats = [client.seat(created.seat), client.seat(created.other)]
+        mover = next(seat for seat in seats if seat.view().legal_actions)
+        waiting = seats[1 - seats.index(mover)]
+        line = hint_line(mover)
+        suggested = re.fullmatch(r"the AI would play \[bold\](.+?)\[/\].*", line)
+        assert suggested is not None and suggested.group(1) in mover.view().legal_actions, line
+        assert hint_line(waiting).startswith("[yellow]no hint (not-your-turn): ")
 
 
 def test_play_gives_up_when_no_ai_worker_comes(redis_url: str) -> None:

@@ -36,6 +36,7 @@ def _newcomer() -> dict[str, str]:
         first_card = hand.group(1).split()[0]
         for name, text, until in (("help", "?", MOVE), ("refused", "play Z9@1", MOVE),
                                   ("unknown", "99", MOVE), ("quit", "quit", MOVE),
+                                  ("hint", "hint", MOVE),
                                   ("list", "list", MOVE),
                                   ("resign", "resign", r"\[y/N\]"), ("kept", "n", MOVE)):
             child.sendline(text)
@@ -80,6 +81,9 @@ def test_a_newcomer_gets_help_short_errors_and_a_resign_question() -> None:
     assert "refused" in shown["refused"]
     # `quit` is no action: it says how to leave instead of "no action 'quit'".
     assert "to leave: resign gives the match up" in _plain(shown["quit"]), shown["quit"]
+    # `hint` asks the hosted AI; the hot seat's own engine runs none, and says so in a line.
+    assert "no hint (no-ai-service): hints and reviews need the AI service" in _plain(
+        shown["hint"]), shown["hint"]
     assert " 1. " in shown["list"]
     assert "resign" in shown["resign"]
     assert f"you: {shown['played']}" in shown["card then flag"] or (

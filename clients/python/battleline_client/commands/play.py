@@ -56,10 +56,11 @@ HELP = """\
   traitor B4@2 6       take the opponent's B4 from flag 2 onto your side of flag 6
   scout-draw troop / scout-return R3 / mud-discard R4@6   Scout's and Mud's steps
 Several at once, separated by commas: [bold]play R7@3, draw troop[/].
-[bold]list[/] shows the legal actions again; [bold]resign[/] gives up the match (asks first);
-Ctrl-C (or Ctrl-D) leaves the table and gives it up at once. A game left otherwise (the terminal
-closed, the connection lost) goes on, its clock running (out of time loses):
-[bold]battleline play --resume[/] takes it up again.
+[bold]list[/] shows the legal actions again; [bold]hint[/] asks the hosted AI what it would play
+(where the engine runs its AI service; not between two people; from your hint budget);
+[bold]resign[/] gives up the match (asks first); Ctrl-C (or Ctrl-D) leaves the table and
+gives it up at once. A game left otherwise (the terminal closed, the connection lost) goes
+on, its clock running (out of time loses): [bold]battleline play --resume[/] takes it up.
 The rules: docs/RULES.md."""
 HINT = "type 'list' for the legal actions, '?' for help"
 LEAVING = "to leave: [bold]resign[/] gives the match up (asks first), Ctrl-C or Ctrl-D at once"
@@ -102,7 +103,8 @@ class Terminal:
     def screen(self, view: types_pb2.MatchView, title: str = "") -> None:
         self.console.print(tui.screen(view, title, recent=list(self.recent)))
 
-    def ask(self, view: types_pb2.MatchView, who: str, listed: bool = True) -> list[str] | None:
+    def ask(self, seat: Seat, view: types_pb2.MatchView, who: str,
+            listed: bool = True) -> list[str] | None:
         """The player's choice; None to resign. What can be done is shown first unless
         ``listed`` is False (after a refusal: the error stays in sight)."""
         if listed:
@@ -120,6 +122,9 @@ class Terminal:
                 continue
             if text.lower() in ("quit", "exit", "q"):
                 self.console.print(LEAVING)
+                continue
+            if text.lower() == "hint":
+                self.console.print(hint_line(seat))
                 continue
             if text.lower() in ("list", "l"):
                 self.console.print(tui.actions(view))
@@ -155,7 +160,7 @@ class Terminal:
         """Ask until the engine accepts a move; returns the seat's view after it."""
         listed = True
         while True:
-            choice = self.ask(view, who, listed)
+            choice = self.ask(seat, view, who, listed)
             if choice is None:
                 return seat.resign()
             try:
@@ -177,6 +182,18 @@ class Terminal:
         if hands is not None:
             self.console.print(hands)
         self.console.print(f"[bold]{escape(tui.result(view))}[/]")
+
+
+def hint_line(seat: Seat) -> str:
+    """The hosted AI's suggestion for the seat's move, or why there is none (a match
+    between two people, no AI service, the hint budget spent), as one line of markup."""
+    try:
+        suggestion = seat.hint().suggestion
+    except BattleLineError as err:
+        return f"[yellow]no hint ({escape(err.reason or err.code.name)}): {escape(err.message)}[/]"
+    estimate = (f" (its win estimate after it: {100 * suggestion.win_estimate:.0f}%)"
+                if suggestion.iterations else "")
+    return f"the AI would play [bold]{escape(suggestion.action)}[/]{estimate}"
 
 
 def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool,
