@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import grpc
@@ -107,15 +107,21 @@ def review_message(review: GameReview, game: int) -> review_pb2.GameReview:
 
 @dataclass
 class _Place:
-    """One call's hold on the queue: the search it started, once one runs, and when its
-    seat (or match) is free again at the latest (its search's budget; one that stops at
-    an iteration count ends sooner), the retry delay of a call refused for it."""
+    """One call's hold on the queue: whose it is, the `seconds` its search may take, the
+    search once one runs, and when its seat (or match) is free again at the latest (one
+    that stops at an iteration count ends sooner), the retry delay of a call refused for
+    it."""
 
-    free_by: float  # time.monotonic(); a guess until the search starts
+    owner: str
+    seconds: float
+    free_by: float = field(init=False)  # time.monotonic(); a guess until the search starts
     search: Future[Any] | None = None
 
-    def start(self, search: Future[Any], seconds: float) -> None:
-        self.search, self.free_by = search, time.monotonic() + seconds
+    def __post_init__(self) -> None:
+        self.free_by = time.monotonic() + self.seconds
+
+    def start(self, search: Future[Any]) -> None:
+        self.search, self.free_by = search, time.monotonic() + self.seconds
 
 
 # Wrong keys per caller address: a key of 16 characters or more is out of reach of a few
@@ -171,26 +177,26 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
                               "a review of this match is running: one at a time",
                               REVIEW_SECONDS) as place:
             try:
-                review = await self._run(context, REVIEW_SECONDS, owner, place, review_record,
-                                         request.ruleset, request.options, request.seed,
-                                         list(request.actions))
+                review = await self._run(context, place, review_record, request.ruleset,
+                                         request.options, request.seed, list(request.actions))
             except ValueError as err:
                 raise invalid("bad-record", str(err)) from None
         return ai_pb2.ReviewResponse(review=review_message(review, request.game or 1))
 
-    async def _run(self, context: grpc.aio.ServicerContext[Any, Any], seconds: float,
-                   owner: str, place: _Place, fn: Callable[..., T], *args: object) -> T:
-        """`fn(*args)` in a search process, which must start in time to take `seconds`
-        before the call's deadline (else RESOURCE_EXHAUSTED `ai-busy`); the job is the
-        `place`'s once it runs. A process that
-        died (the OOM killer, a crash in compiled code) broke the pool for good: it is
-        replaced, and the call refused UNAVAILABLE for its caller to retry."""
+    async def _run(self, context: grpc.aio.ServicerContext[Any, Any], place: _Place,
+                   fn: Callable[..., T], *args: object) -> T:
+        """`fn(*args)` in a search process for `place`, which must start in time to take
+        its seconds before the call's deadline (else RESOURCE_EXHAUSTED `ai-busy`); the job
+        is the place's once it runs. A process that died (the OOM killer, a crash in
+        compiled code) broke the pool for good: it is replaced, and the call refused
+        UNAVAILABLE for its caller to retry."""
         remaining = context.time_remaining()
-        start_by = time.time() + (remaining if remaining is not None else DEFAULT_WAIT_S) - seconds
+        wait_s = remaining if remaining is not None else DEFAULT_WAIT_S
+        start_by = time.time() + wait_s - place.seconds
         pool = self.pool
         try:
-            done = await self.turns.run(start_by, fn, *args, owner=owner,
-                                        started=lambda job: place.start(job, seconds))
+            done = await self.turns.run(start_by, fn, *args, owner=place.owner,
+                                        started=place.start)
         except BrokenProcessPool:
             if self.pool is pool:
                 log.error("a search process died: starting new search processes")
@@ -241,7 +247,7 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
                           f"{total} searches running or waiting: retry shortly",
                           retry_after_s=1.0)
         self.queued[owner] += 1
-        place = _Place(free_by=time.monotonic() + seconds)
+        place = _Place(owner, seconds)
         if key:
             self.searching[key] = place
 
@@ -300,8 +306,8 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
                               "a search for this seat is running: one at a time",
                               budget_ms / 1000) as place:
             try:
-                decision = await self._run(context, budget_ms / 1000, owner, place, decide,
-                                           position, spec, budget_ms / 1000, seed)
+                decision = await self._run(context, place, decide, position, spec,
+                                           place.seconds, seed)
             except ValueError as err:
                 raise invalid("bad-position", str(err)) from None
         return ai_pb2.SuggestResponse(
