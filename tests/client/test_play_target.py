@@ -20,7 +20,7 @@ from battleline_client.hosting import is_serving
 from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI
 from tests.client import terminal
-from tests.processes import BATTLELINE, start_serve, stop_serve
+from tests.processes import BATTLELINE, free_port, start_serve, stop_serve, unboxed
 
 
 @pytest.fixture
@@ -113,17 +113,14 @@ def test_a_target_no_channel_reaches_as_written_is_refused(command: list[str],
     done = subprocess.run([BATTLELINE, *command, "--target", target], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 2, done.stdout + done.stderr
-    said = " ".join(done.stderr.replace("│", " ").split())  # typer's box, unwrapped
-    assert "give HOST:PORT, the port from 1 to 65535" in said, done.stderr
+    assert "give HOST:PORT, the port from 1 to 65535" in unboxed(done.stderr), done.stderr
     assert "Traceback" not in done.stderr
 
 
 def test_a_command_with_no_engine_at_its_target_says_what_to_start() -> None:
     """A fresh user's walkthrough: `watch` and `review` at a port nothing listens on
     printed only gRPC's "failed to connect to all addresses"."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        target = f"127.0.0.1:{probe.getsockname()[1]}"  # closed once the block ends
+    target = f"127.0.0.1:{free_port()}"  # nothing listens there
     for command in (["watch", "m1"], ["review", "m1"]):
         done = subprocess.run([BATTLELINE, *command, "--target", target], capture_output=True,
                               text=True, timeout=120)
