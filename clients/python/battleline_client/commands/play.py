@@ -166,8 +166,7 @@ class Terminal:
             try:
                 response = seat.act(*choice)
             except BattleLineError as err:
-                self.console.print(f"[red]refused ({escape(err.reason or err.code.name)}): "
-                                   f"{escape(err.message)}[/] ({HINT})")
+                self.console.print(f"[red]refused {_why(err)}[/] ({HINT})")
                 view = seat.view()
                 if not is_my_turn(view):
                     return view
@@ -190,10 +189,15 @@ def hint_line(seat: Seat) -> str:
     try:
         suggestion = seat.hint().suggestion
     except BattleLineError as err:
-        return f"[yellow]no hint ({escape(err.reason or err.code.name)}): {escape(err.message)}[/]"
+        return f"[yellow]no hint {_why(err)}[/]"
     estimate = (f" (its win estimate after it: {100 * suggestion.win_estimate:.0f}%)"
                 if suggestion.iterations else "")
     return f"the AI would play [bold]{escape(suggestion.action)}[/]{estimate}"
+
+
+def _why(err: BattleLineError) -> str:
+    """A refusal as the move prompt tells it: `(reason): message`, as text, not markup."""
+    return f"({escape(err.reason or err.code.name)}): {escape(err.message)}"
 
 
 def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool,
