@@ -18,7 +18,7 @@ its budget, and never less than what the smallest hint costs.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
@@ -57,19 +57,21 @@ class HintClient:
         self._stub: ai_pb2_grpc.AiServiceAsyncStub | None = None
 
     async def suggest(self, request: ai_pb2.SuggestRequest, timeout_s: float,
-                      owner: str) -> ai_pb2.SuggestResponse:
+                      owner: str, on_busy: Callable[[], None]) -> ai_pb2.SuggestResponse:
         """A hint for `owner` (the asking client's limiter key), whose searches the AI
-        service shares fairly with other clients'."""
-        with self._refusals("hint"):
+        service shares fairly with other clients'. `on_busy` gives back what the hint
+        was charged when the AI had no room: it searched nothing."""
+        with self._refusals("hint", on_busy):
             response: ai_pb2.SuggestResponse = await self._ai().Suggest(
                 request, timeout=timeout_s, metadata=(*self._metadata, (AI_OWNER, owner)))
         return response
 
     async def review(self, request: ai_pb2.ReviewRequest, timeout_s: float,
-                     owner: str) -> ai_pb2.ReviewResponse:
+                     owner: str, on_busy: Callable[[], None]) -> ai_pb2.ReviewResponse:
         """A review asked by `owner`: its places in the AI's queue are that client's own,
-        so one client's reviews cannot keep another's (or its hints) waiting."""
-        with self._refusals("review"):
+        so one client's reviews cannot keep another's (or its hints) waiting. `on_busy`
+        as for `suggest`."""
+        with self._refusals("review", on_busy):
             response: ai_pb2.ReviewResponse = await self._ai().Review(
                 request, timeout=timeout_s, metadata=(*self._metadata, (AI_OWNER, owner)))
         return response
@@ -85,12 +87,13 @@ class HintClient:
 
     @staticmethod
     @contextlib.contextmanager
-    def _refusals(what: str) -> Iterator[None]:
+    def _refusals(what: str, on_busy: Callable[[], None]) -> Iterator[None]:
         """The AI service's failures as our refusals: busy stays RESOURCE_EXHAUSTED."""
         try:
             yield
         except grpc.aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                on_busy()
                 raise Refusal(Kind.EXHAUSTED, f"{what}-busy",
                               f"the AI is busy: {err.details()}", retry_after_s=1.0) from None
             raise Refusal(Kind.UNAVAILABLE, "ai-service-failed",
@@ -116,14 +119,10 @@ async def get_hint(runtime: Runtime, request: game_pb2.GetHintRequest,
     client = runtime.callers.key(context)
     charge_s = max(budget_ms, MIN_CHARGE_MS) / 1000
     runtime.hint_limit.take(client, charge_s)
-    try:
-        suggestion = await runtime.hints.suggest(
-            ai_pb2.SuggestRequest(view=view, bot=HINT_BOT, budget_ms=budget_ms),
-            timeout_s=budget_ms / 1000 + QUEUE_WAIT_S, owner=client)
-    except Refusal as refused:
-        if refused.kind is Kind.EXHAUSTED:  # the AI had no room: it searched nothing
-            runtime.hint_limit.refund(client, charge_s)
-        raise
+    suggestion = await runtime.hints.suggest(
+        ai_pb2.SuggestRequest(view=view, bot=HINT_BOT, budget_ms=budget_ms),
+        timeout_s=budget_ms / 1000 + QUEUE_WAIT_S, owner=client,
+        on_busy=lambda: runtime.hint_limit.refund(client, charge_s))
     return game_pb2.GetHintResponse(version=view.version, suggestion=suggestion)
 
 

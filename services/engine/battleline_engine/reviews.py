@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from battleline.v1 import ai_pb2, record_pb2
 
-from .errors import Kind, Refusal, precondition
+from .errors import precondition
 from .model import Match
 from .runtime import Runtime
 from .storage import StoredEvent
@@ -85,17 +85,13 @@ class Reviews:
         state = match.state
         if state.seed is None:  # a full state always has its deal's seed
             raise precondition("no-seed", "this match's deal cannot be replayed")
-        try:
-            reply = await self.rt.hints.review(
-                ai_pb2.ReviewRequest(
-                    ruleset=state.ruleset.name, options=state.options.text(),
-                    seed=state.seed, actions=last_game_actions(page.events),
-                    match_id=match.match_id, game=match.game),
-                timeout_s=REVIEW_TIMEOUT_S, owner=caller)
-        except Refusal as refused:
-            if refused.kind is Kind.EXHAUSTED:  # the AI had no room: it reviewed nothing
-                self.rt.review_limit.refund(caller)
-            raise
+        reply = await self.rt.hints.review(
+            ai_pb2.ReviewRequest(
+                ruleset=state.ruleset.name, options=state.options.text(),
+                seed=state.seed, actions=last_game_actions(page.events),
+                match_id=match.match_id, game=match.game),
+            timeout_s=REVIEW_TIMEOUT_S, owner=caller,
+            on_busy=lambda: self.rt.review_limit.refund(caller))
         data = record_pb2.GetReviewResponse(review=reply.review).SerializeToString()
         await self.rt.storage.reviews.put(match.match_id, data)
         return data
