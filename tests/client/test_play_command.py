@@ -249,6 +249,16 @@ def test_play_takes_a_seed_for_a_local_game_only() -> None:
         assert "--seed" in result.output and "--local" in result.output
 
 
+def test_play_refuses_a_name_it_would_not_use() -> None:
+    """`--name` with `--local` or `--resume` was silently ignored: neither makes a seat a
+    name can go with, so `play` says so before starting anything."""
+    for mode in (["--local"], ["--resume"]):
+        result = CliRunner().invoke(app, ["play", "--target", "127.0.0.1:1", "--name", "Ann",
+                                          *mode])
+        assert result.exit_code == 2, result.output
+        assert "--name" in result.output and "a name is for a new seat" in result.output
+
+
 def test_a_hot_seats_screen_tells_the_moves_as_that_seat_was_told_them(
         service: LocalService) -> None:
     """Both seats of `play --local` shared one account of the last moves: the second seat's

@@ -402,6 +402,10 @@ def play(
     if seed is not None and not local:
         raise typer.BadParameter("a seed goes with --local only: whoever knows it knows the "
                                  "other seat's hand", param_hint="--seed")
+    if name and (local or resume):
+        raise typer.BadParameter("a name is for a new seat against someone else: --local "
+                                 "seats are named by their seats, a resumed one keeps its "
+                                 "name", param_hint="--name")
     console = Console(highlight=False)
     service = None
     if target is None and resume:
