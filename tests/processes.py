@@ -29,12 +29,6 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def unboxed(output: str) -> str:
-    """A command's output as one line of words: typer draws a usage error in a box and
-    wraps it to the terminal, so a message may be split across its lines."""
-    return " ".join(output.replace("│", " ").split())
-
-
 def free_port_pair() -> int:
     """A port p with p and p + 1 free, below Linux's ephemeral range (32768 and up), so
     no outgoing connection of this busy machine takes either before serve binds them."""

@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 
 from battleline_ai.tournament import elo, logged_games, paired, run, wilson
 from battleline_client.cli import app
-from tests.processes import unboxed
 
 
 def test_wilson_and_elo() -> None:
@@ -111,12 +110,12 @@ def test_the_log_and_json_folders_are_made_before_the_games(tmp_path: Path) -> N
     blocked = tmp_path / "taken" / "r.json"
     result = CliRunner().invoke(app, [*args[:-1], str(blocked)])
     assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
-    said = unboxed(result.output)
+    said = result.output
     assert "Not a directory" in said or "File exists" in said, said
     assert log.read_text().count("\n") == 2  # nothing played
     result = CliRunner().invoke(app, [*args[:-1], str(tmp_path)])  # a folder, not a file
     assert result.exit_code == 2, result.output
-    assert "not a file this user may write" in unboxed(result.output), result.output
+    assert "not a file this user may write" in result.output, result.output
     assert log.read_text().count("\n") == 2
 
 

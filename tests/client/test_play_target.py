@@ -20,7 +20,7 @@ from battleline_client.hosting import is_serving
 from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI
 from tests.client import terminal
-from tests.processes import BATTLELINE, free_port, start_serve, stop_serve, unboxed
+from tests.processes import BATTLELINE, free_port, start_serve, stop_serve
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ def test_a_target_no_channel_reaches_as_written_is_refused(command: list[str],
     done = subprocess.run([BATTLELINE, *command, "--target", target], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "give HOST:PORT, the port from 1 to 65535" in unboxed(done.stderr), done.stderr
+    assert "give HOST:PORT, the port from 1 to 65535" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
 
 

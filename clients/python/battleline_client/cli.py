@@ -10,7 +10,10 @@ from .commands.review import review
 from .commands.server import add_server_commands
 from .commands.watch import watch
 
-app = typer.Typer(help="Battle Line Online: serve, play, analyze.", no_args_is_help=True)
+# Plain click help (rich_markup_mode=None): typer's rich panels cut long option and
+# environment variable names short ("BATTLELINE_DATA_…") in an 80-column terminal.
+app = typer.Typer(help="Battle Line Online: serve, play, analyze.", no_args_is_help=True,
+                  rich_markup_mode=None)
 app.command()(analyze)
 app.command()(loadtest)
 app.command()(play)

@@ -374,7 +374,7 @@ def play(
         "--friend", help="Create a private match and print its invite code.")] = False,
     join: Annotated[str | None, typer.Option(
         "--join", help="Join a friend's match by its invite code, or the web page's invite "
-                       "link (…#join=CODE).")] = None,
+                       "link (it ends in #join=CODE).")] = None,
     local: Annotated[bool, typer.Option(
         "--local", help="Both seats on this terminal (hot seat).")] = False,
     ruleset: Annotated[str, typer.Option(help="standard, basic or deck52.")] = "standard",
