@@ -663,8 +663,8 @@ class ClaimableFlag(_message.Message):
     number: _builtins.int
     """Flag number, from 1."""
     proof: _builtins.str
-    """Why the claim holds, in words (for example "Wedge R8-R9-R10 beats any
-    completion of B5-B6: best possible is Phalanx 6").
+    """Why the claim holds, in words (for example "your phalanx, sum 24; the best
+    your opponent can still reach with cards off the table is phalanx, sum 21").
     """
     def __init__(
         self,

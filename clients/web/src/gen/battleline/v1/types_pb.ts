@@ -376,8 +376,8 @@ export type ClaimableFlag = Message<"battleline.v1.ClaimableFlag"> & {
   number: number;
 
   /**
-   * Why the claim holds, in words (for example "Wedge R8-R9-R10 beats any
-   * completion of B5-B6: best possible is Phalanx 6").
+   * Why the claim holds, in words (for example "your phalanx, sum 24; the best
+   * your opponent can still reach with cards off the table is phalanx, sum 21").
    *
    * @generated from field: string proof = 2;
    */
