@@ -9,6 +9,8 @@ an int bitmask and "is this card available" is one `&`.
   ranks 2..13 written 2..10, J, Q, K.
 - Two placeholders stand for a card a viewer may not see: ``UNKNOWN_TROOP``
   and ``UNKNOWN_TACTIC`` (hands and decks still show which deck a card is from).
+- ``NO_CARD`` is no card at all (what an action that drew nothing drew): never a
+  placeholder, so a hidden draw and no draw read apart.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ CARD_COUNT: Final = 118
 
 UNKNOWN_TROOP: Final = -1
 UNKNOWN_TACTIC: Final = -2
+NO_CARD: Final = -3
 
 
 class Tactic(IntEnum):

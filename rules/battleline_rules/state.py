@@ -28,6 +28,7 @@ from .cards import (
     ENVIRONMENT,
     LEADERS,
     MORALE,
+    NO_CARD,
     TACTIC_CARDS,
     UNKNOWN_TACTIC,
     UNKNOWN_TROOP,
@@ -62,12 +63,13 @@ class Phase(IntEnum):
 
 
 class Event(NamedTuple):
-    """What one applied action did. ``drawn`` is secret to ``seat``."""
+    """What one applied action did. ``drawn`` (``NO_CARD`` when it drew nothing) is
+    secret to ``seat``."""
 
     ply: int
     seat: int
     action: Action
-    drawn: int = -1
+    drawn: int = NO_CARD
 
 
 def redact_event(event: Event, viewer: int) -> Event:
@@ -475,7 +477,7 @@ class GameState:
         """Apply an action taken from `legal_actions` (the search hot path)."""
         seat, ply = self.current_player, self.ply
         self._legal = None
-        drawn = -1
+        drawn = NO_CARD
         kind = action.kind
         if kind is Kind.PLAY:
             self._play(seat, action)

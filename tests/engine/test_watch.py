@@ -255,3 +255,33 @@ def test_a_lagging_stream_whose_events_are_gone_waits_instead_of_reading_redis(
     small_window.close()
     assert got, "the page already read still arrives"
     assert commands < 500, f"{commands} Redis commands in 2 s for nothing"
+
+
+def test_a_draw_reads_its_card_to_its_drawer_and_a_placeholder_to_everyone_else(
+        client: Client) -> None:
+    """API.md: an opponent's draw reads `draw troop ?troop`. It read `draw troop` (the
+    rules core's "nothing drawn" was the troop placeholder's number), so a client
+    parsing the third word failed on troop draws only; a play still reads no card."""
+    created = client.create("standard", seed=11)
+    mover = created.seat_token
+    view = client.view(created.match_id, mover)
+    play = next(a for a in view.legal_actions if a.startswith("play "))
+    client.submit(created.match_id, mover, view.version, [play, "draw troop"])
+    drawn = client.view(created.match_id, mover).hand
+    for token, reads in ((mover, "known"), (created.other_seat_token, "?troop"),
+                         (None, "?troop")):
+        events = [e.text for e in client.get_record(created.match_id, token).events
+                  if e.kind == types_pb2.EVENT_KIND_ACTION]
+        assert events[0] == play, events  # a play names no drawn card
+        assert events[1].split()[:2] == ["draw", "troop"] and len(events[1].split()) == 3, events
+        card = events[1].split()[2]
+        assert card in drawn if reads == "known" else card == reads, (token, events)
+    for stream_token in (created.other_seat_token, None):
+        got: list[object] = []
+        _drain(client.watcher.Watch(
+            watch_pb2.WatchRequest(match_id=created.match_id, resume_after=0),
+            metadata=[("authorization", f"Bearer {stream_token}")] if stream_token else [],
+            timeout=3), got)
+        texts = [item.event.text for item in got
+                 if isinstance(item, watch_pb2.WatchResponse) and item.HasField("event")]
+        assert "draw troop ?troop" in texts, texts

@@ -32,7 +32,7 @@ from battleline_rules import (
     redact_event,
 )
 from battleline_rules.board import Flag
-from battleline_rules.cards import CARD_COUNT, is_tactic
+from battleline_rules.cards import CARD_COUNT, NO_CARD, is_tactic
 from battleline_rules.notation import flag_text
 
 from .clocks import ClockState, left_ms
@@ -284,12 +284,12 @@ def event_text(fields: dict[str, str], viewer: int) -> str:
     if not stored:
         return fields.get("x", "")
     seat = int(fields["s"])
-    drawn = parse_card(fields["d"]) if fields.get("d") else -1
+    drawn = parse_card(fields["d"]) if fields.get("d") else NO_CARD
     event = Event(0, seat, _stored_action(stored), drawn)
     if viewer != FULL:
         event = redact_event(event, viewer)
     text = action_text(event.action)
-    return f"{text} {NAMES[event.drawn]}" if event.drawn != -1 else text
+    return f"{text} {NAMES[event.drawn]}" if event.drawn != NO_CARD else text
 
 
 def event_message(stored: StoredEvent, viewer: int) -> pb.MatchEvent:
