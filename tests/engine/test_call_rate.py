@@ -7,8 +7,10 @@ from __future__ import annotations
 import dataclasses
 
 import grpc
+import pytest
 
-from battleline_engine.ratelimit import Rate
+from battleline_engine.errors import Refusal
+from battleline_engine.ratelimit import Rate, RateLimiter
 
 from .harness import AI_KEY, OPEN_LIMITS, Client, Engine, view_status
 
@@ -33,3 +35,15 @@ def test_an_address_past_its_call_rate_is_refused_and_others_and_the_ai_are_not(
     finally:
         client.channel.close()
         engine.close()
+
+
+@pytest.mark.parametrize(("per_s", "says"), [(1000.0, "retry in 1 ms"), (25.0, "retry in 40 ms"),
+                                             (0.5, "retry in 2.0 s")])
+def test_a_refusal_says_a_delay_a_person_can_read(per_s: float, says: str) -> None:
+    """A walkthrough was told "retry in 0.00 s" (the delay was 1.36 ms): it read as
+    "retry now", which would be refused again."""
+    limiter = RateLimiter(Rate(per_s=per_s, burst=1), "calls")
+    limiter.take("a")
+    with pytest.raises(Refusal) as refused:
+        limiter.take("a")
+    assert refused.value.message.endswith(says), refused.value.message

@@ -27,6 +27,12 @@ class Rate:
     burst: float
 
 
+def delay_text(seconds: float) -> str:
+    """A retry delay as a person reads it: a bucket short of a sliver of a token says
+    "2 ms", not "0.00 s" (which read as "retry now" and was not)."""
+    return f"{max(1, round(seconds * 1000))} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
 class RateLimiter:
     """Refuses with RESOURCE_EXHAUSTED (and RetryInfo) once a key's bucket is empty."""
 
@@ -46,7 +52,8 @@ class RateLimiter:
             wait = (cost - tokens) / self.rate.per_s
             self._buckets[key] = (tokens, now)
             raise Refusal(Kind.EXHAUSTED, "rate-limited",
-                          f"too many {self.what}: retry in {wait:.2f} s", retry_after_s=wait)
+                          f"too many {self.what}: retry in {delay_text(wait)}",
+                          retry_after_s=wait)
         self._buckets[key] = (tokens - cost, now)
         if len(self._buckets) > self.max_keys:
             self._prune(now)
