@@ -3,13 +3,16 @@
 // from protos/battleline/v1 (nothing generated is checked in).
 //
 //   node play.js --target 127.0.0.1:50051                 a LOCAL match, both seats
+//   node play.js --target HOST:PORT --friend               a private match: prints its invite code
 //   node play.js --target HOST:PORT --join INVITE_CODE     take a friend's open seat
 //   node play.js --target HOST:PORT --ai 3                 play one seat against the hosted AI
+//   --protos DIR    the contract's proto root (default: this checkout's protos/)
 //
 // Every seat plays uniformly random legal actions taken from its view, sending
 // the view's version as expected_version and a fresh action id each time. The
-// opponent's moves are awaited on the Watch stream. Prints the result and exits 0
-// once the match is over. A refusal is read as the engine sends it: a status code,
+// opponent's moves are awaited on the Watch stream, opened again from the last event
+// seen when it drops (a lost connection, an engine restarted). Prints the result and
+// exits 0 once the match is over. A refusal is read as the engine sends it: a status code,
 // and in the rich status details an ErrorInfo reason and, for limits, a RetryInfo
 // delay (see `refusal`).
 "use strict";
@@ -20,30 +23,31 @@ const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
 const protobuf = require("protobufjs");
 
-const PROTOS = path.resolve(__dirname, "..", "..", "protos");
-
 function parseArgs(argv) {
   const args = { target: "127.0.0.1:50051", ruleset: "standard", seed: null, join: null,
-    ai: null, timeoutS: 300 };
+    ai: null, friend: false, timeoutS: 300,
+    protos: path.resolve(__dirname, "..", "..", "protos") };
   for (let i = 0; i < argv.length; i += 1) {
     const key = argv[i];
     const value = argv[i + 1];
+    if (key === "--friend") { args.friend = true; continue; }
     if (key === "--target") args.target = value;
     else if (key === "--ruleset") args.ruleset = value;
     else if (key === "--seed") args.seed = value;
     else if (key === "--join") args.join = value;
     else if (key === "--ai") args.ai = Number(value);
     else if (key === "--timeout") args.timeoutS = Number(value);
+    else if (key === "--protos") args.protos = path.resolve(value);
     else throw new Error(`unknown argument ${key}`);
     i += 1;
   }
   return args;
 }
 
-function loadServices(target) {
+function loadServices(target, protos) {
   const definition = protoLoader.loadSync(
     ["battleline/v1/lobby.proto", "battleline/v1/game.proto", "battleline/v1/watch.proto"],
-    { includeDirs: [PROTOS], keepCase: true, longs: String, enums: String, defaults: true,
+    { includeDirs: [protos], keepCase: true, longs: String, enums: String, defaults: true,
       oneofs: true });
   const v1 = grpc.loadPackageDefinition(definition).battleline.v1;
   const credentials = grpc.credentials.createInsecure();
@@ -140,7 +144,7 @@ class Seat {
   }
 
   async view() {
-    const response = await call(this.services.game, "GetView", { match_id: this.matchId },
+    const response = await resent(this.services.game, "GetView", { match_id: this.matchId },
       this.token);
     return response.view;
   }
@@ -151,7 +155,7 @@ class Seat {
     const request = { match_id: this.matchId, expected_version: view.version,
       action_id: crypto.randomUUID(), actions };
     try {
-      const response = await call(this.services.game, "SubmitAction", request, this.token);
+      const response = await resent(this.services.game, "SubmitAction", request, this.token);
       this.requests += 1;
       return response.view;
     } catch (err) {
@@ -164,10 +168,16 @@ class Seat {
     }
   }
 
-  // Resolves with the next view the Watch stream carries (include_views), in order.
+  // `next()` resolves with the next view the Watch stream carries (include_views), in
+  // order, or with null once the stream has ended or failed.
   watch(resumeAfter) {
     const queue = [];
     const waiting = [];
+    let over = false;
+    const end = () => {
+      over = true;
+      while (waiting.length) waiting.shift()(null);
+    };
     const stream = this.services.watch.Watch(
       { match_id: this.matchId, include_views: true, resume_after: resumeAfter },
       auth(this.token));
@@ -176,11 +186,14 @@ class Seat {
       const next = waiting.shift();
       if (next) next(message.view); else queue.push(message.view);
     });
-    stream.on("error", () => { while (waiting.length) waiting.shift()(null); });
-    stream.on("end", () => { while (waiting.length) waiting.shift()(null); });
+    stream.on("error", end);
+    stream.on("end", end);
     return {
-      next: () => (queue.length ? Promise.resolve(queue.shift())
-        : new Promise((resolve) => waiting.push(resolve))),
+      next: () => {
+        if (queue.length) return Promise.resolve(queue.shift());
+        if (over) return Promise.resolve(null);
+        return new Promise((resolve) => waiting.push(resolve));
+      },
       close: () => stream.cancel(),
     };
   }
@@ -216,7 +229,7 @@ async function playOneSeat(seat, timeoutS) {
     await sleep(250);
     view = await seat.view();
   }
-  const stream = seat.watch(view.last_event_number);
+  let stream = seat.watch(view.last_event_number);
   try {
     while (!finished(view)) {
       if (myTurn(view)) {
@@ -224,8 +237,12 @@ async function playOneSeat(seat, timeoutS) {
       } else {
         // A streamed view can be older than the answer to our own last action.
         const next = await stream.next();
-        if (next === null) view = await seat.view();
-        else if (Number(next.version) > Number(view.version)) view = next;
+        if (next === null) { // the stream dropped: the view now, then a stream from there
+          view = await seat.view();
+          console.log(`watch stream lost: resuming after event ${view.last_event_number}`);
+          stream.close();
+          stream = seat.watch(view.last_event_number);
+        } else if (Number(next.version) > Number(view.version)) view = next;
       }
     }
   } finally {
@@ -236,9 +253,18 @@ async function playOneSeat(seat, timeoutS) {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  const services = loadServices(args.target);
+  const services = loadServices(args.target, args.protos);
   let outcome;
-  if (args.join) {
+  if (args.friend) {
+    const created = await resent(services.lobby, "CreateMatch", { options: {
+      ruleset: args.ruleset }, seat: "SEAT_CHOICE_RANDOM",
+    opponent: { kind: "OPPONENT_KIND_OPEN", private: true },
+    seat_options: { auto_claim: true, display_name: "node" }, seat_secret: seatSecret() });
+    console.log(`invite code: ${created.invite_code} (your friend runs: node play.js ` +
+      `--target ${args.target} --join ${created.invite_code})`);
+    outcome = await playOneSeat(new Seat(services, created.match_id, created.seat_token),
+      args.timeoutS);
+  } else if (args.join) {
     const joined = await resent(services.lobby, "JoinMatch", { invite_code: args.join,
       seat_secret: seatSecret(),
       seat_options: { auto_claim: true, display_name: "node" } });

@@ -3,16 +3,26 @@ plays a complete match against a live engine started by the test."""
 
 from __future__ import annotations
 
+import random
 import re
 import shutil
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+import grpc
 import pytest
 
+from battleline_client.bots import choose
+from battleline_client.client import Client
+from battleline_client.common import is_finished, is_my_turn
+from battleline_client.errors import BattleLineError
 from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI, start_worker, stop
 
+T = TypeVar("T")
 NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
 pytestmark = pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None,
                                 reason="Node.js and npm are needed")
@@ -64,3 +74,62 @@ def test_node_client_reads_the_reason_of_a_refusal(node_modules: Path,
                           timeout=60)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "JoinMatch: NOT_FOUND invite-not-found:" in done.stderr, done.stderr
+
+
+def _until_up(call: Callable[[], T], timeout_s: float = 30) -> T:
+    """`call`, tried again while the engine is away (restarting)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return call()
+        except BattleLineError as err:
+            if err.code != grpc.StatusCode.UNAVAILABLE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def test_node_client_invites_a_friend_and_plays_on_across_an_engine_restart(
+        node_modules: Path, redis_url: str, port: int, tmp_path: Path) -> None:
+    """A walkthrough: the example exited 0 in mid-game, silently, when its Watch stream
+    dropped (a promise nothing resolved), and it could not create a friend's match or
+    run with the protos elsewhere. Here it invites (`--friend`, protos copied away),
+    this test plays the friend's seat, and the engine is stopped and started again while
+    the example waits on its stream: it resumes and plays to the end."""
+    protos = shutil.copytree(NODE_DIR.parents[1] / "protos", tmp_path / "protos")
+    engine = LocalService(redis_url, port=port)
+    address = engine.start()
+    node = subprocess.Popen(["node", str(NODE_DIR / "play.js"), "--target", address,
+                             "--friend", "--protos", str(protos), "--timeout", "60"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert node.stdout is not None
+        first = node.stdout.readline()
+        found = re.search(r"invite code: (\S+) ", first)
+        assert found, first + (node.stderr.read() if node.stderr else "")
+        rng = random.Random(5)
+        with Client(address) as client:
+            seat = client.seat(client.join(invite_code=found.group(1), name="friend"))
+            moves = 0
+            restarted = False
+            while not is_finished(view := _until_up(seat.view)):
+                if not is_my_turn(view):
+                    time.sleep(0.05)
+                    continue
+                if moves == 5 and not restarted:  # the example waits on its stream
+                    engine.stop()
+                    time.sleep(0.5)
+                    engine = LocalService(redis_url, port=port)
+                    engine.start()
+                    restarted = True
+                    continue
+                _until_up(lambda: seat.act(*choose(view, rng)))
+                moves += 1
+        out, err = node.communicate(timeout=60)
+    finally:
+        if node.poll() is None:
+            node.kill()
+        engine.stop()
+    assert restarted, "the match ended before the engine was restarted"
+    assert node.returncode == 0, first + out + err
+    assert "watch stream lost: resuming after event" in out, out
+    assert re.search(r"match over: winner SEAT_\w+ by END_REASON_\w+", out), out
