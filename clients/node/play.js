@@ -10,8 +10,9 @@
 //
 // Every seat plays uniformly random legal actions taken from its view, sending
 // the view's version as expected_version and a fresh action id each time. The
-// opponent's moves are awaited on the Watch stream, opened again from the last event
-// seen when it drops (a lost connection, an engine restarted). Prints the result and
+// opponent's moves are awaited on the Watch stream; when it drops (a lost connection,
+// an engine restarted), a fresh view is read and the stream opened again from its last
+// event, with backoff, for up to a minute. Prints the result and
 // exits 0 once the match is over. A refusal is read as the engine sends it: a status code,
 // and in the rich status details an ErrorInfo reason and, for limits, a RetryInfo
 // delay (see `refusal`).
@@ -40,6 +41,12 @@ function parseArgs(argv) {
     else if (key === "--protos") args.protos = path.resolve(value);
     else throw new Error(`unknown argument ${key}`);
     i += 1;
+  }
+  const modes = [args.friend, args.join !== null, args.ai !== null].filter(Boolean).length;
+  if (modes > 1) throw new Error("choose one of --friend, --join and --ai");
+  if (args.seed !== null && modes) {
+    throw new Error("--seed goes with a LOCAL match only: whoever knows it knows the " +
+      "other seat's hand");
   }
   return args;
 }
@@ -120,18 +127,35 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // join sent with it can be sent again after a lost answer and gets the same seat back.
 const seatSecret = () => crypto.randomBytes(32).toString("base64url");
 
-// `call`, sent again while the server is unavailable (its answer may have been lost):
+// How long a call is sent again, or a dropped stream opened again, before giving up.
+const RETRY_BUDGET_MS = 60000;
+
+// A wait before attempt `attempt` again: full jitter under a cap that doubles each time
+// (up to 4 s), so many clients do not retry in step; never less than the server asked.
+const backoffMs = (attempt, atLeastMs = 0) =>
+  Math.max(atLeastMs, Math.random() * Math.min(4000, 250 * 2 ** attempt));
+
+// `call`, sent again unchanged while the server is unavailable (its answer may have
+// been lost) or refuses for a rate (nothing was done), after the wait it asks for:
 // safe for a create or join with a seat secret, or an action with its action id.
 async function resent(client, method, request, token) {
+  const deadline = Date.now() + RETRY_BUDGET_MS;
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await call(client, method, request, token);
     } catch (err) {
-      if (err.code !== grpc.status.UNAVAILABLE || attempt === 4) throw err;
-      await sleep(250 * 2 ** attempt);
+      const again = err.code === grpc.status.UNAVAILABLE || err.reason === "rate-limited";
+      if (!again || Date.now() > deadline) throw err;
+      await sleep(backoffMs(attempt, err.retryMs));
     }
   }
 }
+
+// The codes after which a dropped Watch stream is opened again (docs/client-guide.md,
+// "Resuming"), and RESOURCE_EXHAUSTED (too many streams for now) after its delay.
+const RESUMABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.CANCELLED,
+  grpc.status.DEADLINE_EXCEEDED, grpc.status.INTERNAL, grpc.status.UNKNOWN,
+  grpc.status.RESOURCE_EXHAUSTED]);
 const myTurn = (view) => view.phase === "MATCH_PHASE_PLAYING" && view.legal_actions.length > 0;
 const finished = (view) => view.phase === "MATCH_PHASE_FINISHED";
 
@@ -160,21 +184,25 @@ class Seat {
       return response.view;
     } catch (err) {
       if (err.code === grpc.status.ABORTED) return this.view(); // stale: decide again
-      if (err.reason === "rate-limited") { // wait as told, then decide again
-        await sleep(err.retryMs);
-        return this.view();
-      }
       throw err;
     }
   }
 
+  // Cancel a match nobody joined (never resigns a game that has begun).
+  async cancel() {
+    await call(this.services.game, "Resign", { match_id: this.matchId,
+      action_id: crypto.randomUUID(), cancel_only: true }, this.token);
+  }
+
   // `next()` resolves with the next view the Watch stream carries (include_views), in
-  // order, or with null once the stream has ended or failed.
+  // order, or with null once the stream has ended (`failure()`: null) or failed.
   watch(resumeAfter) {
     const queue = [];
     const waiting = [];
     let over = false;
-    const end = () => {
+    let failure = null;
+    const end = (err) => {
+      failure = err || null;
       over = true;
       while (waiting.length) waiting.shift()(null);
     };
@@ -187,13 +215,14 @@ class Seat {
       if (next) next(message.view); else queue.push(message.view);
     });
     stream.on("error", end);
-    stream.on("end", end);
+    stream.on("end", () => end(null));
     return {
       next: () => {
         if (queue.length) return Promise.resolve(queue.shift());
         if (over) return Promise.resolve(null);
         return new Promise((resolve) => waiting.push(resolve));
       },
+      failure: () => failure,
       close: () => stream.cancel(),
     };
   }
@@ -225,24 +254,42 @@ async function playOneSeat(seat, timeoutS) {
   let view = await seat.view();
   const deadline = Date.now() + timeoutS * 1000;
   while (view.phase === "MATCH_PHASE_WAITING") {
-    if (Date.now() > deadline) throw new Error("nobody took the other seat");
+    if (Date.now() > deadline) {
+      await seat.cancel().catch(() => {}); // taken meanwhile ("joined"): nothing to cancel
+      throw new Error(`nobody took the other seat within ${timeoutS} s: match cancelled`);
+    }
     await sleep(250);
     view = await seat.view();
   }
   let stream = seat.watch(view.last_event_number);
+  let drops = 0; // streams lost since the game last moved on
+  let failingSince = 0;
   try {
     while (!finished(view)) {
       if (myTurn(view)) {
+        drops = 0;
         view = await seat.playRandom(view);
       } else {
         // A streamed view can be older than the answer to our own last action.
         const next = await stream.next();
-        if (next === null) { // the stream dropped: the view now, then a stream from there
-          view = await seat.view();
-          console.log(`watch stream lost: resuming after event ${view.last_event_number}`);
-          stream.close();
-          stream = seat.watch(view.last_event_number);
-        } else if (Number(next.version) > Number(view.version)) view = next;
+        if (next !== null) {
+          drops = 0;
+          if (Number(next.version) > Number(view.version)) view = next;
+          continue;
+        }
+        // The stream ended or failed: wait (unless it ended cleanly, as at the end of
+        // the match), read the view now and open a stream again from its last event.
+        const err = stream.failure();
+        stream.close();
+        if (err && !RESUMABLE.has(err.code)) throw new Error(`Watch: ${err.details}`);
+        drops += 1;
+        if (drops === 1) failingSince = Date.now();
+        else if (Date.now() - failingSince > RETRY_BUDGET_MS) throw new Error("Watch: kept failing");
+        if (err || drops > 1) await sleep(backoffMs(drops, err ? refusal(err).retryMs : 0));
+        view = await seat.view();
+        if (finished(view)) break;
+        console.log(`watch stream lost: resuming after event ${view.last_event_number}`);
+        stream = seat.watch(view.last_event_number);
       }
     }
   } finally {

@@ -111,7 +111,10 @@ def test_node_client_invites_a_friend_and_plays_on_across_an_engine_restart(
             seat = client.seat(client.join(invite_code=found.group(1), name="friend"))
             moves = 0
             restarted = False
+            deadline = time.monotonic() + 120
             while not is_finished(view := _until_up(seat.view)):
+                assert node.poll() is None, "the example ended before the match"
+                assert time.monotonic() < deadline, "the match did not end"
                 if not is_my_turn(view):
                     time.sleep(0.05)
                     continue
