@@ -9,8 +9,9 @@ import dataclasses
 import grpc
 import pytest
 
+from battleline_engine import ratelimit
 from battleline_engine.errors import Refusal
-from battleline_engine.ratelimit import Rate, RateLimiter
+from battleline_engine.ratelimit import Rate, RateLimiter, delay_text
 
 from .harness import AI_KEY, OPEN_LIMITS, Client, Engine, view_status
 
@@ -37,13 +38,22 @@ def test_an_address_past_its_call_rate_is_refused_and_others_and_the_ai_are_not(
         engine.close()
 
 
-@pytest.mark.parametrize(("per_s", "says"), [(1000.0, "retry in 1 ms"), (25.0, "retry in 40 ms"),
-                                             (0.5, "retry in 2.0 s")])
-def test_a_refusal_says_a_delay_a_person_can_read(per_s: float, says: str) -> None:
+
+@pytest.mark.parametrize(("seconds", "says"), [(0.00136, "1 ms"), (0.0001, "1 ms"), (0.04, "40 ms"),
+                                               (0.9996, "1.0 s"), (2.0, "2.0 s")])
+def test_a_retry_delay_is_said_as_a_person_reads_it(seconds: float, says: str) -> None:
     """A walkthrough was told "retry in 0.00 s" (the delay was 1.36 ms): it read as
     "retry now", which would be refused again."""
-    limiter = RateLimiter(Rate(per_s=per_s, burst=1), "calls")
+    assert delay_text(seconds) == says
+
+
+def test_a_refusal_says_when_the_bucket_has_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr(ratelimit.time, "monotonic", lambda: now[0])
+    limiter = RateLimiter(Rate(per_s=25, burst=1), "calls")
     limiter.take("a")
+    now[0] += 0.01
     with pytest.raises(Refusal) as refused:
         limiter.take("a")
-    assert refused.value.message.endswith(says), refused.value.message
+    assert refused.value.message == "too many calls: retry in 30 ms"
+    assert refused.value.retry_after_s == pytest.approx(0.03)

@@ -30,7 +30,8 @@ class Rate:
 def delay_text(seconds: float) -> str:
     """A retry delay as a person reads it: a bucket short of a sliver of a token says
     "2 ms", not "0.00 s" (which read as "retry now" and was not)."""
-    return f"{max(1, round(seconds * 1000))} ms" if seconds < 1 else f"{seconds:.1f} s"
+    ms = round(seconds * 1000)
+    return f"{max(1, ms)} ms" if ms < 1000 else f"{seconds:.1f} s"
 
 
 class RateLimiter:
