@@ -104,6 +104,8 @@ def card_name(card: int) -> str:
         return "?troop"
     if card == UNKNOWN_TACTIC:
         return "?tactic"
+    if card < 0:  # NO_CARD, say: a negative index would name a real card
+        raise ValueError(f"no card has the id {card}")
     if TACTIC_BASE <= card < DECK52_BASE:
         return Tactic(card).name
     value = VALUE[card]

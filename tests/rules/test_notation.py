@@ -15,6 +15,7 @@ from battleline_rules import (
     parse_action,
     parse_card,
 )
+from battleline_rules.cards import NO_CARD
 
 
 def test_every_card_name_round_trips() -> None:
@@ -23,6 +24,8 @@ def test_every_card_name_round_trips() -> None:
     assert parse_card("hq") == parse_card("H12") == parse_card("HQ")
     with pytest.raises(ValueError, match="unknown card"):
         parse_card("X9")
+    with pytest.raises(ValueError, match="no card has the id -3"):
+        card_name(NO_CARD)  # an event that drew nothing: it once read as G11
 
 
 @pytest.mark.parametrize(
