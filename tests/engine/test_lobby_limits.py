@@ -138,6 +138,36 @@ class _FirstLookMisses:
         self.matches.load = self.real
 
 
+@pytest.mark.parametrize("kind", [types_pb2.OPPONENT_KIND_OPEN, types_pb2.OPPONENT_KIND_LOCAL])
+def test_a_secret_whose_match_is_gone_never_makes_another(redis_url: str, kind: int) -> None:
+    """Twenty-fifth audit: an unjoined OPEN match expired (or a finished one's record did),
+    and the same create made a new match under the same id and tokens, which every engine
+    process's token and state caches still took for the old one's: the creator played
+    the other seat's cards, and broken matches stalled the clock sweeper. A secret's id
+    is now kept from naming a second match long after its own is gone."""
+    engine = Engine(redis_url, config=dataclasses.replace(OPEN_LIMITS, lobby_ttl_s=1))
+    client = Client.to(engine.address)
+    store = redis.Redis.from_url(redis_url)
+    try:
+        request = secret_create(kind, f"gone-{kind}-0123456789abcdefghij")
+        first = client.lobby.CreateMatch(request, timeout=10)
+        assert client.lobby.CreateMatch(request, timeout=10) == first  # sent again: same
+        made = match_key(first.match_id, "made")
+        assert store.ttl(made) > 300 * 24 * 3600
+        store.delete(match_key(first.match_id, "m"))  # expired (OPEN) or retention over
+        for again in (request, secret_create(kind, request.seat_secret, ruleset="basic")):
+            with pytest.raises(grpc.RpcError) as refused:
+                client.lobby.CreateMatch(again, timeout=10)
+            assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            assert reason(refused.value) == "seat-secret-used"
+        assert not store.exists(match_key(first.match_id, "m"))
+        assert _places(store, "open") == 0  # the refused create holds no place
+    finally:
+        store.close()
+        client.channel.close()
+        engine.close()
+
+
 @pytest.mark.parametrize(("kind", "private"), [(types_pb2.OPPONENT_KIND_OPEN, False),
                                                (types_pb2.OPPONENT_KIND_OPEN, True),
                                                (types_pb2.OPPONENT_KIND_AI, False)])

@@ -35,6 +35,10 @@ from .storage import (
 )
 
 CREATE_REQUEST = "create_request"  # field: a digest of the create a secret made the match by
+# How long an id derived from a creator's secret is kept from naming a second match once
+# its own is gone: the same tokens would name the new match, and each engine process's
+# token and state caches (bounded, not timed) would still take them for the old one's.
+SECRET_ID_KEPT_S = 400 * 24 * 3600
 AI_ASKED = "ai_asked"  # field: the hosted AI was asked to join (once, whoever gets there)
 # A create stores its match within half of this after holding its place (taken again,
 # its time is renewed), or gives up: a place whose match is missing for longer is a
@@ -130,7 +134,7 @@ class Seating:
                     match_id, dump_position(state), status=status, seats=seats,
                     fields=fields, events=events, deadline_ms=deadline,
                     ttl_s=self._matches.lobby_ttl_s if meta.opponent == Opponent.OPEN
-                    else None)
+                    else None, made_ttl_s=SECRET_ID_KEPT_S if secret else 0)
             if result.status is CommitStatus.OK:
                 await self._open_to_others(match_id, meta, client, now)
                 match = await self._matches.read(match_id)
@@ -153,13 +157,18 @@ class Seating:
                               "the match store did not answer in time: retry") from None
             raise
         if result.status is not CommitStatus.OK:
-            # The same create sent twice at once, the other one first; or a random 101-bit
-            # id collided (practically never). The place held for this one is let go
-            # unless it is that match's own (a match of the same kind).
+            # The same create sent twice at once, the other one first; a secret's id whose
+            # match is gone (USED); or a random 101-bit id collided (practically never).
+            # The place held for this one is let go unless it is that match's own (a
+            # match of the same kind).
             made = await self._stored(match_id) if secret else None
             if meta.opponent != Opponent.LOCAL and (
                     made is None or made.meta.opponent != meta.opponent):
                 await self.storage.lobby.free_places(meta.opponent, client, match_id)
+            if result.status is CommitStatus.USED:
+                raise precondition("seat-secret-used", "this seat_secret made a match that "
+                                   "has ended or expired since: use a fresh secret for every "
+                                   "new match")
             if made is None:  # collided, or the match expired since
                 raise Refusal(Kind.CONFLICT, "retry", "could not allocate a match id")
             return await self._answered_again(made, secret, request_digest, client, cap)

@@ -180,10 +180,11 @@ return redis.call('HSETNX', KEYS[1], ARGV[1], '1')
 # match; then the seats to take as 'seats', n, n (seat, token hash) pairs, before
 # the fields and events.
 _CREATE_LUA: Final = """
-local m, seats = KEYS[1], KEYS[4]
+local m, seats, made = KEYS[1], KEYS[4], KEYS[5]
 if redis.call('EXISTS', m) == 1 then return {'EXISTS'} end
 local a, i = {}, 1
 while ARGV[i] ~= 'seats' do a[ARGV[i]] = ARGV[i + 1]; i = i + 2 end
+if a.made_ttl and redis.call('EXISTS', made) == 1 then return {'USED'} end
 local ns = tonumber(ARGV[i + 1]); i = i + 2
 for _ = 1, ns do
   redis.call('HSET', seats, 's' .. ARGV[i], ARGV[i + 1], 't' .. ARGV[i + 1], ARGV[i])
@@ -193,7 +194,8 @@ local seq = 0
 """ + _WRITE_FIELDS_AND_EVENTS + """
 redis.call('HSET', m, 'state', a.state, 'version', 1, 'seq', seq, 'status', a.status,
   'deadline', a.deadline, 'created', a.now, 'updated', a.now)
-if KEYS[5] and a.deadline ~= '0' then redis.call('ZADD', KEYS[5], a.deadline, a.match) end
+if KEYS[6] and a.deadline ~= '0' then redis.call('ZADD', KEYS[6], a.deadline, a.match) end
+if a.made_ttl then redis.call('SET', made, '1', 'EX', a.made_ttl) end
 """ + _EXPIRE + """
 return {'OK', 1, seq}
 """
@@ -217,6 +219,7 @@ class CommitStatus(Enum):
     NOT_FOUND = "NOT_FOUND"  # no such match (never created, or expired)
     SEAT_TAKEN = "SEAT_TAKEN"  # the seat to claim is already held: nothing written
     EXISTS = "EXISTS"  # create_match: the id is in use
+    USED = "USED"  # create_match: the id named a match once, which is gone: never again
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,27 +334,35 @@ class MatchStore:
         events: Sequence[Mapping[str, str]] = (),
         deadline_ms: int = 0,
         ttl_s: int | None = None,
+        made_ttl_s: int = 0,
     ) -> CommitResult:
         """Store a new match at version 1 with its first events, seat token hashes and
         clock deadline (0: none); it expires after `ttl_s` untouched (default: the idle
-        TTL; the next commit sets that again)."""
+        TTL; the next commit sets that again).
+
+        `made_ttl_s`: how long the id is kept from naming another match once this one
+        is gone (USED). An id derived from a creator's secret would otherwise name a
+        new match with the same tokens, which every engine process's caches still
+        take for the old one's (twenty-fifth audit)."""
         created = now_ms()
         ttl = self.idle_ttl_s if ttl_s is None else ttl_s
         args: list[str | bytes] = ["state", state, "now", str(created), "status", status,
                                    "deadline", str(deadline_ms), "match", match_id]
         if ttl:
             args += ["ttl", str(ttl)]
+        if made_ttl_s:
+            args += ["made_ttl", str(made_ttl_s)]
         args += ["seats", str(len(seats))]
         for seat, token_hash in seats.items():
             args += [str(seat), token_hash]
         args += _fields_and_events(fields or {}, events)
-        keys = _match_keys(match_id)
+        keys = [*_match_keys(match_id), match_key(match_id, "made")]
         in_script_clock = self._clock_key(keys, deadline_ms or None)
         # Not on the lean connection, which repeats a command after a lost connection: a
         # create that ran would then answer EXISTS instead of UNAVAILABLE.
         reply = await self._create(keys=keys, args=args)
-        if text(reply[0]) == "EXISTS":
-            return CommitResult(CommitStatus.EXISTS)
+        if text(reply[0]) in ("EXISTS", "USED"):
+            return CommitResult(CommitStatus(text(reply[0])))
         if deadline_ms and not in_script_clock:
             await self._index_clock(match_id, deadline_ms)
         await self._index_live(match_id, _expiry_ms(created, ttl))
