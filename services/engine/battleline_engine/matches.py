@@ -45,6 +45,7 @@ from .model import (
     StateCache,
     Status,
     deal,
+    id_kept_s,
     parse_match,
     progress_fields,
     stored_event,
@@ -374,6 +375,7 @@ class Matches:
             finished=new.status == Status.FINISHED, updated_ms=new.record.updated_ms,
             # Cancelled before its first game, it holds no record worth the retention.
             finished_ttl_s=self.lobby_ttl_s if new.end == CANCELLED else None,
+            id_kept_s=id_kept_s(match.fields),
         )
         if result.status is CommitStatus.OK:
             self.cache.remember(new)

@@ -137,6 +137,17 @@ def deal(meta: Meta, game: int, first_player: int) -> GameState:
 
 
 CANCELLED: Final = "cancelled"  # Match.end of a match that ended before its first game
+CREATE_REQUEST: Final = "create_request"  # field: the digest of the create a secret made it by
+# How long a match's id is kept from naming a second match after its own is gone, when it
+# was derived from its creator's secret: the same tokens would name the new match, and each
+# engine process's token and state caches (bounded, not timed) would still take them for
+# the old one's (twenty-fifth audit). A random id is never made twice.
+SECRET_ID_KEPT_S: Final = 400 * 24 * 3600
+
+
+def id_kept_s(fields: dict[str, str]) -> int:
+    """`SECRET_ID_KEPT_S` for a match made under a secret (its fields), else 0."""
+    return SECRET_ID_KEPT_S if CREATE_REQUEST in fields else 0
 
 
 @dataclass(slots=True)

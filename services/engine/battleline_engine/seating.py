@@ -22,7 +22,19 @@ from battleline_rules import RULESETS, dump_position
 from .clocks import ClockState, advance, start_clock
 from .errors import Kind, Refusal, not_found, precondition
 from .matches import STORE_ERRORS, Matches, seat_name
-from .model import Match, Meta, Opponent, Status, deal, parse_match, progress_fields, stored_event
+from .model import (
+    CREATE_REQUEST,
+    SECRET_ID_KEPT_S,
+    Match,
+    Meta,
+    Opponent,
+    Status,
+    deal,
+    id_kept_s,
+    parse_match,
+    progress_fields,
+    stored_event,
+)
 from .storage import (
     AI_PLACE_TTL_S,
     CommitStatus,
@@ -34,11 +46,6 @@ from .storage import (
     secret_match_id,
 )
 
-CREATE_REQUEST = "create_request"  # field: a digest of the create a secret made the match by
-# How long an id derived from a creator's secret is kept from naming a second match once
-# its own is gone: the same tokens would name the new match, and each engine process's
-# token and state caches (bounded, not timed) would still take them for the old one's.
-SECRET_ID_KEPT_S = 400 * 24 * 3600
 AI_ASKED = "ai_asked"  # field: the hosted AI was asked to join (once, whoever gets there)
 # A create stores its match within half of this after holding its place (taken again,
 # its time is renewed), or gives up: a place whose match is missing for longer is a
@@ -134,7 +141,7 @@ class Seating:
                     match_id, dump_position(state), status=status, seats=seats,
                     fields=fields, events=events, deadline_ms=deadline,
                     ttl_s=self._matches.lobby_ttl_s if meta.opponent == Opponent.OPEN
-                    else None, made_ttl_s=SECRET_ID_KEPT_S if secret else 0)
+                    else None, id_kept_s=SECRET_ID_KEPT_S if secret else 0)
             if result.status is CommitStatus.OK:
                 await self._open_to_others(match_id, meta, client, now)
                 match = await self._matches.read(match_id)
@@ -330,7 +337,7 @@ class Seating:
             match_id, expected_version=match.version, state=dump_position(state), events=events,
             status=Status.PLAYING, deadline_ms=clock.deadline_ms(new_meta),
             fields={"meta": new_meta.to_json(), **clock.fields()},
-            claim_seat=(seat, token_hash),
+            claim_seat=(seat, token_hash), id_kept_s=id_kept_s(match.fields),
         )
         if result.status is CommitStatus.SEAT_TAKEN:
             return await self._joined_again(match_id, meta, ai_key_hash, secret, token)

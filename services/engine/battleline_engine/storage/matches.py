@@ -92,6 +92,15 @@ if a.ttl then
 end
 """
 
+# KEYS[5]: the mark that the match's id has named a match. ARGV kept (s): how long past
+# the match's own TTL the id is kept from naming another (`id_kept_s`); set anew with
+# every write, so the mark always outlives the match.
+_KEEP_ID: Final = """
+if a.kept then
+  redis.call('SET', KEYS[5], '1', 'EX', (tonumber(a.ttl) or 0) + tonumber(a.kept))
+end
+"""
+
 # How many of a sender's earlier action keys are refused (each kept as 16 hex digits of
 # its SHA-1, whatever the id's length: 256 bytes a sender).
 SPENT_IDS: Final = 16
@@ -134,11 +143,11 @@ redis.call('HSET', m, 'state', a.state, 'version', newv, 'seq', seq, 'updated', 
 if a.status then redis.call('HSET', m, 'status', a.status) end
 if a.deadline then
   redis.call('HSET', m, 'deadline', a.deadline)
-  if KEYS[5] then
+  if KEYS[6] then
     if a.deadline == '0' then
-      redis.call('ZREM', KEYS[5], a.match)
+      redis.call('ZREM', KEYS[6], a.match)
     else
-      redis.call('ZADD', KEYS[5], a.deadline, a.match)
+      redis.call('ZADD', KEYS[6], a.deadline, a.match)
     end
   end
 end
@@ -166,7 +175,7 @@ if a.finished then  -- no request is applied any more: the spent keys guard noth
     if string.sub(key, 1, 6) == 'spent:' then redis.call('HDEL', idem, key) end
   end
 end
-""" + _EXPIRE + """
+""" + _EXPIRE + _KEEP_ID + """
 return {'OK', newv, seq}
 """
 
@@ -184,7 +193,7 @@ local m, seats, made = KEYS[1], KEYS[4], KEYS[5]
 if redis.call('EXISTS', m) == 1 then return {'EXISTS'} end
 local a, i = {}, 1
 while ARGV[i] ~= 'seats' do a[ARGV[i]] = ARGV[i + 1]; i = i + 2 end
-if a.made_ttl and redis.call('EXISTS', made) == 1 then return {'USED'} end
+if a.kept and redis.call('EXISTS', made) == 1 then return {'USED'} end
 local ns = tonumber(ARGV[i + 1]); i = i + 2
 for _ = 1, ns do
   redis.call('HSET', seats, 's' .. ARGV[i], ARGV[i + 1], 't' .. ARGV[i + 1], ARGV[i])
@@ -195,8 +204,7 @@ local seq = 0
 redis.call('HSET', m, 'state', a.state, 'version', 1, 'seq', seq, 'status', a.status,
   'deadline', a.deadline, 'created', a.now, 'updated', a.now)
 if KEYS[6] and a.deadline ~= '0' then redis.call('ZADD', KEYS[6], a.deadline, a.match) end
-if a.made_ttl then redis.call('SET', made, '1', 'EX', a.made_ttl) end
-""" + _EXPIRE + """
+""" + _EXPIRE + _KEEP_ID + """
 return {'OK', 1, seq}
 """
 
@@ -334,24 +342,22 @@ class MatchStore:
         events: Sequence[Mapping[str, str]] = (),
         deadline_ms: int = 0,
         ttl_s: int | None = None,
-        made_ttl_s: int = 0,
+        id_kept_s: int = 0,
     ) -> CommitResult:
         """Store a new match at version 1 with its first events, seat token hashes and
         clock deadline (0: none); it expires after `ttl_s` untouched (default: the idle
         TTL; the next commit sets that again).
 
-        `made_ttl_s`: how long the id is kept from naming another match once this one
-        is gone (USED). An id derived from a creator's secret would otherwise name a
-        new match with the same tokens, which every engine process's caches still
-        take for the old one's (twenty-fifth audit)."""
+        `id_kept_s`: how long past the match's TTL its id is kept from naming another
+        match (USED), set anew by every commit that passes it (`model.id_kept_s`)."""
         created = now_ms()
         ttl = self.idle_ttl_s if ttl_s is None else ttl_s
         args: list[str | bytes] = ["state", state, "now", str(created), "status", status,
                                    "deadline", str(deadline_ms), "match", match_id]
         if ttl:
             args += ["ttl", str(ttl)]
-        if made_ttl_s:
-            args += ["made_ttl", str(made_ttl_s)]
+        if id_kept_s:
+            args += ["kept", str(id_kept_s)]
         args += ["seats", str(len(seats))]
         for seat, token_hash in seats.items():
             args += [str(seat), token_hash]
@@ -431,6 +437,7 @@ class MatchStore:
         finished: bool = False,
         updated_ms: int | None = None,
         finished_ttl_s: int | None = None,
+        id_kept_s: int = 0,
     ) -> CommitResult:
         """Atomically replace the state if the version is still `expected_version`.
 
@@ -444,7 +451,7 @@ class MatchStore:
         key with the same "<kind>:<who>:" prefix), and the keys get the retention
         TTL (`finished`; `finished_ttl_s` in its place, for a match with nothing to
         keep) or the idle TTL. `claim_seat=(seat, token_hash)` also takes a seat,
-        failing with SEAT_TAKEN if it is held.
+        failing with SEAT_TAKEN if it is held. `id_kept_s` as in `create`.
         """
         if fields and _RESERVED & set(fields):
             raise ValueError(f"reserved field names: {sorted(_RESERVED & set(fields))}")
@@ -469,8 +476,10 @@ class MatchStore:
             args += ["maxlen", str(self.stream_maxlen)]
         if claim_seat is not None:
             args += ["seat", str(claim_seat[0]), "token_hash", claim_seat[1]]
+        if id_kept_s:
+            args += ["kept", str(id_kept_s)]
         args += _fields_and_events(fields or {}, events)
-        keys = _match_keys(match_id)
+        keys = [*_match_keys(match_id), match_key(match_id, "made")]
         in_script_clock = self._clock_key(keys, deadline_ms)
         reply = await self._conn.script(self._commit, keys, args)
         outcome = CommitStatus(text(reply[0]))
