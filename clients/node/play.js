@@ -42,6 +42,10 @@ function parseArgs(argv) {
     else throw new Error(`unknown argument ${key}`);
     i += 1;
   }
+  if (args.ai !== null && !(Number.isInteger(args.ai) && args.ai >= 1 && args.ai <= 10)) {
+    throw new Error("--ai takes a level from 1 to 10");
+  }
+  if (!(args.timeoutS > 0)) throw new Error("--timeout takes seconds, more than 0");
   const modes = [args.friend, args.join !== null, args.ai !== null].filter(Boolean).length;
   if (modes > 1) throw new Error("choose one of --friend, --join and --ai");
   if (args.seed !== null && modes) {
@@ -255,8 +259,13 @@ async function playOneSeat(seat, timeoutS) {
   const deadline = Date.now() + timeoutS * 1000;
   while (view.phase === "MATCH_PHASE_WAITING") {
     if (Date.now() > deadline) {
-      await seat.cancel().catch(() => {}); // taken meanwhile ("joined"): nothing to cancel
-      throw new Error(`nobody took the other seat within ${timeoutS} s: match cancelled`);
+      const cancelled = await seat.cancel().then(() => true, (err) => {
+        if (err.reason === "joined") return false; // taken at the last moment: play it
+        throw err;
+      });
+      if (cancelled) {
+        throw new Error(`nobody took the other seat within ${timeoutS} s: match cancelled`);
+      }
     }
     await sleep(250);
     view = await seat.view();

@@ -41,6 +41,7 @@ def test_help_at_80_columns_names_every_option_and_variable_in_full(command: str
 
 
 def test_the_commands_help_lists_every_command() -> None:
+    """The plain help shortens each command's summary, never a command's name."""
     result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "80"}, terminal_width=80)
     assert result.exit_code == 0, result.output
     listed = {line.split()[0] for line in result.output.split("Commands:")[1].splitlines()

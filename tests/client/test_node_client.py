@@ -113,7 +113,9 @@ def test_node_client_invites_a_friend_and_plays_on_across_an_engine_restart(
             restarted = False
             deadline = time.monotonic() + 120
             while not is_finished(view := _until_up(seat.view)):
-                assert node.poll() is None, "the example ended before the match"
+                if node.poll() is not None:  # it may have just made the last move
+                    assert is_finished(_until_up(seat.view)), "the example ended early"
+                    break
                 assert time.monotonic() < deadline, "the match did not end"
                 if not is_my_turn(view):
                     time.sleep(0.05)
@@ -136,3 +138,19 @@ def test_node_client_invites_a_friend_and_plays_on_across_an_engine_restart(
     assert node.returncode == 0, first + out + err
     assert "watch stream lost: resuming after event" in out, out
     assert re.search(r"match over: winner SEAT_\w+ by END_REASON_\w+", out), out
+
+
+def test_node_client_cancels_a_friends_match_nobody_joined(node_modules: Path,
+                                                           service: LocalService) -> None:
+    """A review: the example gave up waiting and left the match open, holding one of its
+    creator's places; it now cancels it, as `battleline play --friend` does."""
+    done = subprocess.run(["node", str(NODE_DIR / "play.js"), "--target", service.address,
+                           "--friend", "--timeout", "1"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "match cancelled" in done.stderr, done.stderr
+    found = re.search(r"--join (\S+)\)", done.stdout)
+    assert found, done.stdout
+    with Client(service.address) as client, pytest.raises(BattleLineError) as refused:
+        client.join(invite_code=found.group(1), name="late")
+    assert refused.value.reason in ("cancelled", "invite-not-found"), refused.value

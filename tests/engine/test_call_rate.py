@@ -9,7 +9,6 @@ import dataclasses
 import grpc
 import pytest
 
-from battleline_engine import ratelimit
 from battleline_engine.errors import Refusal
 from battleline_engine.ratelimit import Rate, RateLimiter, delay_text
 
@@ -38,7 +37,6 @@ def test_an_address_past_its_call_rate_is_refused_and_others_and_the_ai_are_not(
         engine.close()
 
 
-
 @pytest.mark.parametrize(("seconds", "says"), [(0.00136, "1 ms"), (0.0001, "1 ms"), (0.04, "40 ms"),
                                                (0.9996, "1.0 s"), (2.0, "2.0 s")])
 def test_a_retry_delay_is_said_as_a_person_reads_it(seconds: float, says: str) -> None:
@@ -47,10 +45,10 @@ def test_a_retry_delay_is_said_as_a_person_reads_it(seconds: float, says: str) -
     assert delay_text(seconds) == says
 
 
-def test_a_refusal_says_when_the_bucket_has_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_refusal_says_when_the_bucket_has_the_token() -> None:
+    """The message and the RetryInfo name the same delay: what the bucket lacks."""
     now = [100.0]
-    monkeypatch.setattr(ratelimit.time, "monotonic", lambda: now[0])
-    limiter = RateLimiter(Rate(per_s=25, burst=1), "calls")
+    limiter = RateLimiter(Rate(per_s=25, burst=1), "calls", clock=lambda: now[0])
     limiter.take("a")
     now[0] += 0.01
     with pytest.raises(Refusal) as refused:

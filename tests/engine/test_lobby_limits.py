@@ -146,7 +146,7 @@ def test_a_secret_whose_match_is_gone_never_makes_another(redis_url: str, kind: 
     process's token and state caches still took for the old one's: the creator played
     the other seat's cards, and broken matches stalled the clock sweeper. A secret's id
     is now kept from naming a second match long after its own is gone."""
-    engine = Engine(redis_url, config=dataclasses.replace(OPEN_LIMITS, lobby_ttl_s=1))
+    engine = Engine(redis_url, config=OPEN_LIMITS)
     client = Client.to(engine.address)
     store = redis.Redis.from_url(redis_url)
     try:

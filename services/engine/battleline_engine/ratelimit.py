@@ -37,16 +37,18 @@ def delay_text(seconds: float) -> str:
 class RateLimiter:
     """Refuses with RESOURCE_EXHAUSTED (and RetryInfo) once a key's bucket is empty."""
 
-    def __init__(self, rate: Rate, what: str, max_keys: int = 100_000) -> None:
+    def __init__(self, rate: Rate, what: str, max_keys: int = 100_000,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.rate = rate
         self.what = what
         self.max_keys = max_keys
+        self._clock = clock  # seconds; a test passes its own
         self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, at)
 
     def take(self, key: str, cost: float = 1.0) -> None:
         """Spend `cost` tokens of `key` (one call, or a call's share of a dearer resource:
         seconds of search), or raise the refusal saying when to retry."""
-        now = time.monotonic()
+        now = self._clock()
         tokens, at = self._buckets.get(key, (self.rate.burst, now))
         tokens = min(self.rate.burst, tokens + (now - at) * self.rate.per_s)
         if tokens < cost:

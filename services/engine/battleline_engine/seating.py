@@ -24,7 +24,6 @@ from .errors import Kind, Refusal, not_found, precondition
 from .matches import STORE_ERRORS, Matches, seat_name
 from .model import (
     CREATE_REQUEST,
-    SECRET_ID_KEPT_S,
     Match,
     Meta,
     Opponent,
@@ -141,7 +140,7 @@ class Seating:
                     match_id, dump_position(state), status=status, seats=seats,
                     fields=fields, events=events, deadline_ms=deadline,
                     ttl_s=self._matches.lobby_ttl_s if meta.opponent == Opponent.OPEN
-                    else None, id_kept_s=SECRET_ID_KEPT_S if secret else 0)
+                    else None, id_kept_s=id_kept_s(fields))
             if result.status is CommitStatus.OK:
                 await self._open_to_others(match_id, meta, client, now)
                 match = await self._matches.read(match_id)

@@ -16,6 +16,8 @@ Cluster slot and every script stays in that slot::
     bl:{id}:idem   hash    action key -> stored response; last:<who> -> action key;
                            spent:<who> -> digests of its earlier action keys, newest first
     bl:{id}:seats  hash    s<seat> -> token hash, t<token hash> -> seat
+    bl:{id}:made   string  "1": the id has named a match (one made under its creator's
+                           secret); outlives the match, so the id never names another
 
 and one global index::
 
@@ -52,8 +54,9 @@ _RESERVED: Final = frozenset(
 
 # The scripts' arguments: first named settings as name, value pairs (a setting left
 # out is not changed), then 'fields', n, n (name, value) pairs for the match hash,
-# then n events, each as n, n (name, value) pairs. KEYS: m, ev, idem, seats, and
-# the clock index when it is written in the same step (not on Redis Cluster).
+# then n events, each as n, n (name, value) pairs. KEYS: m, ev, idem, seats, made
+# (create and commit), and the clock index when it is written in the same step (not on
+# Redis Cluster).
 _READ_ARGUMENTS: Final = """
 local a, i = {}, 1
 while ARGV[i] ~= 'fields' do a[ARGV[i]] = ARGV[i + 1]; i = i + 2 end
@@ -107,6 +110,7 @@ SPENT_IDS: Final = 16
 
 # Settings: expect (version), action (key of the idempotency record) and response,
 # state, status, finished (the match ends), deadline (ms; 0: no clock running), ttl (s),
+# kept (s: the id's mark, `_KEEP_ID`),
 # maxlen (of the stream), seat and token_hash (a seat to take), now (ms), match (its id,
 # for the clock index).
 # Returns {status, ...}.
@@ -185,9 +189,9 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 return redis.call('HSETNX', KEYS[1], ARGV[1], '1')
 """
 
-# Creates a match if the id is free. Settings: state, now, status, deadline, ttl,
-# match; then the seats to take as 'seats', n, n (seat, token hash) pairs, before
-# the fields and events.
+# Creates a match if the id is free (and not kept: USED). Settings: state, now, status,
+# deadline, ttl, kept, match; then the seats to take as 'seats', n, n (seat, token hash)
+# pairs, before the fields and events.
 _CREATE_LUA: Final = """
 local m, seats, made = KEYS[1], KEYS[4], KEYS[5]
 if redis.call('EXISTS', m) == 1 then return {'EXISTS'} end
