@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
+import pytest
 import redis.asyncio as aioredis
 
+from battleline_engine.errors import Kind, Refusal
 from battleline_engine.hub import Batch, Hub, Subscription
 from battleline_engine.storage import CommitStatus, Storage
 
@@ -39,7 +41,7 @@ def test_watchers_of_many_matches_get_exactly_the_events_of_the_one_that_moves(
         redis_url: str) -> None:
     async def scenario() -> None:
         storage = Storage.from_url(redis_url)
-        hub = Hub(storage)
+        hub = Hub(storage, gone_check_s=30)
         read: list[int] = []
         real_read = storage.events.read_new_events
 
@@ -78,7 +80,7 @@ def test_events_announced_while_the_subscription_was_away_still_come(redis_url: 
     async def scenario() -> None:
         storage = Storage.from_url(redis_url)
         admin = aioredis.Redis.from_url(redis_url)
-        hub = Hub(storage)
+        hub = Hub(storage, gone_check_s=30)
         deaf = asyncio.Event()
         real = storage.events.announcements
 
@@ -128,7 +130,7 @@ def test_a_long_backlog_is_read_page_by_page(redis_url: str) -> None:
     """A stream that returned a full page stays dirty until it is read to its end."""
     async def scenario() -> None:
         storage = Storage.from_url(redis_url)
-        hub = Hub(storage)
+        hub = Hub(storage, gone_check_s=30)
         try:
             await _create(storage, "long1")
             events = [{"n": str(i)} for i in range(250)]
@@ -151,7 +153,7 @@ def test_a_viewer_behind_what_the_hub_read_gets_the_events_between_from_redis(
     queued for the first one gets those from Redis, once, then the live ones."""
     async def scenario() -> None:
         storage = Storage.from_url(redis_url)
-        hub = Hub(storage)
+        hub = Hub(storage, gone_check_s=30)
         try:
             await _create(storage, "late1")
             first = await hub.subscribe("late1", 1)
@@ -169,6 +171,42 @@ def test_a_viewer_behind_what_the_hub_read_gets_the_events_between_from_redis(
             await batches.aclose()
         finally:
             await hub.stop()
+            await storage.close()
+
+    asyncio.run(scenario())
+
+
+def test_viewers_of_a_match_gone_from_redis_are_told_and_the_others_wait(
+        redis_url: str) -> None:
+    """An OPEN match nobody joined, or an abandoned one, expires without an event: its
+    viewers waited for ever (holding their streams), never hearing it was gone."""
+    async def scenario() -> None:
+        storage = Storage.from_url(redis_url)
+        admin = aioredis.Redis.from_url(redis_url)
+        hub = Hub(storage, gone_check_s=0.2)
+        try:
+            batches = {}
+            for match_id in ("gone1", "kept1"):
+                await _create(storage, match_id)
+                read = SimpleNamespace(match_id=match_id, finished=False,
+                                       record=SimpleNamespace(last_event=1))
+                batches[match_id] = Subscription(hub, read).batches()  # type: ignore[arg-type]
+            waiting = {m: asyncio.ensure_future(anext(b)) for m, b in batches.items()}
+            await asyncio.sleep(0.6)
+            assert not any(w.done() for w in waiting.values()), "both are still stored"
+            await admin.delete(*await admin.keys("*{gone1}*"))  # as its expiry would
+            with pytest.raises(Refusal) as refused:
+                await asyncio.wait_for(waiting["gone1"], 5)
+            assert refused.value.kind is Kind.NOT_FOUND
+            await asyncio.sleep(0.6)
+            assert not waiting["kept1"].done(), "a stored match's viewer waits on"
+            await _move(storage, "kept1", 1, "move 2")
+            assert [e.number for e in await asyncio.wait_for(waiting["kept1"], 5)] == [2]
+            assert hub.cursor("gone1") == -1, "the gone match is no longer watched"
+            await batches["kept1"].aclose()
+        finally:
+            await hub.stop()
+            await admin.aclose()
             await storage.close()
 
     asyncio.run(scenario())

@@ -65,7 +65,7 @@ def test_the_event_hub_stops_though_a_redis_call_lost_its_cancellation(redis_url
         storage = Storage.from_url(redis_url)
         storage.events.read_new_events = _swallowing(  # type: ignore[method-assign]
             storage.events.read_new_events, {})
-        hub = Hub(storage)
+        hub = Hub(storage, gone_check_s=30)
         await hub.subscribe("abcdefghijklmnop", 0)  # a subscriber keeps the loops going
         await asyncio.sleep(0.1)
         listener, reader = hub._listener, hub._reader

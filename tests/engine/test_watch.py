@@ -18,7 +18,7 @@ from battleline.v1 import game_pb2, types_pb2, watch_pb2, watch_pb2_grpc
 from battleline_engine.hub import Hub
 from battleline_engine.ratelimit import Rate
 
-from .harness import OPEN_LIMITS, SEATS, Client, Engine, choose
+from .harness import OPEN_LIMITS, SEATS, Client, Engine, auth, choose
 
 
 def _resign(client: Client, match_id: str, token: str) -> game_pb2.ResignResponse:
@@ -285,3 +285,26 @@ def test_a_draw_reads_its_card_to_its_drawer_and_a_placeholder_to_everyone_else(
         texts = [item.event.text for item in got
                  if isinstance(item, watch_pb2.WatchResponse) and item.HasField("event")]
         assert "draw troop ?troop" in texts, texts
+
+
+def test_a_watch_of_an_open_match_that_expires_unjoined_ends_with_not_found(
+        redis_url: str) -> None:
+    """An OPEN match nobody joined expires without an event (as an abandoned one does):
+    its creator's stream waited for a joiner for ever, holding one of its streams."""
+    engine = Engine(redis_url, config=dataclasses.replace(
+        OPEN_LIMITS, lobby_ttl_s=2, watch_gone_check_s=0.3))
+    client = Client.to(engine.address)
+    try:
+        created = client.create("standard", kind=types_pb2.OPPONENT_KIND_OPEN)
+        got: list[object] = []
+        started = time.monotonic()
+        _drain(client.watcher.Watch(watch_pb2.WatchRequest(match_id=created.match_id),
+                                    metadata=auth(created.seat_token), timeout=15), got)
+        assert isinstance(got[0], watch_pb2.WatchResponse) and got[0].HasField("snapshot")
+        ended = got[-1]
+        assert isinstance(ended, grpc.RpcError), got
+        assert ended.code() == grpc.StatusCode.NOT_FOUND, ended
+        assert time.monotonic() - started < 8, "ended soon after the expiry, not at a deadline"
+    finally:
+        client.channel.close()
+        engine.close()

@@ -12,7 +12,9 @@ No event is lost: a newly watched match is dirty at once (events since its read 
 read once), a stream that returned a full page stays dirty, and when the announcement
 subscription (re)starts every watched stream is dirty (pub/sub keeps nothing for an
 absent subscriber). A `Subscription` turns a queue into one viewer's events: resumed
-from a known event, gaps filled from Redis, ended after the match's last event.
+from a known event, gaps filled from Redis, ended after the match's last event, or
+with NOT_FOUND once the match is gone from Redis (an OPEN match nobody joined, an
+abandoned one: they expire without an event, and their viewers would wait forever).
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncGenerator
 
 from battleline_client.backoff import backoff
 
-from .errors import invalid
+from .errors import invalid, not_found
 from .model import Match
 from .storage import Storage, StoredEvent, log_failure, raise_lost_cancellation
 
@@ -32,6 +35,7 @@ log = logging.getLogger(__name__)
 
 Batch = list[StoredEvent]
 RESYNC: Batch = []  # queued instead of batches a slow subscriber could not keep up with
+GONE: Batch = []  # queued when the watched match is gone from Redis (it expired)
 MAX_QUEUED = 256
 # Events read from Redis at once to fill a gap or resume: a stream its client does not
 # read holds one such page (1,000 held about 1 MB).
@@ -44,8 +48,11 @@ IDLE_CHECK_S = 1.0  # how often the idle loops look whether anyone still watches
 class Hub:
     """The per-process listener, reader and subscribers."""
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, gone_check_s: float) -> None:
+        """`gone_check_s`: how often to look whether the watched matches are still stored."""
         self.storage = storage
+        self.gone_check_s = gone_check_s
+        self._next_gone_check = 0.0
         self._subscribers: dict[str, set[asyncio.Queue[Batch]]] = {}
         self._cursors: dict[str, int] = {}
         self._dirty: set[str] = set()  # watched matches whose streams may have grown
@@ -135,6 +142,9 @@ class Hub:
             if not self._subscribers:
                 self._reader = None  # no await since the check: a subscribe starts anew
                 return
+            if time.monotonic() >= self._next_gone_check:
+                await self._end_gone()
+                continue  # (the await may have seen the last subscriber leave)
             batch: dict[str, int] = {}
             while self._dirty and len(batch) < STREAMS_PER_READ:
                 match_id = self._dirty.pop()
@@ -166,6 +176,23 @@ class Hub:
                     else:
                         queue.put_nowait(events)
 
+    async def _end_gone(self) -> None:
+        """Queue GONE to the subscribers of the watched matches no longer stored."""
+        self._next_gone_check = time.monotonic() + self.gone_check_s
+        watched = list(self._cursors)
+        try:
+            stored = await self.storage.matches.existing(watched)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            log_failure(log, "expiry check (next round)", err)
+            return
+        raise_lost_cancellation()
+        for match_id in watched:
+            if match_id not in stored:
+                for queue in self._subscribers.get(match_id, ()):
+                    queue.put_nowait(GONE)
+
 
 class Subscription:
     """One viewer's events of one match, in order and without gaps, after `last`.
@@ -173,7 +200,8 @@ class Subscription:
     Opened at a read of the match: after its last event, or (`resume_after`) after
     an event the viewer already has, when the stream still holds everything since
     (`backlog`); else the viewer needs a fresh snapshot first (`needs_snapshot`).
-    `batches` ends after the event that finishes the match.
+    `batches` ends after the event that finishes the match, and raises NOT_FOUND once
+    the match is gone from Redis.
     """
 
     def __init__(self, hub: Hub, match: Match) -> None:
@@ -212,6 +240,8 @@ class Subscription:
             fill = self.hub.cursor(self.match_id) > self.last
             batch = self.backlog or []
             while True:
+                if batch is GONE:
+                    raise not_found(self.match_id)
                 if fill or batch is RESYNC or (batch and batch[0].number > self.last + 1):
                     batch = (await self.hub.storage.events.events_after(
                         self.match_id, self.last, PAGE)).events

@@ -51,6 +51,7 @@ MOVED_CHANNEL: Final = f"{PREFIX}:moved"  # pub/sub: ids of matches whose stream
 _RESERVED: Final = frozenset(
     {"state", "version", "seq", "status", "deadline", "created", "updated"}
 )
+_EXISTS_PER_PIPELINE: Final = 1000
 
 # The scripts' arguments: first named settings as name, value pairs (a setting left
 # out is not changed), then 'fields', n, n (name, value) pairs for the match hash,
@@ -540,9 +541,18 @@ class MatchStore:
         await self._conn.redis.zrem(_LIVE, match_id)
         await self._clocks.unindex(match_id)
 
-    async def exists(self, match_id: str) -> bool:
-        """Whether the match is stored (not expired)."""
-        return bool(await self._conn.redis.exists(match_key(match_id, "m")))
+    async def existing(self, match_ids: Sequence[str]) -> set[str]:
+        """Which of the matches are stored (not expired): pipelined, a round trip per
+        `_EXISTS_PER_PIPELINE` ids (per node on Redis Cluster)."""
+        found: set[str] = set()
+        for start in range(0, len(match_ids), _EXISTS_PER_PIPELINE):
+            chunk = match_ids[start:start + _EXISTS_PER_PIPELINE]
+            async with self._conn.redis.pipeline(transaction=False) as pipe:
+                for match_id in chunk:
+                    pipe.exists(match_key(match_id, "m"))
+                replies = await pipe.execute()
+            found.update(m for m, stored in zip(chunk, replies, strict=True) if stored)
+        return found
 
     async def ttl(self, match_id: str) -> int:
         """Seconds until the match expires; -1 if it never does, -2 if gone."""
