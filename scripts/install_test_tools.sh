@@ -16,6 +16,9 @@ protoc-gen-go --version >/dev/null 2>&1 || missing="$missing protoc-gen-go"
 [ -d /usr/share/gocode/src/google.golang.org/grpc ] || missing="$missing golang-google-grpc-dev"
 [ -d /usr/share/gocode/src/google.golang.org/protobuf ] ||
   missing="$missing golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev"
+# errdetails (RetryInfo), for the bot's waits on a rate refusal
+[ -d /usr/share/gocode/src/google.golang.org/genproto/googleapis/rpc/errdetails ] ||
+  missing="$missing golang-google-genproto-dev"
 if [ -n "$missing" ]; then
   apt-get update -qq
   # shellcheck disable=SC2086

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Build the Go bot offline with Debian's Go packages (scripts/install_test_tools.sh installs
 # them): golang-go, golang-google-grpc-dev, golang-google-protobuf-dev with
-# golang-github-golang-protobuf-1-5-dev, protoc-gen-go (APIv2: the contract uses proto3
+# golang-github-golang-protobuf-1-5-dev, golang-google-genproto-dev (errdetails),
+# protoc-gen-go (APIv2: the contract uses proto3
 # `optional`, which Debian's older protoc-gen-go 1.3 refuses), protoc-gen-go-grpc and
 # protobuf-compiler.
 #

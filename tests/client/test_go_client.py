@@ -4,17 +4,20 @@ skip: CI must build it), it plays a whole match against the hosted AI of a live 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from battleline_engine.ratelimit import Rate
 from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI, start_worker, stop
 
 GO_DIR = Path(__file__).resolve().parents[2] / "clients" / "go"
-RESULT = re.compile(r"match over: winner (SEAT_\w+) by (END_REASON_\w+) after (\d+) requests")
+RESULT = re.compile(r"match over: winner (SEAT_\w+) by (END_REASON_\w+) after (\d+) requests, "
+                    r"(\d+) sent again")
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +38,11 @@ def _bot(go_bot: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_go_bot_plays_a_match_against_the_hosted_ai(go_bot: Path, redis_url: str,
                                                    tmp_path: Path) -> None:
-    with LocalService(redis_url, config=WITH_AI) as engine:
+    """At 4 actions a second per seat (burst 2) a bot that moves at once is refused
+    `rate-limited` many times a game: it waits out each RetryInfo delay and plays on (it
+    exited 1 at the first refusal)."""
+    config = dataclasses.replace(WITH_AI, action_rate=Rate(per_s=4.0, burst=2))
+    with LocalService(redis_url, config=config) as engine:
         worker = start_worker(engine.address, redis_url, tmp_path / "worker.log")
         try:
             done = _bot(go_bot, "--target", engine.address, "--ai", "3", "--timeout", "200s")
@@ -50,6 +57,7 @@ def test_go_bot_plays_a_match_against_the_hosted_ai(go_bot: Path, redis_url: str
     assert found.group(2) in ("END_REASON_BREAKTHROUGH", "END_REASON_ENVELOPMENT",
                               "END_REASON_FLANKS", "END_REASON_DRAW", "END_REASON_STALEMATE")
     assert int(found.group(3)) > 5
+    assert int(found.group(4)) > 0, "the rate refusals were waited out"
 
 
 def test_go_bot_reports_a_refusal_with_its_status(go_bot: Path, redis_url: str) -> None:

@@ -7,7 +7,10 @@
 // take its seat, then plays uniformly random legal actions from its own view
 // (GameService.SubmitAction with the view's version as expected_version and a fresh action
 // id), taking the AI's moves from the Watch stream. It prints the result and exits 0 once
-// the match is over; 1 on any refusal or when the match does not end in time.
+// the match is over; 1 on any refusal or when the match does not end in time. A call the
+// engine refuses for now (RESOURCE_EXHAUSTED with a RetryInfo delay, such as `rate-limited`)
+// or cannot answer (UNAVAILABLE: restarting) is sent again, the same request, until it
+// passes or the time is up.
 package main
 
 import (
@@ -20,6 +23,7 @@ import (
 	"os"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -29,6 +33,9 @@ import (
 )
 
 const callTimeout = 10 * time.Second
+
+// resends counts the calls sent again by resent, for the final report.
+var resends int
 
 // seat is one seat of one match: the services, the match and the seat's bearer token.
 type seat struct {
@@ -44,10 +51,53 @@ func (s *seat) ctx(parent context.Context) context.Context {
 	return metadata.AppendToOutgoingContext(parent, "authorization", "Bearer "+s.token)
 }
 
+// resent makes a call until it passes, fails in a way waiting will not mend, or ctx ends:
+// a refusal that says when to come back (RetryInfo) waits that long, UNAVAILABLE a pause
+// growing to 2 s. Each try gets callTimeout.
+func resent(ctx context.Context, call func(context.Context) error) error {
+	pause := 100 * time.Millisecond
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := call(callCtx)
+		cancel()
+		wait, again := retryDelay(err, pause)
+		if !again {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		resends++
+		if pause < 2*time.Second {
+			pause *= 2
+		}
+	}
+}
+
+// retryDelay says whether err is worth sending again, and after how long.
+func retryDelay(err error, pause time.Duration) (time.Duration, bool) {
+	refusal := status.Convert(err)
+	switch refusal.Code() {
+	case codes.Unavailable:
+		return pause, true
+	case codes.ResourceExhausted:
+		for _, detail := range refusal.Details() {
+			if info, ok := detail.(*errdetails.RetryInfo); ok && info.RetryDelay != nil {
+				return info.RetryDelay.AsDuration(), true
+			}
+		}
+	}
+	return 0, false
+}
+
 func (s *seat) view(parent context.Context) (*pb.MatchView, error) {
-	ctx, cancel := context.WithTimeout(s.ctx(parent), callTimeout)
-	defer cancel()
-	response, err := s.game.GetView(ctx, &pb.GetViewRequest{MatchId: s.matchID})
+	var response *pb.GetViewResponse
+	err := resent(s.ctx(parent), func(ctx context.Context) (err error) {
+		response, err = s.game.GetView(ctx, &pb.GetViewRequest{MatchId: s.matchID})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("GetView: %w", err)
 	}
@@ -56,13 +106,16 @@ func (s *seat) view(parent context.Context) (*pb.MatchView, error) {
 
 // playRandom submits one random legal action decided on view and returns the view after it.
 // ABORTED means the match moved on since view (stale-version): fetch it and decide again.
+// A resend keeps the action id, so an action whose answer was lost is not applied twice.
 func (s *seat) playRandom(parent context.Context, view *pb.MatchView) (*pb.MatchView, error) {
 	action := view.LegalActions[randomIndex(len(view.LegalActions))]
 	request := &pb.SubmitActionRequest{MatchId: s.matchID, ExpectedVersion: view.Version,
 		ActionId: newActionID(), Actions: []string{action}}
-	ctx, cancel := context.WithTimeout(s.ctx(parent), callTimeout)
-	defer cancel()
-	response, err := s.game.SubmitAction(ctx, request)
+	var response *pb.SubmitActionResponse
+	err := resent(s.ctx(parent), func(ctx context.Context) (err error) {
+		response, err = s.game.SubmitAction(ctx, request)
+		return err
+	})
 	if status.Code(err) == codes.Aborted {
 		return s.view(parent)
 	}
@@ -178,14 +231,20 @@ func run(target string, level uint32, ruleset string, timeout time.Duration) err
 	defer conn.Close()
 
 	lobby := pb.NewLobbyServiceClient(conn)
-	createCtx, createCancel := context.WithTimeout(ctx, callTimeout)
-	created, err := lobby.CreateMatch(createCtx, &pb.CreateMatchRequest{
+	// A seat secret makes the create safe to send again: a resend whose first answer was
+	// lost is answered with the same match, never a second one.
+	request := &pb.CreateMatchRequest{
 		Options:     &pb.MatchOptions{Ruleset: ruleset},
 		Seat:        pb.SeatChoice_SEAT_CHOICE_RANDOM,
 		Opponent:    &pb.Opponent{Kind: pb.OpponentKind_OPPONENT_KIND_AI, AiLevel: level},
 		SeatOptions: &pb.SeatOptions{AutoClaim: true, DisplayName: "go"},
+		SeatSecret:  newActionID(),
+	}
+	var created *pb.CreateMatchResponse
+	err = resent(ctx, func(callCtx context.Context) (err error) {
+		created, err = lobby.CreateMatch(callCtx, request)
+		return err
 	})
-	createCancel()
 	if err != nil {
 		return fmt.Errorf("CreateMatch: %w", err)
 	}
@@ -198,8 +257,9 @@ func run(target string, level uint32, ruleset string, timeout time.Duration) err
 	if err != nil {
 		return err
 	}
-	fmt.Printf("match over: winner %s by %s after %d requests (match %s, version %d)\n",
-		view.Winner, view.EndReason, s.requests, view.MatchId, view.Version)
+	fmt.Printf("match over: winner %s by %s after %d requests, %d sent again (match %s, "+
+		"version %d)\n", view.Winner, view.EndReason, s.requests, resends, view.MatchId,
+		view.Version)
 	return nil
 }
 
