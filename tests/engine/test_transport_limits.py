@@ -14,6 +14,7 @@ import socket
 import struct
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
@@ -332,6 +333,28 @@ def test_metrics_are_scraped_in_prometheus_text(
     text = _scrape(small_metrics[0])
     assert "# TYPE battleline_live_matches gauge" in text
     assert "battleline_rpc_latency_seconds" in text
+
+
+def test_a_loopback_metrics_port_answers_its_own_names_only(
+        small_metrics: tuple[int, metrics_http.MetricsServer]) -> None:
+    """Twenty-sixth audit: a page whose own name points at 127.0.0.1 (DNS rebinding)
+    read the metrics of a loopback metrics port; it answered any Host."""
+    port = small_metrics[0]
+
+    def status(host: str) -> int:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics",
+                                         headers={"Host": host})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as err:
+            return int(err.code)
+
+    for host in ("evil.example", f"evil.example:{port}", "localhost.evil.example",
+                 "127.0.0.1.nip.io"):
+        assert status(host) == 421, host
+    for host in ("localhost", f"LOCALHOST:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"):
+        assert status(host) == 200, host
 
 
 def test_a_stalled_metrics_connection_is_closed_after_the_timeout(

@@ -35,6 +35,28 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+# The names a loopback listener answers to (the web port, the metrics port). A page of
+# another site whose name it points at 127.0.0.1 (DNS rebinding) reaches a loopback
+# server under that name, and would spend the local player's budgets (fifteenth audit)
+# or read the metrics (twenty-sixth): such a server answers these names only.
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
+
+
+def answered_names(host: str) -> frozenset[str] | None:
+    """The Host names a server bound to `host` answers: on loopback, loopback's and the
+    bound address's own (127.0.0.2, say); elsewhere None (any)."""
+    if not is_loopback_host(host):
+        return None
+    own = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return LOOPBACK_NAMES | {own.lower()}
+
+
+def host_name(header: str) -> str:
+    """A Host header's name, without its port, in lower case ("" when absent)."""
+    host = header.lower()
+    return host if host.endswith("]") else host.rpartition(":")[0] or host
+
+
 class CannotListen(OSError):
     """A server could not bind its address: the port is taken, or the host is not one
     of this machine's. Commands say so in one line rather than with a traceback."""

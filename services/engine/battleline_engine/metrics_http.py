@@ -12,14 +12,16 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler
+from wsgiref.types import StartResponse, WSGIApplication
 
 from prometheus_client import make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
 
 from .auth import address_key
-from .listening import CannotListen
+from .listening import CannotListen, answered_names, host_name
 from .metrics import REGISTRY
 from .ratelimit import HeldConnections
 
@@ -86,7 +88,7 @@ class MetricsServer(ThreadingWSGIServer):
         self.address_family = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
         super().__init__((host, port), _ScrapeHandler)
-        self.set_app(make_wsgi_app(REGISTRY))
+        self.set_app(_answering_only(answered_names(host), make_wsgi_app(REGISTRY)))
 
     def process_request(self, request: Any, client_address: Any) -> None:
         address = address_key(client_address[0])
@@ -123,6 +125,22 @@ class MetricsServer(ThreadingWSGIServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up or stalled mid-response: one debug line, no traceback."""
         log.debug("metrics connection from %s failed", client_address[0], exc_info=True)
+
+
+def _answering_only(names: frozenset[str] | None, app: WSGIApplication) -> WSGIApplication:
+    """`app`, answering 421 to a request sent to a name not in `names` (None: any): on
+    loopback, a page that pointed its own name at 127.0.0.1 would read the metrics."""
+    if names is None:
+        return app
+    refusal = f"this server answers only to {', '.join(sorted(names))}".encode()
+
+    def answer(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if host_name(environ.get("HTTP_HOST", "")) in names:
+            return app(environ, start_response)
+        start_response("421 Misdirected Request", [("Content-Type", "text/plain")])
+        return [refusal]
+
+    return answer
 
 
 def _hang_up(connection: socket.socket) -> None:

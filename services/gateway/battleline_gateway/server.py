@@ -13,13 +13,13 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from battleline_engine.auth import Callers, address_key
-from battleline_engine.listening import CannotListen, is_loopback_host
+from battleline_engine.listening import CannotListen, answered_names
 from battleline_engine.ratelimit import HeldConnections
 
 from .bridge import EngineBridge, Upstream
 from .limits import WebLimits
 from .rate import RequestRate
-from .site import LOOPBACK_NAMES, SECURITY_HEADERS, WebApp
+from .site import SECURITY_HEADERS, WebApp
 
 log = logging.getLogger(__name__)
 
@@ -226,8 +226,7 @@ class WebGateway:
         self.upstream = Upstream(engine_address, engine_secret)
         rate = RequestRate(limits.request_rate, trusted_proxies)
         bridge = EngineBridge(self.upstream, rate, limits.max_streams_per_address)
-        only_hosts = LOOPBACK_NAMES if is_loopback_host(host) else None
-        config = uvicorn.Config(WebApp(bridge, rate, only_hosts=only_hosts),
+        config = uvicorn.Config(WebApp(bridge, rate, only_hosts=answered_names(host)),
                                 host=host, port=port,
                                 lifespan="off", log_level="warning", access_log=False,
                                 # uvicorn's records go to the host's handlers (and their

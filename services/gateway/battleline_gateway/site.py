@@ -12,6 +12,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
 
 from battleline_engine.errors import Refusal
+from battleline_engine.listening import host_name
 
 from .bridge import EngineBridge, method_path, public_methods
 from .rate import RequestRate
@@ -94,18 +95,11 @@ def _host(scope: Scope) -> str | None:
     return client[0] if client else None
 
 
-# The names of a loopback listener. A page of another site whose name it points at
-# 127.0.0.1 (DNS rebinding) reaches a loopback serve under that name, and would spend the
-# local player's budgets (fifteenth audit): such a serve answers these names only.
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
-
-
 def _host_name(scope: Scope) -> str:
     """The Host header's name, without its port, in lower case ("" when absent)."""
     for name, value in scope["headers"]:
         if name == b"host":
-            host = value.decode("latin-1").lower()
-            return host if host.endswith("]") else host.rpartition(":")[0] or host
+            return host_name(value.decode("latin-1"))
     return ""
 
 
