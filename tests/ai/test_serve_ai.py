@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import grpc
+import pytest
 
 from battleline.v1 import game_pb2, game_pb2_grpc
 from battleline_client.client import Client
@@ -123,24 +124,34 @@ def test_every_process_of_serve_logs_one_json_object_per_line(tmp_path: Path) ->
     assert worker and worker[0]["level"] == "info"
 
 
+@pytest.mark.parametrize("store", ["redis", "cluster"])
 def test_engines_without_an_ai_play_against_an_ai_service_run_apart(
-        redis_url: str, tmp_path: Path) -> None:
+        store: str, redis_url: str, tmp_path: Path) -> None:
     """The deployed split (deploy/: engines `serve --no-ai` with BATTLELINE_AI_ADDRESS, AI
     pods `battleline ai --port`): the AI run apart takes the seat and moves, and answers the
-    engine's hints; the engine starts no AI of its own."""
+    engine's hints; the engine starts no AI of its own. On a Redis Cluster both read
+    REDIS_CLUSTER=1 beside a node's plain URL, as the production overlay sets them (`ai`
+    ignored it: its workers exited on the first MOVED, over and over)."""
+    from tests.deploy.procs import RedisCluster
+
+    shared = {"REDIS_URL": redis_url, "BATTLELINE_AI_KEY": AI_KEY}
+    cluster = None
+    if store == "cluster":
+        cluster = RedisCluster(tmp_path / "cluster")
+        cluster.start()
+        node = cluster.url.replace("redis+cluster://", "redis://")  # as the overlay names it
+        shared = {**shared, "REDIS_URL": node, "REDIS_CLUSTER": "1"}
     engine_port = free_port()
-    env = {**os.environ, "REDIS_URL": redis_url, "BATTLELINE_AI_KEY": AI_KEY}
     ai = subprocess.Popen([BATTLELINE, "ai", "--engine", f"127.0.0.1:{engine_port}",
                            "--port", "0", "--log-level", "warning"],
-                          stdout=subprocess.PIPE, text=True, env=env)
+                          stdout=subprocess.PIPE, text=True, env={**os.environ, **shared})
     try:
         assert ai.stdout is not None
         line = ai.stdout.readline()  # "battleline ai service listening on HOST:PORT"
         assert "listening on" in line, line
         process, address = start_serve(
             "--port", str(engine_port), "--no-ai", "--no-web", "--log-level", "warning",
-            env={"REDIS_URL": redis_url, "BATTLELINE_AI_KEY": AI_KEY,
-                 "BATTLELINE_AI_ADDRESS": line.split()[-1]})
+            env={**shared, "BATTLELINE_AI_ADDRESS": line.split()[-1]})
         try:
             assert not [p for p in children(process.pid) if "ai" in command_line(p)]
             with Client(address) as client:
@@ -161,3 +172,5 @@ def test_engines_without_an_ai_play_against_an_ai_service_run_apart(
             stop_serve(process)
     finally:
         stop_serve(ai)
+        if cluster is not None:
+            cluster.stop()

@@ -15,8 +15,10 @@ from .options import (
     LogFormatOption,
     LogLevel,
     LogLevelOption,
+    RedisClusterOption,
     checked_redis_url,
     checked_secret,
+    cluster_url,
     log_args,
 )
 from .signals import stop_on_signals
@@ -30,6 +32,7 @@ def ai(
     redis_url: Annotated[str, typer.Option(
         envvar="REDIS_URL", help="The engine's Redis (seat requests come from there)."
     )] = "redis://127.0.0.1:6379/0",
+    redis_cluster: RedisClusterOption = False,
     workers: Annotated[int, typer.Option(
         envvar="BATTLELINE_AI_WORKERS", min=0, help="Worker processes.")] = 1,
     concurrency: Annotated[int, typer.Option(
@@ -74,6 +77,7 @@ def ai(
     from battleline_engine.listening import host_port
 
     checked_redis_url(ctx, "--redis-url", redis_url)
+    redis_url = cluster_url(redis_url, redis_cluster) or redis_url
     key = checked_secret(KEY_ENV, os.environ.get(KEY_ENV, ""))
     if not key:
         raise typer.BadParameter(f"set {KEY_ENV} (at least 16 characters; the engines need "

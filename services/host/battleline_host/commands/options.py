@@ -20,6 +20,9 @@ LogFormatOption = Annotated[LogFormat, typer.Option(
     envvar="BATTLELINE_LOG_FORMAT", case_sensitive=False,
     help="json (one object per line, for a log collector) or text.",
 )]
+RedisClusterOption = Annotated[bool, typer.Option(
+    envvar="REDIS_CLUSTER", help="The Redis URL names a node of a Redis Cluster."
+)]
 WebMaxConnectionsOption = Annotated[int, typer.Option(
     envvar="BATTLELINE_WEB_MAX_CONNECTIONS", min=1,
     help="Open connections the web port accepts; more are closed at once.",
@@ -74,6 +77,17 @@ def checked_secret(name: str, value: str) -> str:
 
 
 REDIS_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster", "unix")
+
+
+def cluster_url(url: str | None, cluster: bool) -> str | None:
+    """The Redis URL as Storage reads it: with `--redis-cluster` (REDIS_CLUSTER), the
+    `+cluster` scheme that picks the cluster client (a node's plain URL would have the
+    plain client follow no MOVED redirection)."""
+    if not cluster:
+        return url
+    if not url:
+        raise typer.BadParameter("--redis-cluster needs --redis-url (a node of the cluster)")
+    return url if "+cluster://" in url else url.replace("://", "+cluster://", 1)
 
 
 def checked_redis_url(ctx: typer.Context, option: str, url: str | None) -> None:

@@ -40,12 +40,14 @@ from .options import (
     LogFormatOption,
     LogLevel,
     LogLevelOption,
+    RedisClusterOption,
     WebMaxConnectionsOption,
     WebMaxConnectionsPerAddressOption,
     WebRequestRateOption,
     WebRequestTimeoutOption,
     checked_redis_url,
     checked_secret,
+    cluster_url,
     log_args,
     web_limits,
 )
@@ -79,9 +81,7 @@ def serve(
     redis_url: Annotated[str | None, typer.Option(
         envvar="REDIS_URL", help="Use this Redis instead of starting an embedded one."
     )] = None,
-    redis_cluster: Annotated[bool, typer.Option(
-        envvar="REDIS_CLUSTER", help="The Redis URL names a node of a Redis Cluster."
-    )] = False,
+    redis_cluster: RedisClusterOption = False,
     redis_client: Annotated[str, typer.Option(
         envvar="BATTLELINE_REDIS_CLIENT",
         help="lean: each action's commands on one pipelined connection; redis-py: the pool.",
@@ -225,10 +225,7 @@ def serve(
     descriptors = _raise_descriptor_limit()
     embedded: EmbeddedRedis | None = None
     ai_socket: Path | None = None  # the AI started here serves AiService on it
-    if redis_cluster and not redis_url:
-        raise typer.BadParameter("--redis-cluster needs --redis-url (a node of the cluster)")
-    if redis_cluster and redis_url and "+cluster://" not in redis_url:
-        redis_url = redis_url.replace("://", "+cluster://", 1)  # Storage picks the cluster client
+    redis_url = cluster_url(redis_url, redis_cluster)
     # Checked before anything starts (an embedded Redis would start and stop again).
     if open_limits and not is_loopback_host(host):
         raise typer.BadParameter("--open-limits serves loopback only (--host 127.0.0.1): "
