@@ -76,6 +76,75 @@ def test_serve_starts_an_ai_that_plays_and_dies_with_it(tmp_path: Path) -> None:
     assert not any(is_alive(p) for p in redis), "the embedded Redis outlived serve"
 
 
+def test_an_ai_that_dies_is_started_again_and_plays(redis_url: str, tmp_path: Path) -> None:
+    """Twenty-sixth session's walkthrough: a SIGKILLed AI child of serve stayed a zombie,
+    nothing was logged, health said SERVING, and AI matches waited for a player that
+    never came until serve was restarted. It is started again, and the exit logged."""
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w") as log:
+        process, address = start_serve("--no-web", "--data-dir", str(tmp_path / "data"),
+                                       env={"REDIS_URL": redis_url}, stderr=log)
+    try:
+        def hosted_ai() -> list[int]:
+            return [p for p in children(process.pid) if "ai" in command_line(p)]
+
+        deadline = time.monotonic() + 30
+        while not (first := hosted_ai()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(first) == 1
+        os.kill(first[0], signal.SIGKILL)
+        second = first
+        while second in (first, []) and time.monotonic() < deadline:
+            time.sleep(0.1)
+            second = hosted_ai()
+        assert second not in (first, []), "the AI was not started again"
+        assert first[0] not in children(process.pid), "the killed AI was not reaped"
+        with Client(address) as client:
+            created = client.create(opponent="ai", ai_level=1, clock="per-move",
+                                    clock_seconds=30, seat="second")
+            seat = client.seat(created.seat)
+            deadline = time.monotonic() + 60
+            while not is_my_turn(seat.view()):  # the new AI took its seat and moved
+                assert time.monotonic() < deadline, "the AI never moved"
+                time.sleep(0.1)
+    finally:
+        stop_serve(process)
+    lines = [json.loads(line) for line in log_path.read_text().splitlines()
+             if line.startswith("{")]
+    assert any(line["message"] == "hosted AI exited: starting it again"
+               and line["level"] == "error" and line["worker_pid"] == first[0]
+               for line in lines), lines[-5:]
+
+
+def test_serve_leaves_the_rotation_before_it_stops_its_ai(tmp_path: Path) -> None:
+    """On SIGTERM health says NOT_SERVING first: serve stopped its web page and its AI
+    (seconds) before saying so, and balancers kept sending it calls meanwhile."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    process, address = _serve(tmp_path)
+    deadline = time.monotonic() + 30
+    while not (ai := [p for p in children(process.pid) if "ai" in command_line(p)]) or not [
+            p for p in children(ai[0]) if "battleline_ai.worker" in " ".join(command_line(p))]:
+        assert time.monotonic() < deadline, "no hosted AI started"  # (its workers too: it
+        time.sleep(0.1)  # takes a signal before its handlers are in place as an instant end)
+    seen: list[tuple[str, bool]] = []  # each answer, and whether the AI was still there
+    with grpc.insecure_channel(address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        health.Check(health_pb2.HealthCheckRequest(), timeout=5)  # connected before
+        process.send_signal(signal.SIGTERM)
+        while is_alive(ai[0]) and time.monotonic() < deadline:
+            try:
+                status = health.Check(health_pb2.HealthCheckRequest(), timeout=1).status
+                seen.append((health_pb2.HealthCheckResponse.ServingStatus.Name(status),
+                             is_alive(ai[0])))
+            except grpc.RpcError as err:
+                seen.append((err.code().name, is_alive(ai[0])))
+            time.sleep(0.01)
+    process.wait(30)
+    assert not is_alive(ai[0]), "the AI outlived serve"
+    assert ("NOT_SERVING", True) in seen, f"the AI stopped first: {seen[:3]}...{seen[-3:]}"
+
+
 def test_serve_with_no_ai_starts_none(tmp_path: Path) -> None:
     process, _address = _serve(tmp_path, "--no-ai")
     try:

@@ -110,6 +110,7 @@ class EngineServer:
         self.config = config
         self._monitor: asyncio.Task[None] | None = None
         self._stopping = False
+        self._leaving = False
         self._stop_event = asyncio.Event()
         self.services: list[Service] = []
 
@@ -155,16 +156,24 @@ class EngineServer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop_event.wait(), self.config.health_interval_s)
 
-    async def stop(self, grace_s: float | None = None) -> None:
-        """NOT_SERVING, wait `drain_s` so balancers move away, then stop with a grace period."""
-        if self._stopping:
+    async def leave_rotation(self) -> None:
+        """NOT_SERVING from now on, for good: balancers stop sending calls here, while
+        the server still answers those that come until `stop`."""
+        if self._leaving:
             return
-        self._stopping = True
+        self._leaving = True
         await self.health.enter_graceful_shutdown()
         self._stop_event.set()
         if self._monitor is not None:
             await asyncio.wait([self._monitor], timeout=self.config.health_interval_s + 1)
             self._monitor.cancel()
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        """NOT_SERVING, wait `drain_s` so balancers move away, then stop with a grace period."""
+        if self._stopping:
+            return
+        self._stopping = True
+        await self.leave_rotation()
         await asyncio.sleep(self.config.drain_s)
         await self.server.stop(self.config.grace_s if grace_s is None else grace_s)
         for service in self.services:

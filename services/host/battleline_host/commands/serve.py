@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import secrets
@@ -13,7 +14,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from enum import Enum
 from pathlib import Path
@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from typer.core import TyperOption
 
-from battleline_client.backoff import backoff
 from battleline_client.processes import dying_with_parent, stop_processes
 from battleline_engine.listening import (
     MAX_CALLS,
@@ -52,13 +51,13 @@ from .options import (
     web_limits,
 )
 from .signals import stop_on_signals
+from .supervision import keep_running
 
 if TYPE_CHECKING:
     from battleline_engine.redis_server import EmbeddedRedis
     from battleline_engine.runtime import EngineConfig
 
 log = logging.getLogger("battleline.serve")
-QUICK_EXIT_S = 10.0  # an engine worker exiting sooner than this after its start is crash-looping
 START_TIMEOUT_S = 60.0  # an engine worker restarted and not listening by then is stuck
 AI_KEY_ENV = "BATTLELINE_AI_KEY"  # the hosted AI's key (the engine keeps only its hash)
 # The secret web gateways present to have their browsers' addresses believed; by
@@ -343,7 +342,8 @@ async def _run(
         reuse_port=shared_port, max_connections=max_connections, max_concurrent_rpcs=max_calls,
     )
     engine = await start_server(server_config, storage, default_services(storage, config))
-    ai: subprocess.Popen[bytes] | None = None
+    ai: HostedAi | None = None
+    ai_watch: asyncio.Task[None] | None = None  # restarts the AI when it exits
     web: WebGateway | None = None
     # A killed embedded Redis is reaped and started again from its append-only file.
     supervisor = asyncio.create_task(embedded.supervise()) if embedded is not None else None
@@ -356,9 +356,10 @@ async def _run(
             metrics_http.serve_metrics(metrics_port, metrics_host)
         # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
         print(f"battleline engine listening on {engine.address}", flush=True)
-        ai = (_start_ai(engine.address, redis_url, config.ai_key, ai_workers, ai_socket,
-                        child_log)
-              if ai_workers else None)
+        if ai_workers:
+            ai = HostedAi(engine.address, redis_url, config.ai_key, ai_workers, ai_socket,
+                          child_log)
+            ai_watch = asyncio.create_task(ai.supervise())
         if web_port is not None:
             web = WebGateway(engine.address, host, web_port, engine_secret=config.gateway_secret,
                              limits=web_limits or WebLimits())
@@ -368,13 +369,16 @@ async def _run(
         log.info("shutting down")
         _exit_if_stuck(grace + SHUTDOWN_SLACK_S)
     finally:
-        for task in (supervisor, watching):
+        # Out of the balancers' rotation first: stopping the web page and the AI takes
+        # seconds, during which health said SERVING (twenty-sixth session's walkthrough).
+        await engine.leave_rotation()
+        for task in (supervisor, watching, ai_watch):
             if task is not None:
                 task.cancel()
         if web is not None:
             await web.stop()
-        if ai is not None:
-            stop_processes(ai)
+        if ai is not None:  # (seconds: it hands its matches back) the engine answers meanwhile
+            await asyncio.to_thread(stop_processes, ai.process)
         if workers is not None:
             workers.terminate()
         await engine.stop()
@@ -436,41 +440,23 @@ class Workers:
             await self._listening(process)
 
     async def supervise(self, interval_s: float = 1.0) -> None:
-        """Until cancelled: start again a worker that exited (a crash, the OOM killer, a
-        SIGKILL), logged as an error: serve went on with one engine fewer, and said
-        nothing (nineteenth audit). Each worker is watched on its own, so one whose start
-        hangs holds up no other (twentieth audit)."""
-        await asyncio.gather(*(self._keep_running(i, interval_s) for i in range(self.count)))
+        """Until cancelled: start again a worker that exited. Each worker is watched on
+        its own, so one whose start hangs holds up no other (twentieth audit)."""
+        await asyncio.gather(*(
+            keep_running("engine worker", functools.partial(self.processes.__getitem__, i),
+                         functools.partial(self._restart, i), interval_s)
+            for i in range(self.count)))
 
-    async def _keep_running(self, i: int, interval_s: float) -> None:
-        """Worker `i` (from 0) started again whenever it has exited. One that keeps
-        exiting at once, or cannot be started (no descriptors or memory left: Popen
-        fails), is tried again after a growing delay (up to a minute), never given up on;
-        one that does not listen within `start_timeout_s` is killed and tried again."""
-        delays: Iterator[float] | None = None
-        started = time.monotonic()
-        while True:
-            await asyncio.sleep(interval_s)
-            process = self.processes[i]
-            if process.poll() is None:  # poll() reaps a dead child
-                continue
-            log.error("engine worker exited: starting it again",
-                      extra={"worker_pid": process.pid, "returncode": process.returncode})
-            if time.monotonic() - started < QUICK_EXIT_S:
-                delays = delays or backoff(1.0, 60.0)
-                await asyncio.sleep(next(delays))
-            else:
-                delays = None
-            started, timeout_s = time.monotonic(), self.start_timeout_s
-            try:
-                self.processes[i] = self._spawn(i + 1)
-                await asyncio.wait_for(self._listening(self.processes[i]), timeout_s)
-            except (OSError, RuntimeError, TimeoutError) as err:
-                log.error("an engine worker could not be started: %s",
-                          str(err) or f"not listening within {timeout_s:g} s",
-                          extra={"worker_pid": self.processes[i].pid})
-                if self.processes[i].poll() is None:
-                    self.processes[i].kill()  # hung: the next turn starts another
+    async def _restart(self, i: int) -> None:
+        """Worker `i` (from 0) anew; one not listening within `start_timeout_s` is killed
+        (the next turn of its supervision starts another)."""
+        timeout_s = self.start_timeout_s
+        self.processes[i] = self._spawn(i + 1)
+        try:
+            await asyncio.wait_for(self._listening(self.processes[i]), timeout_s)
+        except TimeoutError:
+            self.processes[i].kill()
+            raise TimeoutError(f"not listening within {timeout_s:g} s") from None
 
     def _spawn(self, i: int) -> subprocess.Popen[str]:
         command = [sys.executable, "-m", "battleline_client.cli", "serve", *self.args,
@@ -628,17 +614,29 @@ def _kept_ai_key(path: Path) -> str:
     return key
 
 
-def _start_ai(address: str, redis_url: str, key: str, workers: int,
-              rpc_socket: Path | None = None, log: Sequence[str] = ()
-              ) -> subprocess.Popen[bytes]:
+class HostedAi:
     """`battleline ai` as a child process on the same engine and Redis, logging as serve
-    does (`log`: its log options). Its secrets (the Redis URL with its password, the AI's
-    key) go by environment: a command line is readable by every local user."""
-    command = [sys.executable, "-m", "battleline_client.cli", "ai", "--engine", address,
-               "--workers", str(workers), *log]
-    if rpc_socket is not None:
-        command += ["--socket", str(rpc_socket)]  # AiService for the engine's hints
-    env = {**os.environ, "REDIS_URL": redis_url, AI_KEY_ENV: key}
-    return subprocess.Popen(dying_with_parent(command), env=env)
+    does (`log`: its log options), started again whenever it exits. Its secrets (the
+    Redis URL with its password, the AI's key) go by environment: a command line is
+    readable by every local user."""
+
+    def __init__(self, address: str, redis_url: str, key: str, workers: int,
+                 rpc_socket: Path | None = None, log: Sequence[str] = ()) -> None:
+        self.command = [sys.executable, "-m", "battleline_client.cli", "ai", "--engine",
+                        address, "--workers", str(workers), *log]
+        if rpc_socket is not None:
+            self.command += ["--socket", str(rpc_socket)]  # AiService for the engine's hints
+        self.env = {**os.environ, "REDIS_URL": redis_url, AI_KEY_ENV: key}
+        self.process = self._spawn()
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(dying_with_parent(self.command), env=self.env)
+
+    async def _restart(self) -> None:
+        self.process = self._spawn()
+
+    async def supervise(self, interval_s: float = 1.0) -> None:
+        """Until cancelled: start it again whenever it has exited."""
+        await keep_running("hosted AI", lambda: self.process, self._restart, interval_s)
 
 
