@@ -27,8 +27,10 @@ from battleline_engine.hints import MAX_BUDGET_MS, QUEUE_WAIT_S
 from battleline_engine.redis_server import USER_RULES, redis_executable
 from battleline_engine.reviews import REVIEW_TIMEOUT_S
 from battleline_engine.runtime import EngineConfig
+from battleline_engine.server import ServerConfig
 from tests.processes import free_port
 
+from .procs import BIN
 from .test_manifests import (
     DEPLOY,
     K8S_FILES,
@@ -298,17 +300,22 @@ def test_compose_redis_requires_a_password_that_is_in_no_file_and_on_no_command_
         assert ignored == files
     assert "deploy" in (ROOT / ".dockerignore").read_text().splitlines()
     readme = README.read_text()
-    assert "openssl rand -hex 32 > deploy/secrets/redis_password" in readme
+    assert "openssl rand -hex 32 | tr -d '\\n' > deploy/secrets/redis_password" in readme
     assert "deploy/secrets/redis.env" in readme
 
 
+@pytest.mark.parametrize("ending", ["", "\n"], ids=["bare", "trailing-newline"])
 def test_the_deployed_redis_refuses_its_password_what_the_service_never_sends(
-        tmp_path: Path) -> None:
+        tmp_path: Path, ending: str) -> None:
     """Whoever held the deployments' Redis password could run any command (REPLICAOF,
     MIGRATE, ACL SETUSER, FLUSHALL, SHUTDOWN...). Both start scripts make the password the
     default user's with deploy/redis-user.rules, the embedded Redis's own rules. The
     Kubernetes script is run here as written (its paths moved under a temporary
-    directory, its port a free one on loopback), on the bundled redis-server."""
+    directory, its port a free one on loopback), on the bundled redis-server, and its
+    readiness probe's command against it with the bundled redis-cli. Also with a Secret
+    made from a file ending in a newline (`openssl rand -hex 32 > file`, as
+    deploy/README.md once said): Redis refused that config (the ACL rules on a line of
+    their own), and the probe would have sent the newline as part of the password."""
     rules = (DEPLOY / "redis-user.rules").read_text()
     config = _by_kind("ConfigMap", "redis-config")["data"]
     assert rules.strip() == config["redis-user.rules"].strip() == USER_RULES
@@ -325,13 +332,13 @@ def test_the_deployed_redis_refuses_its_password_what_the_service_never_sends(
     for name, text in config.items():
         (etc / name).write_text(text.replace("dir /data", f"dir {tmp_path}"))
     port, password = free_port(), "an-operators-password-0123456789"
+    environment = {"REDIS_PASSWORD": password + ending, "PATH": os.defpath}
     script = script.replace("/etc/redis", str(etc)).replace("/run/redis", str(run))
     start = f"exec redis-server {run}/redis.conf"
     assert start in script
     script = script.replace(
         start, f"exec {redis_executable()} {run}/redis.conf --port {port} --bind 127.0.0.1")
-    server = subprocess.Popen(["sh", "-c", script],
-                              env={"REDIS_PASSWORD": password, "PATH": os.defpath},
+    server = subprocess.Popen(["sh", "-c", script], env=environment,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         client = redis.Redis(port=port, password=password)
@@ -340,6 +347,11 @@ def test_the_deployed_redis_refuses_its_password_what_the_service_never_sends(
             assert time.monotonic() < deadline and server.poll() is None, "no Redis"
             time.sleep(0.05)
         assert client.set("k", "v") and client.get("k") == b"v"
+        assert (run / "redis.conf").read_text().count("user default on >") == 1
+        probe = container["readinessProbe"]["exec"]["command"]
+        assert probe[:2] == ["sh", "-c"] and "redis-cli ping" in probe[2]
+        check = probe[2].replace("redis-cli ping", f"{BIN / 'redis-cli'} -p {port} ping")
+        assert subprocess.run([*probe[:2], check], env=environment, timeout=10).returncode == 0
         for call in (("CONFIG", "SET", "dir", "/tmp"), ("REPLICAOF", "NO", "ONE"),
                      ("ACL", "WHOAMI"), ("FLUSHALL",), ("SHUTDOWN", "NOSAVE")):
             with pytest.raises(redis.exceptions.NoPermissionError):
@@ -353,9 +365,69 @@ def test_the_deployed_redis_refuses_its_password_what_the_service_never_sends(
 
 
 def _composing_line(script: str) -> str:
-    """The line of a start script that writes the private config, its variable named alike."""
+    """The line of a start script that writes the private config, its variable named alike
+    (compose escapes `$` as `$$`)."""
     (line,) = [x.strip() for x in script.splitlines() if "> /run/redis/redis.conf" in x]
-    return line.replace("$$password", "$REDIS_PASSWORD")
+    return line.replace("$$password", "$password")
+
+
+def _kubernetes_redis_config(tmp_path: Path, password: str) -> subprocess.CompletedProcess[str]:
+    """Run the example Redis's start script up to its exec, with REDIS_PASSWORD set to
+    `password`, and print the private config it wrote instead of starting Redis."""
+    (container,) = _by_kind("StatefulSet", "redis")["spec"]["template"]["spec"]["containers"]
+    (script,) = container["args"]
+    etc, run = tmp_path / "etc", tmp_path / "run"
+    etc.mkdir(exist_ok=True)
+    run.mkdir(exist_ok=True)
+    for name, text in _by_kind("ConfigMap", "redis-config")["data"].items():
+        (etc / name).write_text(text)
+    script = script.replace("/etc/redis", str(etc)).replace("/run/redis", str(run))
+    script = script.replace(f"exec redis-server {run}/redis.conf", f"cat {run}/redis.conf")
+    return subprocess.run(["sh", "-c", script], env={"REDIS_PASSWORD": password,
+                                                     "PATH": os.defpath},
+                          capture_output=True, text=True, timeout=10, check=False)
+
+
+@pytest.mark.parametrize("ending", ["", "\n", "\n\n"])
+def test_the_example_redis_takes_a_password_with_a_trailing_newline(
+        tmp_path: Path, ending: str) -> None:
+    """deploy/README.md made the `redis-auth` Secret from `openssl rand -hex 32 > file`,
+    whose newline the Secret keeps; the start script's `printf 'user default on >%s '`
+    then ended the line inside the password, the ACL rules stood on a line of their own,
+    and Redis refused its config (FATAL CONFIG FILE ERROR). The script drops trailing
+    newlines: one `user` line, rules and all, whatever the file ended with."""
+    password = "0123456789abcdef0123456789abcdef"
+    done = _kubernetes_redis_config(tmp_path, password + ending)
+    assert done.returncode == 0, done.stderr
+    lines = [x for x in done.stdout.splitlines() if x.startswith("user ")]
+    assert lines == [f"user default on >{password} {USER_RULES}"]
+    rules = [x for x in done.stdout.splitlines() if x.startswith("~*")]
+    assert rules == []  # the rules are on the user line, not on one of their own
+
+
+@pytest.mark.parametrize("password", ["short", "0123456789 abcdef0123",
+                                      "0123456789abcdef\n0123456789"])
+def test_the_example_redis_refuses_a_password_that_would_split_its_user_line(
+        tmp_path: Path, password: str) -> None:
+    """A space or a line break inside the password would cut the `user` line as the
+    trailing newline did; a short one is a mistake (compose's script refuses it too).
+    The script stops with a reason, before writing the config."""
+    done = _kubernetes_redis_config(tmp_path, password)
+    assert done.returncode != 0 and "redis-auth password" in done.stderr
+    assert not (tmp_path / "run" / "redis.conf").exists()
+
+
+def test_every_secret_the_readme_makes_has_no_trailing_newline() -> None:
+    """Every `openssl rand` deploy/README.md (and compose.yaml's header) writes to a file
+    goes through `tr -d '\\n'`: `kubectl create secret --from-file` keeps a file's last
+    newline, and the Redis password's once broke the example Redis's config."""
+    made = 0
+    for text in (README.read_text(), (DEPLOY / "compose.yaml").read_text()):
+        for line in text.splitlines():
+            for command in re.findall(r"openssl rand [^&;)|]*(?:\|[^&;)>]*)?>\s*\S+", line):
+                made += 1
+                assert re.search(r"\| tr -d '\\n' >", command), command
+    assert made >= 5  # compose's and Kubernetes's Redis passwords, the AI key, the gateway secret
 
 
 def _answers(client: redis.Redis) -> bool:
@@ -438,11 +510,14 @@ def test_only_the_engines_reach_the_ai_service() -> None:
     assert [p["containerPort"] for p in ai["spec"]["containers"][0]["ports"]] == [int(port)]
 
 
-def test_the_engines_are_reached_by_the_edge_web_and_ai_and_metrics_by_the_scraper() -> None:
+def test_the_engines_are_reached_by_the_edge_alone_and_metrics_by_the_scraper() -> None:
     """The engines' gRPC port is open to the edge (Envoy: the rapid-reset and connection
-    limits the engine lacks, twelfth audit), the web front and the AI workers only, so no
-    pod skips the edge; their metrics port only to pods labelled `app.kubernetes.io/name:
-    prometheus` in the monitoring namespace. No rule admits a port it does not name."""
+    limits the engine lacks, twelfth audit) only; it was open to the web front and the AI
+    workers too (hence the name, which docs/SECURITY.md cites), which dialled a ClusterIP
+    Service and so sent all their calls to one engine: they reach the engines through the
+    edge's internal listener now, so no pod skips the edge.
+    Their metrics port only to pods labelled `app.kubernetes.io/name: prometheus` in the
+    monitoring namespace. No rule admits a port it does not name."""
     engine = _by_kind("Deployment", "battleline-engine")["spec"]["template"]
     ports = {p["name"]: p["containerPort"] for p in engine["spec"]["containers"][0]["ports"]}
     assert set(ports) == {"grpc", "metrics"}
@@ -450,7 +525,7 @@ def test_the_engines_are_reached_by_the_edge_web_and_ai_and_metrics_by_the_scrap
     assert policy["policyTypes"] == ["Ingress"]
     scraper = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
                "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}
-    callers = {"battleline-edge", "battleline-web", "battleline-ai"}
+    callers = {"battleline-edge"}
     for rule in policy["ingress"]:
         admitted = {p["port"] for p in rule["ports"]}  # a rule without ports admits all
         if ports["metrics"] in admitted:
@@ -554,22 +629,24 @@ def test_redis_refuses_writes_before_its_container_is_killed() -> None:
 def test_scratch_space_is_bounded_and_the_public_pods_dial_the_engines_only() -> None:
     """Seventeenth audit: the engine's and AI's /tmp had no size limit, and the web front
     and the edge, the pods the internet reaches, could dial anything (Redis, the AI
-    service, the outside). Every emptyDir is capped; those two may dial the engines' gRPC
-    port and the cluster's DNS, nothing else."""
+    service, the outside). Every emptyDir is capped; those two may dial their next hop to
+    the engines (the web front the edge's internal listener, the edge the engines' gRPC
+    port) and the cluster's DNS, nothing else."""
     for name, pod in _pods():
         for volume in pod.get("volumes", []):
             if "emptyDir" in volume:
                 assert "sizeLimit" in volume["emptyDir"], (name, volume["name"])
-    for workload, policy in (("battleline-web", "web-dials-engines-only"),
-                             ("battleline-edge", "edge-dials-engines-only")):
+    internal = _listener("grpc_internal")["address"]["socket_address"]["port_value"]
+    for workload, policy, target, port in (
+            ("battleline-web", "web-dials-engines-only", "battleline-edge", internal),
+            ("battleline-edge", "edge-dials-engines-only", "battleline-engine", 50051)):
         spec = _by_kind("NetworkPolicy", policy)["spec"]
         assert spec["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": workload}
         assert spec["policyTypes"] == ["Egress"]
         to_engines, to_dns = spec["egress"]
         assert to_engines == {
-            "to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name":
-                                                    "battleline-engine"}}}],
-            "ports": [{"protocol": "TCP", "port": 50051}]}
+            "to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": target}}}],
+            "ports": [{"protocol": "TCP", "port": port}]}
         assert to_dns["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
         assert {p["port"] for p in to_dns["ports"]} == {53}
 
@@ -580,12 +657,13 @@ def test_nothing_reaches_a_pod_unless_a_policy_says_so_and_redis_dials_out_to_no
     REPLICAOF to the outside with a stolen password)."""
     deny = _by_kind("NetworkPolicy", "default-deny-ingress")["spec"]
     assert deny == {"podSelector": {}, "policyTypes": ["Ingress"]}
-    for policy, workload in (("public-edge", "battleline-edge"), ("public-web", "battleline-web")):
+    for policy, workload, public in (("public-edge", "battleline-edge", "grpc"),
+                                     ("public-web", "battleline-web", "http")):
         spec = _by_kind("NetworkPolicy", policy)["spec"]
         (rule,) = spec["ingress"]
         container = _by_kind("Deployment", workload)["spec"]["template"]["spec"]["containers"][0]
         assert "from" not in rule and [p["port"] for p in rule["ports"]] == [
-            p["containerPort"] for p in container["ports"]], policy
+            p["containerPort"] for p in container["ports"] if p["name"] == public], policy
     redis_out = _by_kind("NetworkPolicy", "redis-dials-out-to-nobody")["spec"]
     assert redis_out["policyTypes"] == ["Egress"] and "egress" not in redis_out
 
@@ -613,3 +691,72 @@ def _route_of(routes: list[dict[str, Any]], path: str) -> dict[str, Any]:
                 or ("safe_regex" in match and re.fullmatch(match["safe_regex"]["regex"], path))):
             return route
     raise AssertionError(f"no route for {path}")
+
+
+def test_the_edge_internal_listener_is_for_the_web_and_ai_pods_only() -> None:
+    """The internal listener passes the callers' own x-battleline-* headers on and allows
+    2,048 streams per connection; compose keeps it unpublished, on the networks of the
+    web, AI and engine containers only. In Kubernetes its Service
+    (`battleline-edge-internal`) targets the Envoy pods' port of that listener, and one
+    NetworkPolicy admits the web and AI pods, and no one else, on it; the public one
+    admits everyone on the clients' listener only."""
+    internal = _listener("grpc_internal")["address"]["socket_address"]["port_value"]
+    public = _listener("grpc")["address"]["socket_address"]["port_value"]
+    edge = _by_kind("Deployment", "battleline-edge")["spec"]["template"]
+    ports = {p["name"]: p["containerPort"] for p in edge["spec"]["containers"][0]["ports"]}
+    assert ports == {"grpc": public, "grpc-internal": internal}
+    service = _by_kind("Service", "battleline-edge-internal")["spec"]
+    assert service["type"] == "ClusterIP"
+    assert service["selector"] == {"app.kubernetes.io/name": "battleline-edge"}
+    assert [(p["port"], p["targetPort"]) for p in service["ports"]] == [(internal,
+                                                                         "grpc-internal")]
+    admitting = [d["spec"] for d in _resources() if d["kind"] == "NetworkPolicy"
+                 and d["spec"]["podSelector"] == {"matchLabels": {
+                     "app.kubernetes.io/name": "battleline-edge"}}
+                 and "Ingress" in d["spec"]["policyTypes"]]
+    by_port = {p["port"]: rule for spec in admitting for rule in spec["ingress"]
+               for p in rule["ports"]}
+    assert set(by_port) == {public, internal}
+    assert "from" not in by_port[public]
+    (source,) = by_port[internal]["from"]
+    (match,) = source["podSelector"]["matchExpressions"]
+    assert set(source) == {"podSelector"} and match["operator"] == "In"
+    assert set(match["values"]) == {"battleline-web", "battleline-ai"}
+    for name in match["values"]:
+        assert _by_kind("Deployment", name)["spec"]["template"]["metadata"]["labels"][
+            "app.kubernetes.io/name"] == name
+    assert "network-policy-edge.yaml" in README.read_text()
+
+
+def test_an_engine_leaves_envoys_rotation_before_it_refuses_calls() -> None:
+    """The engine turns NOT_SERVING on SIGTERM and refuses new calls `drain_s` (1 s)
+    later, while Envoy needs `unhealthy_threshold` failed checks `interval` apart (up to
+    ~5 s): calls sent in between were refused. In Kubernetes a preStop hook keeps the pod
+    serving first, long enough for it to leave the headless Service's DNS and Envoy's
+    next resolution (Envoy drops a host gone from DNS at once: ignore_health_on_host_
+    removal), and the grace period covers preStop, drain and the engine's --grace."""
+    engine = _by_kind("Deployment", "battleline-engine")["spec"]["template"]["spec"]
+    (container,) = engine["containers"]
+    command = container["lifecycle"]["preStop"]["exec"]["command"]
+    assert command[0] == "sleep" and len(command) == 2  # the image's coreutils, no shell
+    sleep_s = float(command[1])
+    drain_s = ServerConfig().drain_s
+    args = container["args"]
+    grace_s = float(args[args.index("--grace") + 1])
+    (cluster,) = _envoy()["static_resources"]["clusters"]
+    assert cluster["ignore_health_on_host_removal"] is True
+    assert cluster["type"] == "STRICT_DNS"
+    # A deleted pod leaves the endpoints within a second; CoreDNS answers live 5 s; Envoy
+    # resolves again every dns_refresh_rate. All of it before the engine refuses a call.
+    coredns_ttl_s, endpoints_s = 5.0, 1.0
+    assert sleep_s + drain_s >= endpoints_s + coredns_ttl_s + _seconds(cluster["dns_refresh_rate"])
+    # Without the DNS path, Envoy's health check would notice within this long of SIGTERM.
+    (check,) = cluster["health_checks"]
+    noticed_s = check["unhealthy_threshold"] * _seconds(check["interval"]) + _seconds(
+        check["timeout"])
+    assert noticed_s > drain_s  # why the hook is needed at all
+    assert engine["terminationGracePeriodSeconds"] >= sleep_s + drain_s + grace_s + 10
+    readme = README.read_text()
+    period = engine["terminationGracePeriodSeconds"]
+    assert "preStop" in readme and f"terminationGracePeriodSeconds: {period}" in readme
+

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 from importlib import resources
@@ -64,6 +65,15 @@ def _connection_manager(listener: dict[str, Any]) -> dict[str, Any]:
                 if f["name"] == "envoy.filters.network.http_connection_manager")
 
 
+def _built(overlay: Path) -> list[dict[str, Any]]:
+    """Every API object of an overlay, as `kubectl kustomize` builds it (offline)."""
+    kubectl = shutil.which("kubectl")
+    assert kubectl is not None, "kubectl not found: run `sh scripts/install_test_tools.sh`"
+    built = subprocess.run([kubectl, "kustomize", str(overlay)], check=True,
+                           capture_output=True, text=True, timeout=60).stdout
+    return [d for d in yaml.safe_load_all(built) if d]
+
+
 def _compose_schema() -> dict[str, Any]:
     vendor = resources.files("check_jsonschema") / "builtin_schemas" / "vendor"
     return json.loads((vendor / "compose-spec.json").read_text())  # type: ignore[no-any-return]
@@ -93,11 +103,7 @@ def test_overlays_build_to_valid_manifests(overlay: Path) -> None:
     kustomization = yaml.safe_load((overlay / "kustomization.yaml").read_text())
     for entry in kustomization["resources"]:
         assert (overlay / entry).exists(), entry
-    kubectl = shutil.which("kubectl")
-    assert kubectl is not None, "kubectl not found: run `sh scripts/install_test_tools.sh`"
-    built = subprocess.run([kubectl, "kustomize", str(overlay)], check=True,
-                           capture_output=True, text=True, timeout=60).stdout
-    objects = [d for d in yaml.safe_load_all(built) if d]
+    objects = _built(overlay)
     assert {d["kind"] for d in objects} >= {"Deployment", "Service", "ConfigMap"}
     for doc in objects:
         kubernetes_validate.validate(doc, K8S_VERSIONS[-1], strict=True)
@@ -178,6 +184,25 @@ def test_dockerfile_is_slim_non_root_and_runs_battleline() -> None:
     assert 'ENTRYPOINT ["battleline"]' in text and 'CMD ["serve"]' in text
 
 
+def test_the_image_user_and_group_are_the_ones_everything_names() -> None:
+    """`useradd --system --user-group` gave the user a group with a system gid (995),
+    while `USER 10001:10001`, the chown of /data and the pods' runAsGroup all assume gid
+    10001. The group is made with that gid, the user put in it, and every name agrees."""
+    text = "\n".join(line for line in (DEPLOY / "Dockerfile").read_text().splitlines()
+                     if not line.lstrip().startswith("#"))  # instructions, not comments
+    assert "--user-group" not in text
+    group = re.search(r"groupadd --system --gid (\d+) battleline", text)
+    user = re.search(r"useradd --system --uid (\d+) --gid (\d+) ", text)
+    assert group and user, "the runtime user and group are made with fixed ids"
+    uid, gid = int(user.group(1)), int(user.group(2))
+    assert int(group.group(1)) == gid
+    assert re.search(rf"^USER {uid}:{gid}$", text, re.M)
+    assert f"chown {uid}:{gid} /data" in text
+    for name in ("battleline-engine", "battleline-ai", "battleline-web"):
+        context = _by_kind("Deployment", name)["spec"]["template"]["spec"]["securityContext"]
+        assert (context["runAsUser"], context["runAsGroup"]) == (uid, gid), name
+
+
 def test_the_web_front_runs_apart_from_the_engines_everywhere() -> None:
     """Engines serve no page (`--no-web`); a `battleline web` deployment bridges browsers
     to the engine service, probed over HTTP on the port its Service targets."""
@@ -185,7 +210,7 @@ def test_the_web_front_runs_apart_from_the_engines_everywhere() -> None:
     assert "--no-web" in engine["containers"][0]["args"]
     web = _by_kind("Deployment", "battleline-web")["spec"]["template"]["spec"]["containers"][0]
     args = web["args"]
-    assert args[0] == "web" and args[args.index("--engine") + 1] == "battleline-engine:50051"
+    assert args[0] == "web" and args[args.index("--engine") + 1] == "battleline-edge-internal:50061"
     port = {p["name"]: p["containerPort"] for p in web["ports"]}["http"]
     assert str(port) == args[args.index("--port") + 1]
     assert web["readinessProbe"]["httpGet"]["port"] == "http"
@@ -305,3 +330,120 @@ def test_only_the_engines_and_the_ai_reach_redis() -> None:
     labels = {_by_kind("Deployment", name)["spec"]["template"]["metadata"]["labels"][
         "app.kubernetes.io/name"] for name in ("battleline-engine", "battleline-ai")}
     assert labels == {"battleline-engine", "battleline-ai"}
+
+
+def _engine_target(objects: list[dict[str, Any]], deployment: str) -> tuple[dict[str, Any], int]:
+    """The Service a Deployment's `--engine HOST:PORT` names, and the port."""
+    container = next(d for d in objects if d["kind"] == "Deployment"
+                     and d["metadata"]["name"] == deployment)["spec"]["template"]["spec"][
+        "containers"][0]
+    args = container["args"]
+    host, port = args[args.index("--engine") + 1].rsplit(":", 1)
+    service = next((d for d in objects if d["kind"] == "Service" and d["metadata"]["name"] == host),
+                   None)
+    assert service is not None, f"{deployment}: --engine {host} names no Service"
+    return service, int(port)
+
+
+@pytest.mark.parametrize("overlay", [None, *OVERLAYS], ids=lambda p: p.name if p else "base")
+def test_web_and_ai_reach_the_engines_through_a_per_call_balancer(overlay: Path | None) -> None:
+    """The web gateway and the AI workers each keep one HTTP/2 connection. They dialled
+    `battleline-engine:50051`, a ClusterIP Service (kube-proxy balances connections), so
+    every call of a web pod or AI worker went to one engine. They dial the edge's internal
+    listener now (a Service selecting the Envoy pods, on the container port of
+    envoy.yaml's `grpc_internal`), which balances each call, as compose's dial
+    `envoy:50061`; and no Service with a cluster IP selects the engines, so nothing
+    in-cluster is pinned to one of them."""
+    objects = _built(overlay) if overlay else _resources()
+    edge = next(d for d in objects if d["kind"] == "Deployment"
+                and d["metadata"]["name"] == "battleline-edge")["spec"]["template"]
+    engine = next(d for d in objects if d["kind"] == "Deployment"
+                  and d["metadata"]["name"] == "battleline-engine")["spec"]["template"]
+    internal = _listener("grpc_internal")["address"]["socket_address"]["port_value"]
+    edge_ports = {p["name"]: p["containerPort"] for p in edge["spec"]["containers"][0]["ports"]}
+    for name in ("battleline-web", "battleline-ai"):
+        service, port = _engine_target(objects, name)
+        spec = service["spec"]
+        assert spec["selector"].items() <= edge["metadata"]["labels"].items(), name
+        assert spec.get("type", "ClusterIP") == "ClusterIP" and spec.get("clusterIP") != "None"
+        (entry,) = [p for p in spec["ports"] if p["port"] == port]
+        assert edge_ports[entry["targetPort"]] == internal, name
+    for service in (d for d in objects if d["kind"] == "Service"):
+        if service["spec"].get("selector", {}).items() <= engine["metadata"]["labels"].items():
+            assert service["spec"].get("clusterIP") == "None", service["metadata"]["name"]
+    services = _compose()["services"]
+    for name in ("web", "ai"):
+        command = services[name]["command"]
+        assert command[command.index("--engine") + 1] == f"envoy:{internal}", name
+
+
+@pytest.mark.parametrize("overlay", [None, *OVERLAYS], ids=lambda p: p.name if p else "base")
+def test_autoscalers_own_the_counts_and_every_budget_leaves_a_pod(overlay: Path | None) -> None:
+    """The production overlay set 4 engines and 3 AI workers as Deployment `replicas`
+    while HPAs (min 2 and 1) owned the count, so every `kubectl apply` reset whatever the
+    autoscalers had scaled to; and the AI's floor of 1 with `maxUnavailable: 1` let a node
+    drain take every AI worker. A Deployment an HPA scales sets no `replicas`; every PDB
+    leaves at least one pod at the smallest count and still lets a drain evict one; the
+    production floors are what deploy/README.md promises."""
+    objects = _built(overlay) if overlay else _resources()
+    hpas = {d["spec"]["scaleTargetRef"]["name"]: d["spec"] for d in objects
+            if d["kind"] == "HorizontalPodAutoscaler"}
+    deployments = {d["metadata"]["name"]: d for d in objects if d["kind"] == "Deployment"}
+    assert {"battleline-engine", "battleline-ai"} <= set(hpas)
+    for name, hpa in hpas.items():
+        assert "replicas" not in deployments[name]["spec"], f"{name}: the HPA owns the count"
+        assert 2 <= hpa["minReplicas"] <= hpa["maxReplicas"], name
+    budgets = [d for d in objects if d["kind"] == "PodDisruptionBudget"]
+    assert {d["metadata"]["name"] for d in budgets} >= {
+        "battleline-engine", "battleline-ai", "battleline-edge"}
+    for budget in budgets:
+        spec = budget["spec"]
+        (target,) = [n for n, d in deployments.items()
+                     if d["spec"]["selector"]["matchLabels"] == spec["selector"]["matchLabels"]]
+        fewest = hpas[target]["minReplicas"] if target in hpas else deployments[target][
+            "spec"].get("replicas", 1)
+        if "maxUnavailable" in spec:
+            down = spec["maxUnavailable"]
+            assert isinstance(down, int) and 1 <= down < fewest, budget["metadata"]["name"]
+        else:
+            up = spec["minAvailable"]
+            assert isinstance(up, int) and 1 <= up < fewest, budget["metadata"]["name"]
+    if overlay is not None and overlay.name == "production":
+        floors = {name: hpas[name]["minReplicas"]
+                  for name in ("battleline-engine", "battleline-ai")}
+        assert floors == {"battleline-engine": 4, "battleline-ai": 3}
+        readme = " ".join((DEPLOY / "README.md").read_text().split())
+        assert "at least 4 engines and 3 AI workers" in readme
+        assert "`overlays/production`: 4 engines, 3 AI workers" in readme
+
+
+def test_redis_cluster_reaches_the_engines_and_the_ai_workers() -> None:
+    """The production overlay's REDIS_CLUSTER=1 is in the ConfigMap the engines and the AI
+    workers both load (`battleline ai` takes REDIS_CLUSTER as `serve` does): an AI worker
+    talking to a Redis Cluster with the single-node client would fail on every moved slot."""
+    (production,) = [o for o in OVERLAYS if o.name == "production"]
+    objects = _built(production)
+    config = [d for d in objects if d["kind"] == "ConfigMap" and "REDIS_CLUSTER" in d["data"]]
+    assert [d["data"]["REDIS_CLUSTER"] for d in config] == ["1"]
+    name = config[0]["metadata"]["name"]
+    for deployment in ("battleline-engine", "battleline-ai"):
+        container = next(d for d in objects if d["kind"] == "Deployment"
+                         and d["metadata"]["name"] == deployment)["spec"]["template"]["spec"][
+            "containers"][0]
+        refs = {e["configMapRef"]["name"] for e in container["envFrom"] if "configMapRef" in e}
+        assert name in refs, deployment
+        assert not any(e.get("name") == "REDIS_CLUSTER" for e in container.get("env", []))
+
+
+def test_both_redis_configs_carry_the_same_settings() -> None:
+    """deploy/redis.conf says k8s/base/redis.yaml carries the same settings; the latter
+    also had `protected-mode no`. Both start scripts give the default user a password,
+    which keeps protected mode from turning anyone away, so neither sets it."""
+    def settings(text: str) -> dict[str, str]:
+        return dict(line.split(None, 1) for line in text.splitlines()
+                    if line.strip() and not line.lstrip().startswith("#"))
+    compose = settings((DEPLOY / "redis.conf").read_text())
+    k8s = settings(_by_kind("ConfigMap", "redis-config")["data"]["redis.conf"])
+    assert compose == k8s
+    assert "protected-mode" not in compose
+
