@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import random
 
-from battleline_ai.decide import decide
+import pytest
+
+from battleline_ai import ismcts
+from battleline_ai.decide import concealing, decide
 from battleline_ai.heuristic import HeuristicBot, ranked_plays
 from battleline_ai.ismcts import IsmctsBot
 from battleline_ai.prob import OddsBoard
@@ -66,3 +69,47 @@ def test_a_hint_without_a_search_still_names_its_move_and_estimate() -> None:
             assert sum(visits for _, visits, _ in decision.top) == decision.iterations
         kinds.add(decision.iterations == 0)
     assert kinds == {True, False}
+
+
+def test_conceal_spends_the_budget_on_a_move_it_makes_unsearched(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twenty-sixth audit: a player's hint, run beside the hosted AI's thinking, took
+    twice as long when the AI searched as when it played a clear best unsearched, one bit
+    of its hand a move. With `conceal` every such decision runs a search too (its result
+    unused; four fifths of the budget, as a clear best's positions cost more an iteration):
+    the same moves, and a search behind each."""
+    spent: list[int] = []
+    real_run = ismcts._run
+
+    def counting(*args: object, **kwargs: object) -> tuple[object, int]:
+        stats, done = real_run(*args, **kwargs)  # type: ignore[arg-type]
+        spent.append(done)
+        return stats, done
+
+    monkeypatch.setattr(ismcts, "_run", counting)
+    plain, concealed = IsmctsBot.from_knobs(SPEC), IsmctsBot.from_knobs({**SPEC, "conceal": "1"})
+    kinds = set()
+    for view in play_positions(24):
+        spent.clear()
+        alone = plain.search(view, random.Random(1))
+        assert spent == ([] if alone.iterations == 0 else [40])
+        spent.clear()
+        result = concealed.search(view, random.Random(1))
+        if alone.iterations == 0:  # the clear best: still played, with its estimate
+            assert spent == [32], "a search behind the unsearched move too"
+            assert (result.action, result.iterations, result.value) == (
+                alone.action, 0, alone.value)
+        else:
+            assert spent == [40]
+            assert (result.action, result.value, result.stats) == (
+                alone.action, alone.value, alone.stats)
+        kinds.add(alone.iterations == 0)
+    assert kinds == {True, False}
+
+
+def test_only_the_searching_levels_are_concealed() -> None:
+    assert concealing("ismcts:level=5") == "ismcts:level=5,conceal=1"
+    assert concealing("ismcts:level=4") == "ismcts:level=4,conceal=1"
+    assert concealing("ismcts:level=3") == "ismcts:level=3"  # the heuristic: never searches
+    view = play_positions(1)[0]
+    assert decide(dump_position(view), concealing("ismcts:level=2"), None, 1).iterations == 0

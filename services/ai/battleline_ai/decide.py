@@ -39,6 +39,16 @@ def with_seconds(spec: str, seconds: float | None) -> str:
     return f"{spec}{sep}seconds={max(seconds, MIN_SECONDS):.3f}"
 
 
+def concealing(spec: str) -> str:
+    """`spec` searching on every decision it searches, even one it then plays unsearched
+    (`conceal`): for the hosted AI's own plays, whose CPU a player can watch; a hint or a
+    review reads the asker's own view, with nothing to conceal."""
+    if not _searches(spec):
+        return spec
+    sep = "," if ":" in spec else ":"
+    return f"{spec}{sep}conceal=1"
+
+
 @dataclass
 class Decision:
     """An action in the rules-core notation, and what backs it when it was searched."""

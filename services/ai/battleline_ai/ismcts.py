@@ -115,6 +115,9 @@ class SearchParams:
     rank: Rank = Rank.HEURISTIC
     charge: float = 0.0  # the ranking's price on a troop's best use elsewhere (`Board`)
     endgame: bool = True  # once only the opponent's hand is hidden, play a proven win
+    # Search on a move made unsearched too (a clear best, a proven win), the result unused:
+    # the CPU a move costs then tells nothing of the hand (the hosted AI's own moves).
+    conceal: bool = False
 
     def __post_init__(self) -> None:
         if self.iterations is None and self.seconds is None:
@@ -431,26 +434,29 @@ class IsmctsBot:
     def search(self, view: GameState, rng: random.Random) -> SearchResult:
         """Search the seat's decision in ``view`` within the budget."""
         start = time.perf_counter()
-        won = self._solved(view)
-        if won is not None:
-            return SearchResult(won, 1.0, 0, time.perf_counter() - start)
         params = self.params
         # Stop searching a little early, so that merging and answering fit in the budget.
         budget = params.seconds if params.seconds is not None else math.inf
         deadline = start + budget * 0.95
         hard_deadline = start + budget * 0.99
         actions = view.legal_actions()
-        ranked = (
+        every = (
             ranked_plays(self.helper.board(view), actions)
             if view.phase is Phase.PLAY
             else [(0.0, a) for a in actions]
         )
+        won = self._solved(view)
+        if won is not None:
+            self._conceal(view, every, rng, deadline)
+            return SearchResult(won, 1.0, 0, time.perf_counter() - start)
+        ranked = every
         if params.margin is not None and ranked:
             ranked = [sa for sa in ranked if sa[0] >= ranked[0][0] - params.margin]
         if params.width > 0:
             ranked = _diverse(ranked, params.width)
         if len(ranked) == 1:
             action = ranked[0][1]
+            self._conceal(view, every, rng, deadline)
             return SearchResult(
                 action, self._value_after(view, action), 0, time.perf_counter() - start
             )
@@ -478,6 +484,26 @@ class IsmctsBot:
         action, (visits, reward) = max(stats.items(), key=key) if stats else (first, (0, 0.0))
         value = reward / visits if visits else 0.5
         return SearchResult(action, value, done, time.perf_counter() - start, stats)
+
+    def _conceal(self, view: GameState, ranked: list[tuple[float, Action]],
+                 rng: random.Random, deadline: float) -> None:
+        """With `conceal`, search the ranking's candidates as if undecided and drop the
+        result: a move made without a search then costs the CPU a searched one does.
+        (Twenty-sixth audit: a player's hint, run beside the AI's thinking, took twice
+        as long when the AI searched, telling one bit of its hand a move.)"""
+        if not self.params.conceal:
+            return
+        # A search's cost depends on how many plays it weighs (at level 5 two cost about
+        # 0.26 s of CPU, six 0.16 s) and on the position: tied plays come two to eight, so
+        # the number is drawn, and a clear best's positions cost about a fifth more an
+        # iteration than tied ones (200 level-5 decisions), so a fifth fewer are run.
+        params = self.params
+        if params.width > 0:
+            ranked = _diverse(ranked, rng.randint(2, max(2, params.width)))
+        if params.iterations is not None:
+            params = replace(params, iterations=max(1, params.iterations * 4 // 5))
+        if len(ranked) > 1:
+            _run(view, {a: score - ranked[0][0] for score, a in ranked}, params, rng, deadline)
 
     def _value_after(self, view: GameState, action: Action) -> float:
         """The leaf's value of the position after an unsearched move: the win estimate of

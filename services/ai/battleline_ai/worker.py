@@ -66,6 +66,7 @@ from .budget import move_deadline
 from .decide import (
     MIN_SECONDS,
     Decision,
+    concealing,
     decide,
     decide_at_once,
     decide_by,
@@ -312,10 +313,13 @@ class AiWorker:
                 view = await seat.view()
             now = time.time()
             deadline = move_deadline(view, self.config.move_cap_s, now)
+            # A play takes `think_s` and its search's CPU, searched or not: neither its
+            # timing nor the load it puts on the machine tells whether it was.
             even = self.config.think_s > 0 and is_play(view.position)
             if even:
                 deadline = min(deadline, now + self.config.think_s)
-            decision = await self._decide(view.position, spec, deadline, owner)
+            decision = await self._decide(view.position, concealing(spec) if even else spec,
+                                          deadline, owner)
             if even:
                 await asyncio.sleep(deadline - time.time())
             log.debug("match %s v%d: %s (%d iterations, %.2f s, win %.2f)", seat.match_id,
