@@ -42,6 +42,10 @@ NOT_A_SUBMIT = [
     pytest.param(json.dumps({"matchId": "abc", "expectedVersion": "1e999"}), id="bad-integer"),
     pytest.param(json.dumps({"matchId": LONG[:4000] + "\ud800"}), id="lone-surrogate"),
     pytest.param('{"matchId": "' + LONG[:4000], id="truncated"),
+    # protobuf's JSON parser read these as an empty request (twenty-sixth session's
+    # walkthrough: `[]` listed the lobby, and GetView answered `bad-match-id`)
+    pytest.param("[]", id="array"),
+    pytest.param(' "abc"', id="string"),
 ]
 
 

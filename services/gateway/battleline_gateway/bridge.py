@@ -107,7 +107,8 @@ class EngineBridge(ConnectASGIApplication[Upstream]):
                          endpoints=forwarding_endpoints,  # type: ignore[arg-type]
                          interceptors=[_Admission(rate, max_streams)],
                          codecs=[_PlainCodec(google_protobuf_binary_codec(), "binary protobuf"),
-                                 _PlainCodec(google_protobuf_json_codec(), "JSON")],
+                                 _PlainCodec(google_protobuf_json_codec(), "JSON",
+                                             object_only=True)],
                          compressions=[_PlainGzip()], read_max_bytes=MAX_REQUEST_BYTES)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -172,9 +173,10 @@ class _PlainCodec(Codec[Message, Message]):
     answers with the decoder's own text (json's, protobuf's, int()'s), which quoted up
     to 199 characters of the caller's value."""
 
-    def __init__(self, codec: Codec, form: str) -> None:
+    def __init__(self, codec: Codec, form: str, object_only: bool = False) -> None:
         self._codec = codec
         self._form = form
+        self._object_only = object_only  # JSON: a request is one object, nothing else
 
     def name(self) -> str:
         return self._codec.name()
@@ -184,6 +186,8 @@ class _PlainCodec(Codec[Message, Message]):
 
     def decode(self, data: bytes | bytearray, message_class: type[Message]) -> Message:
         try:
+            if self._object_only and not bytes(data).lstrip()[:1] == b"{":
+                raise ValueError("not a JSON object")  # protobuf's parser read `[]` as {}
             message: Message = self._codec.decode(data, message_class)
         except Exception:  # json's, protobuf's, a recursion limit: the caller's fault
             name = message_class.DESCRIPTOR.full_name

@@ -448,15 +448,19 @@ class Workers:
             for i in range(self.count)))
 
     async def _restart(self, i: int) -> None:
-        """Worker `i` (from 0) anew; one not listening within `start_timeout_s` is killed
-        (the next turn of its supervision starts another)."""
+        """Worker `i` (from 0) anew; one not listening within `start_timeout_s`, or that
+        printed something else, is killed (the next turn of its supervision starts
+        another)."""
         timeout_s = self.start_timeout_s
-        self.processes[i] = self._spawn(i + 1)
+        process = self.processes[i] = self._spawn(i + 1)
         try:
-            await asyncio.wait_for(self._listening(self.processes[i]), timeout_s)
-        except TimeoutError:
-            self.processes[i].kill()
-            raise TimeoutError(f"not listening within {timeout_s:g} s") from None
+            await asyncio.wait_for(self._listening(process), timeout_s)
+        except (RuntimeError, TimeoutError) as err:
+            if process.poll() is None:
+                process.kill()
+            if isinstance(err, TimeoutError):
+                raise TimeoutError(f"not listening within {timeout_s:g} s") from None
+            raise
 
     def _spawn(self, i: int) -> subprocess.Popen[str]:
         command = [sys.executable, "-m", "battleline_client.cli", "serve", *self.args,
