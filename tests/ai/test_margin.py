@@ -8,11 +8,12 @@ import random
 import pytest
 
 from battleline_ai import ismcts
-from battleline_ai.decide import concealing, decide
+from battleline_ai.decide import concealing, decide, level_spec
 from battleline_ai.heuristic import HeuristicBot, ranked_plays
 from battleline_ai.ismcts import IsmctsBot
 from battleline_ai.prob import OddsBoard
-from battleline_rules import GameState, Phase, dump_position, new_game
+from battleline_ai.worker import evened
+from battleline_rules import GameState, Kind, Phase, dump_position, new_game
 
 SPEC = {"iterations": "40", "leaf": "seen", "depth": "0", "rank": "prob", "margin": "0.001"}
 
@@ -113,3 +114,18 @@ def test_only_the_searching_levels_are_concealed() -> None:
     assert concealing("ismcts:level=3") == "ismcts:level=3"  # the heuristic: never searches
     view = play_positions(1)[0]
     assert decide(dump_position(view), concealing("ismcts:level=2"), None, 1).iterations == 0
+
+
+def test_the_hosted_ai_conceals_its_plays_and_nothing_else() -> None:
+    """The worker's own plays are decided concealed and answered at the think time;
+    with no think time, or for a draw or a claim, the level plays as it is."""
+    spec = level_spec(5)
+    view = play_positions(1)[0]
+    play = dump_position(view)
+    assert evened(spec, play, 100.0, 10.0, 1.0) == (concealing(spec), 11.0, True)
+    assert evened(spec, play, 10.5, 10.0, 1.0) == (concealing(spec), 10.5, True)  # its clock
+    assert evened(spec, play, 100.0, 10.0, 0.0) == (spec, 100.0, False)
+    state = new_game("standard", None, 5)
+    state.apply(next(a for a in state.legal_actions() if a.kind is Kind.PLAY))
+    draw = dump_position(state.view(state.current_player))  # the same turn's draw
+    assert evened(spec, draw, 100.0, 10.0, 1.0) == (spec, 100.0, False)

@@ -16,6 +16,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"flag"
 	"fmt"
@@ -33,6 +34,9 @@ import (
 )
 
 const callTimeout = 10 * time.Second
+
+// minRetryDelay is the shortest wait before a resend, whatever delay a refusal names.
+const minRetryDelay = 10 * time.Millisecond
 
 // resends counts the calls sent again by resent, for the final report.
 var resends int
@@ -85,7 +89,10 @@ func retryDelay(err error, pause time.Duration) (time.Duration, bool) {
 	case codes.ResourceExhausted:
 		for _, detail := range refusal.Details() {
 			if info, ok := detail.(*errdetails.RetryInfo); ok && info.RetryDelay != nil {
-				return info.RetryDelay.AsDuration(), true
+				if delay := info.RetryDelay.AsDuration(); delay > minRetryDelay {
+					return delay, true
+				}
+				return minRetryDelay, true // never a busy loop on a zero delay
 			}
 		}
 	}
@@ -238,7 +245,7 @@ func run(target string, level uint32, ruleset string, timeout time.Duration) err
 		Seat:        pb.SeatChoice_SEAT_CHOICE_RANDOM,
 		Opponent:    &pb.Opponent{Kind: pb.OpponentKind_OPPONENT_KIND_AI, AiLevel: level},
 		SeatOptions: &pb.SeatOptions{AutoClaim: true, DisplayName: "go"},
-		SeatSecret:  newActionID(),
+		SeatSecret:  newSeatSecret(),
 	}
 	var created *pb.CreateMatchResponse
 	err = resent(ctx, func(callCtx context.Context) (err error) {
@@ -271,6 +278,16 @@ func newActionID() string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// newSeatSecret is a fresh CreateMatch seat_secret: 32 random bytes, base64url (43
+// characters), as the shipped clients draw it; the match id and seat token derive from it.
+func newSeatSecret() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 func randomIndex(n int) int {

@@ -440,12 +440,14 @@ class IsmctsBot:
         deadline = start + budget * 0.95
         hard_deadline = start + budget * 0.99
         actions = view.legal_actions()
+        won = self._solved(view)
+        if won is not None and not params.conceal:
+            return SearchResult(won, 1.0, 0, time.perf_counter() - start)
         every = (
             ranked_plays(self.helper.board(view), actions)
             if view.phase is Phase.PLAY
             else [(0.0, a) for a in actions]
         )
-        won = self._solved(view)
         if won is not None:
             self._conceal(view, every, rng, deadline)
             return SearchResult(won, 1.0, 0, time.perf_counter() - start)

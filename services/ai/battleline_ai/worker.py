@@ -312,14 +312,10 @@ class AiWorker:
             if not view.position:  # an engine that fills positions only on request
                 view = await seat.view()
             now = time.time()
-            deadline = move_deadline(view, self.config.move_cap_s, now)
-            # A play takes `think_s` and its search's CPU, searched or not: neither its
-            # timing nor the load it puts on the machine tells whether it was.
-            even = self.config.think_s > 0 and is_play(view.position)
-            if even:
-                deadline = min(deadline, now + self.config.think_s)
-            decision = await self._decide(view.position, concealing(spec) if even else spec,
-                                          deadline, owner)
+            move_spec, deadline, even = evened(
+                spec, view.position, move_deadline(view, self.config.move_cap_s, now),
+                now, self.config.think_s)
+            decision = await self._decide(view.position, move_spec, deadline, owner)
             if even:
                 await asyncio.sleep(deadline - time.time())
             log.debug("match %s v%d: %s (%d iterations, %.2f s, win %.2f)", seat.match_id,
@@ -368,6 +364,17 @@ class AiWorker:
             return searched
         log.debug("no search process free before the deadline: the fallback answers")
         return decide_at_once(position, spec, seed)
+
+
+def evened(spec: str, position: str, deadline: float, now: float,
+           think_s: float) -> tuple[str, float, bool]:
+    """The spec and deadline a move is decided with, and whether its answer waits for the
+    deadline: with `think_s` > 0 a play takes `think_s` (sooner only if its clock leaves
+    less) and a search's CPU (`concealing`), searched or not, so neither its timing nor
+    the load it puts on the machine tells whether its hand gave it a choice."""
+    if think_s <= 0 or not is_play(position):
+        return spec, deadline, False
+    return concealing(spec), min(deadline, now + think_s), True
 
 
 async def _main(config: WorkerConfig) -> None:

@@ -170,9 +170,10 @@ class Hub:
                 self._cursors[match_id] = max(self._cursors[match_id], events[-1].number)
                 for queue in self._subscribers.get(match_id, ()):
                     if queue.qsize() >= MAX_QUEUED:  # a slow reader: make it resync
+                        gone = False  # (unless it has been told the match is gone)
                         while not queue.empty():
-                            queue.get_nowait()
-                        queue.put_nowait(RESYNC)
+                            gone = queue.get_nowait() is GONE or gone
+                        queue.put_nowait(GONE if gone else RESYNC)
                     else:
                         queue.put_nowait(events)
 

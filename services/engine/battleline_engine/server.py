@@ -146,7 +146,7 @@ class EngineServer:
             if ok:
                 with contextlib.suppress(Exception):  # a metric, not a health signal
                     LIVE_MATCHES.set(await self.storage.matches.live_count())
-            if now is not None and now != healthy and not self._stopping:
+            if now is not None and now != healthy and not self._leaving:
                 await self._set_all(SERVING if now else NOT_SERVING)
                 log.log(logging.INFO if now else logging.WARNING, "redis %s",
                         "reachable" if now else f"unreachable ({failures} failed pings)")

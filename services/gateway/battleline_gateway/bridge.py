@@ -186,7 +186,7 @@ class _PlainCodec(Codec[Message, Message]):
 
     def decode(self, data: bytes | bytearray, message_class: type[Message]) -> Message:
         try:
-            if self._object_only and not bytes(data).lstrip()[:1] == b"{":
+            if self._object_only and bytes(data).lstrip()[:1] != b"{":
                 raise ValueError("not a JSON object")  # protobuf's parser read `[]` as {}
             message: Message = self._codec.decode(data, message_class)
         except Exception:  # json's, protobuf's, a recursion limit: the caller's fault

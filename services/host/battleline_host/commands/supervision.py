@@ -23,7 +23,8 @@ async def keep_running(what: str, current: Callable[[], subprocess.Popen[Any]],
     and said nothing (nineteenth audit; its AI, twenty-sixth). One that keeps exiting at
     once, or cannot be started (`restart` raises OSError, RuntimeError or TimeoutError:
     no descriptors or memory left, not ready in time), is tried again after a growing
-    delay (up to a minute), never given up on."""
+    delay (up to a minute), never given up on; any other failure of `restart` is logged
+    with its traceback and tried again the same way (the supervision must not end)."""
     delays: Iterator[float] | None = None
     started = time.monotonic()
     while True:
@@ -31,7 +32,7 @@ async def keep_running(what: str, current: Callable[[], subprocess.Popen[Any]],
         process = current()
         if process.poll() is None:  # poll() reaps a dead child
             continue
-        log.error(f"{what} exited: starting it again",
+        log.error("%s exited: starting it again", what,
                   extra={"worker_pid": process.pid, "returncode": process.returncode})
         if time.monotonic() - started < QUICK_EXIT_S:
             delays = delays or backoff(1.0, 60.0)
@@ -44,3 +45,5 @@ async def keep_running(what: str, current: Callable[[], subprocess.Popen[Any]],
         except (OSError, RuntimeError, TimeoutError) as err:
             log.error("%s could not be started: %s", what, err,
                       extra={"worker_pid": current().pid})
+        except Exception:
+            log.exception("%s could not be started", what, extra={"worker_pid": current().pid})
