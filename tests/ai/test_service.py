@@ -321,7 +321,7 @@ def test_battleline_ai_restarts_a_killed_worker_which_takes_the_match_over(
             view = seat.view()
             assert is_finished(view) and view.end_reason in FAIR_ENDS, view
         text = log.read_text()
-        assert "restarting" in text and "reclaimed request" in text, text
+        assert "ai worker 0 exited: starting it again" in text and "reclaimed request" in text, text
     finally:
         stop(service)
 

@@ -11,25 +11,20 @@ never by command line: /proc/PID/cmdline is readable by every local user.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from battleline_client.backoff import backoff
-from battleline_client.processes import dying_with_parent, stop_processes
+from battleline_client.processes import dying_with_parent, keep_running, stop_processes
 
 from .suggest import AiServer
 from .worker import KEY_ENV, WorkerConfig
 
 log = logging.getLogger("battleline.ai")
 
-RESTART_DELAY_S = 1.0
-MAX_RESTART_DELAY_S = 60.0
-QUICK_EXIT_S = 10.0  # a worker exiting sooner than this after its start is crash-looping
 
 
 @dataclass(frozen=True)
@@ -63,38 +58,29 @@ def worker_env(config: ServiceConfig) -> dict[str, str]:
 
 async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
     """Run until `stop` is set: keep `workers` worker processes alive, serve AiService."""
-    children: list[subprocess.Popen[bytes] | None] = [None] * config.workers
     server: AiServer | None = None
     if config.rpc_address is not None:
         server = AiServer(config.rpc_address, config.key, config.search_processes)
         print(f"battleline ai service listening on {await server.start()}", flush=True)
     print(f"battleline ai: {config.workers} worker(s) for engine {config.engine}", flush=True)
-    loop = asyncio.get_running_loop()
-    started = [0.0] * config.workers  # when each worker was last started
-    next_start = [0.0] * config.workers  # no restart before this (backing off)
-    # Per worker, while it keeps exiting soon after its start: the next restart delays.
-    crash_delays: list[Iterator[float] | None] = [None] * config.workers
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(dying_with_parent(worker_command(config)),
+                                env=worker_env(config))
+
+    children = [start() for _ in range(config.workers)]
+
+    async def restart(i: int) -> None:
+        children[i] = start()
+
+    keeping = [asyncio.create_task(keep_running(
+        f"ai worker {i}", functools.partial(children.__getitem__, i),
+        functools.partial(restart, i), log)) for i in range(config.workers)]
     try:
-        while not stop.is_set():
-            now = loop.time()
-            for i, child in enumerate(children):
-                if child is not None and child.poll() is not None:
-                    # One early exit can be a kill (restarted at once); several in a row
-                    # are a crash loop (restarted after the backoff's delays).
-                    delays = crash_delays[i] if now - started[i] < QUICK_EXIT_S else None
-                    delay = 0.0 if delays is None else next(delays)
-                    crash_delays[i] = delays or backoff(RESTART_DELAY_S * 4, MAX_RESTART_DELAY_S)
-                    log.warning("ai worker %d (pid %d) exited with %s; restarting in %.0f s", i,
-                                child.pid, child.returncode, delay)
-                    next_start[i] = now + delay
-                    children[i] = child = None
-                if child is None and now >= next_start[i]:
-                    children[i] = subprocess.Popen(dying_with_parent(worker_command(config)),
-                                                   env=worker_env(config))
-                    started[i] = now
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), RESTART_DELAY_S)
+        await stop.wait()
     finally:
-        stop_processes(*(child for child in children if child is not None))
+        for task in keeping:
+            task.cancel()
+        stop_processes(*children)
         if server is not None:
             await server.stop()

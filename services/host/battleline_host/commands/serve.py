@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from typer.core import TyperOption
 
-from battleline_client.processes import dying_with_parent, stop_processes
+from battleline_client.processes import dying_with_parent, keep_running, stop_processes
 from battleline_engine.listening import (
     MAX_CALLS,
     MAX_CONNECTIONS,
@@ -51,7 +51,6 @@ from .options import (
     web_limits,
 )
 from .signals import stop_on_signals
-from .supervision import keep_running
 
 if TYPE_CHECKING:
     from battleline_engine.redis_server import EmbeddedRedis
@@ -444,7 +443,7 @@ class Workers:
         its own, so one whose start hangs holds up no other (twentieth audit)."""
         await asyncio.gather(*(
             keep_running("engine worker", functools.partial(self.processes.__getitem__, i),
-                         functools.partial(self._restart, i), interval_s)
+                         functools.partial(self._restart, i), log, interval_s)
             for i in range(self.count)))
 
     async def _restart(self, i: int) -> None:
@@ -641,6 +640,6 @@ class HostedAi:
 
     async def supervise(self, interval_s: float = 1.0) -> None:
         """Until cancelled: start it again whenever it has exited."""
-        await keep_running("hosted AI", lambda: self.process, self._restart, interval_s)
+        await keep_running("hosted AI", lambda: self.process, self._restart, log, interval_s)
 
 
