@@ -12,11 +12,15 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import pytest
+import redis.exceptions
 from redis.crc import key_slot
 
 from battleline_engine import storage as st
 from battleline_engine.storage import CommitStatus, Storage
+from battleline_engine.storage.connection import Connection
 from battleline_engine.storage.matches import match_key
+from tests.processes import free_port
 
 from .load import Driver
 from .procs import EngineProcess, RedisCluster
@@ -105,3 +109,21 @@ def test_serve_chooses_the_cluster_client_from_redis_cluster_1(cluster: RedisClu
         assert (report["losses"], report["gaps"], report["unfinished"]) == (0, 0, 0)
     finally:
         engine.stop()
+
+
+def test_a_tls_cluster_url_makes_tls_connections() -> None:
+    """Twenty-sixth audit, second round: with `rediss+cluster://` every connection was
+    made with the plain class, which refused the TLS options (TypeError `ssl_ca_certs`)
+    before it dialled: no TLS cluster could be reached. Now it dials (and, with nothing
+    listening, says so as a connection error)."""
+    async def body() -> None:
+        connection = Connection.from_url(f"rediss+cluster://127.0.0.1:{free_port()}")
+        try:
+            with pytest.raises((redis.exceptions.ConnectionError,
+                                redis.exceptions.RedisClusterException)) as refused:
+                await connection.redis.ping()
+            assert not isinstance(refused.value.__cause__, TypeError), refused.value
+        finally:
+            await connection.close()
+
+    asyncio.run(body())

@@ -565,6 +565,19 @@ def test_a_malformed_redis_url_is_refused_in_one_line(url: str) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("command", ["serve", "ai"])
+def test_a_cluster_of_a_unix_socket_is_refused_in_one_line(command: str) -> None:
+    """Second round of the twenty-sixth audit: `unix://` with REDIS_CLUSTER=1 became
+    `unix+cluster://`, on which `ai`'s workers failed over and over, a traceback each."""
+    env = {**os.environ, "BATTLELINE_AI_KEY": "k" * 32, "REDIS_CLUSTER": "1",
+           "REDIS_URL": "unix:///tmp/nowhere.sock"}
+    extra = {"serve": ["--no-web", "--port", "0"], "ai": ["--engine", "127.0.0.1:1"]}[command]
+    result = subprocess.run([BATTLELINE, command, *extra], env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2 and "--redis-cluster needs a redis://" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 @pytest.mark.timeout(60)
 def test_max_calls_refuses_calls_past_it(redis_url: str) -> None:
     """`--max-calls` (a pod's memory) caps the calls one engine holds, streams included:

@@ -23,7 +23,7 @@ import pytest
 
 from battleline.v1 import game_pb2, lobby_pb2, types_pb2, watch_pb2
 from battleline_client.bots import choose
-from battleline_engine import metrics_http
+from battleline_engine import listening, metrics_http
 from battleline_engine.server import ServerConfig
 from tests.processes import free_port
 
@@ -355,6 +355,21 @@ def test_a_loopback_metrics_port_answers_its_own_names_only(
         assert status(host) == 421, host
     for host in ("localhost", f"LOCALHOST:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"):
         assert status(host) == 200, host
+
+
+@pytest.mark.parametrize("bound", ["127.0.0.1", "LOCALHOST", "127.1", "::ffff:127.0.0.1",
+                                   "[::1]", "127.0.0.2"])
+def test_every_spelling_of_a_loopback_bind_answers_loopback_names_only(bound: str) -> None:
+    """Twenty-sixth audit, second round: the rule read the bind's text, so `LOCALHOST`,
+    `127.1` or `::ffff:127.0.0.1` bound loopback yet answered any Host."""
+    names = listening.answered_names(bound)
+    assert names is not None and "evil.example" not in names, bound
+    assert {"localhost", "127.0.0.1", "[::1]"} <= names
+
+
+@pytest.mark.parametrize("bound", ["0.0.0.0", "::", "192.0.2.7"])
+def test_a_bind_beyond_loopback_answers_any_name(bound: str) -> None:
+    assert listening.answered_names(bound) is None
 
 
 def test_a_stalled_metrics_connection_is_closed_after_the_timeout(

@@ -96,7 +96,12 @@ class Connection:
             cluster_client = aioredis.RedisCluster.from_url(
                 url.replace("+cluster", "", 1), decode_responses=False, health_check_interval=30
             )
-            _use_connection_class(cluster_client, _ResetSafeConnection)
+            # rediss: TLS connections (twenty-sixth audit: the plain class took TLS options
+            # it has no use for, and no rediss cluster could be reached)
+            tls = issubclass(cluster_client.connection_kwargs.get(
+                "connection_class", aioredis.Connection), aioredis.SSLConnection)
+            _use_connection_class(cluster_client,
+                                  _ResetSafeSSLConnection if tls else _ResetSafeConnection)
             return cls(cluster_client, cluster=True)
         # Bounded and blocking: under a burst of concurrent calls, commands wait for one
         # of the pooled connections instead of each opening a socket (which fails under
@@ -145,6 +150,10 @@ class _ResetSafeConnection(aioredis.Connection):
             with contextlib.suppress(Exception):
                 await self.disconnect(nowait=True)
             raise redis.exceptions.ConnectionError(f"connection lost: {err}") from err
+
+
+class _ResetSafeSSLConnection(_ResetSafeConnection, aioredis.SSLConnection):
+    """`_ResetSafeConnection` over TLS (`rediss+cluster://`)."""
 
 
 def _use_connection_class(client: aioredis.RedisCluster, connection_class: type) -> None:

@@ -87,7 +87,11 @@ def cluster_url(url: str | None, cluster: bool) -> str | None:
         return url
     if not url:
         raise typer.BadParameter("--redis-cluster needs --redis-url (a node of the cluster)")
-    return url if "+cluster://" in url else url.replace("://", "+cluster://", 1)
+    if "+cluster://" in url:
+        return url
+    if not url.startswith(("redis://", "rediss://")):
+        raise typer.BadParameter("--redis-cluster needs a redis:// or rediss:// URL of a node")
+    return url.replace("://", "+cluster://", 1)
 
 
 def checked_redis_url(ctx: typer.Context, option: str, url: str | None) -> None:
