@@ -181,7 +181,7 @@ def test_dockerfile_is_slim_non_root_and_runs_battleline() -> None:
     text = (DEPLOY / "Dockerfile").read_text()
     assert "FROM python:3.11-slim" in text
     assert "USER 10001" in text
-    assert 'ENTRYPOINT ["battleline"]' in text and 'CMD ["serve"]' in text
+    assert 'ENTRYPOINT ["tini", "--", "battleline"]' in text and 'CMD ["serve"]' in text
 
 
 def test_the_image_user_and_group_are_the_ones_everything_names() -> None:
