@@ -4,6 +4,7 @@ else (the directory of a process still running, another kind, a link)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from battleline_engine.socket_dirs import private_socket_dir
+from battleline_engine.socket_dirs import OWNER, private_socket_dir, remove_socket_dir
 
 
 @pytest.fixture
@@ -65,3 +66,34 @@ def test_a_killed_processs_directory_goes_and_a_running_ones_stays(
     assert link.is_symlink() and target.exists()
     assert new.name.startswith(f"battleline-redis-{os.getpid()}-")
     assert new.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_directory_whose_owner_holds_its_lock_stays_whatever_its_pid_says(
+        dead_pid: int, made: list[Path]) -> None:
+    """Twenty-sixth audit: a serve in another PID namespace sharing /tmp saw every other
+    serve's PID as gone and removed their live socket directories. A directory goes only
+    once nobody holds the lock its maker took."""
+    elsewhere = _left(made, f"battleline-redis-{dead_pid}-testnspc")
+    owner = os.open(elsewhere / OWNER, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(owner, fcntl.LOCK_EX)  # as its maker, alive in another namespace
+        made.append(private_socket_dir("redis"))
+        assert elsewhere.exists(), "a directory whose owner runs was removed"
+    finally:
+        os.close(owner)  # its maker is gone
+    made.append(private_socket_dir("redis"))
+    assert not elsewhere.exists()
+
+
+def test_a_new_directory_is_locked_until_removed(made: list[Path]) -> None:
+    path = private_socket_dir("ai")
+    made.append(path)
+    probe = os.open(path / OWNER, os.O_RDONLY)
+    try:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        remove_socket_dir(path)
+        fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)  # let go with the directory
+    finally:
+        os.close(probe)
+    assert not path.exists()

@@ -16,7 +16,6 @@ import fcntl
 import logging
 import os
 import secrets
-import shutil
 import signal
 import stat
 import subprocess
@@ -29,7 +28,7 @@ import redis
 
 from battleline_client.processes import dying_with_parent, stop_processes
 
-from .socket_dirs import private_socket_dir
+from .socket_dirs import private_socket_dir, remove_socket_dir
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +238,7 @@ class EmbeddedRedis:
             self._lock.close()
             self._lock = None
         if self.socket is not None:
-            shutil.rmtree(self.socket.parent, ignore_errors=True)
+            remove_socket_dir(self.socket.parent)
 
     def __enter__(self) -> Self:
         self.start()

@@ -9,7 +9,6 @@ import functools
 import logging
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from battleline_engine.listening import (
     claim_shared_port,
     is_loopback_host,
 )
-from battleline_engine.socket_dirs import private_socket_dir
+from battleline_engine.socket_dirs import private_socket_dir, remove_socket_dir
 from battleline_gateway.limits import WebLimits
 
 from .listening import one_line_when_cannot_listen
@@ -310,7 +309,7 @@ def serve(
         if embedded is not None:
             embedded.stop()
         if ai_socket is not None:
-            shutil.rmtree(ai_socket.parent, ignore_errors=True)
+            remove_socket_dir(ai_socket.parent)
         if port_lock is not None:
             port_lock.close()
 
