@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import pytest
+import redis.asyncio
 import redis.exceptions
 from redis.crc import key_slot
 
@@ -118,6 +119,8 @@ def test_a_tls_cluster_url_makes_tls_connections() -> None:
     listening, says so as a connection error)."""
     async def body() -> None:
         connection = Connection.from_url(f"rediss+cluster://127.0.0.1:{free_port()}")
+        made = connection.redis.nodes_manager.connection_kwargs["connection_class"]
+        assert issubclass(made, redis.asyncio.SSLConnection), made
         try:
             with pytest.raises((redis.exceptions.ConnectionError,
                                 redis.exceptions.RedisClusterException)) as refused:

@@ -357,8 +357,8 @@ def test_a_loopback_metrics_port_answers_its_own_names_only(
         assert status(host) == 200, host
 
 
-@pytest.mark.parametrize("bound", ["127.0.0.1", "LOCALHOST", "127.1", "::ffff:127.0.0.1",
-                                   "[::1]", "127.0.0.2"])
+@pytest.mark.parametrize("bound", ["127.0.0.1", "LOCALHOST", "localhost.", "127.1", "0x7f.1",
+                                   "::ffff:127.0.0.1", "[::1]", "127.0.0.2"])
 def test_every_spelling_of_a_loopback_bind_answers_loopback_names_only(bound: str) -> None:
     """Twenty-sixth audit, second round: the rule read the bind's text, so `LOCALHOST`,
     `127.1` or `::ffff:127.0.0.1` bound loopback yet answered any Host."""
@@ -367,7 +367,7 @@ def test_every_spelling_of_a_loopback_bind_answers_loopback_names_only(bound: st
     assert {"localhost", "127.0.0.1", "[::1]"} <= names
 
 
-@pytest.mark.parametrize("bound", ["0.0.0.0", "::", "192.0.2.7"])
+@pytest.mark.parametrize("bound", ["0.0.0.0", "::", "192.0.2.7", "example.invalid"])
 def test_a_bind_beyond_loopback_answers_any_name(bound: str) -> None:
     assert listening.answered_names(bound) is None
 

@@ -59,18 +59,24 @@ async def keep_running(what: str, current: Callable[[], subprocess.Popen[Any]],
     with its traceback and tried again the same way (the supervision must not end)."""
     delays: Iterator[float] | None = None
     started = time.monotonic()
+    told: subprocess.Popen[Any] | None = None  # the exit already logged (a restart failed)
     while True:
         await asyncio.sleep(interval_s)
         process = current()
         if process.poll() is None:  # poll() reaps a dead child
             continue
-        log.error("%s exited: starting it again", what,
-                  extra={"worker_pid": process.pid, "returncode": process.returncode})
+        delay = 0.0
         if time.monotonic() - started < QUICK_EXIT_S:
             delays = delays or backoff(1.0, 60.0)
-            await asyncio.sleep(next(delays))
+            delay = next(delays)
         else:
             delays = None
+        if process is not told:
+            told = process
+            log.error("%s exited: starting it again", what, extra={
+                "worker_pid": process.pid, "returncode": process.returncode,
+                "delay_s": round(delay, 1)})
+        await asyncio.sleep(delay)
         started = time.monotonic()
         try:
             await restart()

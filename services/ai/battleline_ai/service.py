@@ -68,15 +68,17 @@ async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
         return subprocess.Popen(dying_with_parent(worker_command(config)),
                                 env=worker_env(config))
 
-    children = [start() for _ in range(config.workers)]
+    children: list[subprocess.Popen[bytes]] = []
 
     async def restart(i: int) -> None:
         children[i] = start()
 
-    keeping = [asyncio.create_task(keep_running(
-        f"ai worker {i}", functools.partial(children.__getitem__, i),
-        functools.partial(restart, i), log)) for i in range(config.workers)]
+    keeping: list[asyncio.Task[None]] = []
     try:
+        children.extend(start() for _ in range(config.workers))
+        keeping = [asyncio.create_task(keep_running(
+            f"ai worker {i}", functools.partial(children.__getitem__, i),
+            functools.partial(restart, i), log)) for i in range(config.workers)]
         await stop.wait()
     finally:
         for task in keeping:

@@ -24,15 +24,21 @@ MAX_CALLS = 32_768
 
 
 def is_loopback_host(host: str) -> bool:
-    """Whether a listener on `host` is reached from this machine alone: every address the
-    name stands for is a loopback one (`LOCALHOST`, `127.1`, `::ffff:127.0.0.1` too,
-    whose text alone did not say so: twenty-sixth audit)."""
+    """Whether a listener on `host` is reached from this machine alone: `localhost`, or an
+    address that is loopback however it is written (`LOCALHOST`, `127.1`,
+    `::ffff:127.0.0.1`: the text alone did not say so, twenty-sixth audit). Other names
+    are not looked up (a lookup here would block the event loop, and could answer
+    otherwise than the bind's own): they count as reachable from elsewhere."""
     import ipaddress
     import socket
 
+    name = host.strip("[]").lower().removesuffix(".")
+    if name == "localhost":
+        return True
     try:
-        found = socket.getaddrinfo(host.strip("[]"), None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
+        found = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_NUMERICHOST)
+    except (OSError, UnicodeError, ValueError):
         return False
 
     def loopback(address: str) -> bool:

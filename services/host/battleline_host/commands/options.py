@@ -87,9 +87,9 @@ def cluster_url(url: str | None, cluster: bool) -> str | None:
         return url
     if not url:
         raise typer.BadParameter("--redis-cluster needs --redis-url (a node of the cluster)")
-    if "+cluster://" in url:
+    if "+cluster://" in url.lower():
         return url
-    if not url.startswith(("redis://", "rediss://")):
+    if not url.lower().startswith(("redis://", "rediss://")):
         raise typer.BadParameter("--redis-cluster needs a redis:// or rediss:// URL of a node")
     return url.replace("://", "+cluster://", 1)
 

@@ -367,12 +367,12 @@ async def _run(
         log.info("shutting down")
         _exit_if_stuck(grace + SHUTDOWN_SLACK_S)
     finally:
+        for task in (supervisor, watching, ai_watch):  # nothing is restarted from now on
+            if task is not None:
+                task.cancel()
         # Out of the balancers' rotation first: stopping the web page and the AI takes
         # seconds, during which health said SERVING (twenty-sixth session's walkthrough).
         await engine.leave_rotation()
-        for task in (supervisor, watching, ai_watch):
-            if task is not None:
-                task.cancel()
         if web is not None:
             await web.stop()
         if ai is not None:  # (seconds: it hands its matches back) the engine answers meanwhile
