@@ -52,11 +52,11 @@ async def keep_running(what: str, current: Callable[[], subprocess.Popen[Any]],
     """Until cancelled: whenever the `current()` process has exited (a crash, the OOM
     killer, a SIGKILL), log it as an error and `restart()` it: serve went on without it,
     and said nothing (nineteenth audit; its AI, twenty-sixth). The AI service keeps its
-    workers so too. One that keeps exiting at
-    once, or cannot be started (`restart` raises OSError, RuntimeError or TimeoutError:
-    no descriptors or memory left, not ready in time), is tried again after a growing
-    delay (up to a minute), never given up on; any other failure of `restart` is logged
-    with its traceback and tried again the same way (the supervision must not end)."""
+    workers so too. One that keeps exiting at once, or cannot be started (`restart`
+    raises OSError, RuntimeError or TimeoutError: no descriptors or memory left, not
+    ready in time), is tried again after a growing delay (up to a minute), never given
+    up on; any other failure of `restart` is logged with its traceback and tried again
+    the same way (the supervision must not end)."""
     delays: Iterator[float] | None = None
     started = time.monotonic()
     told: subprocess.Popen[Any] | None = None  # the exit already logged (a restart failed)

@@ -26,7 +26,6 @@ from .worker import KEY_ENV, WorkerConfig
 log = logging.getLogger("battleline.ai")
 
 
-
 @dataclass(frozen=True)
 class ServiceConfig:
     engine: str
