@@ -9,12 +9,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from battleline_engine.socket_dirs import OWNER, private_socket_dir, remove_socket_dir
+from battleline_engine.socket_dirs import FRESH_S, OWNER, private_socket_dir, remove_socket_dir
 
 
 @pytest.fixture
@@ -45,6 +46,8 @@ def _left(made: list[Path], name: str, socket: bool = True) -> Path:
     made.append(path)
     if socket:
         (path / "redis.sock").write_bytes(b"")  # what a killed Redis may leave
+    old = time.time() - 2 * FRESH_S  # left long ago (a new one may be about to be locked)
+    os.utime(path, (old, old))
     return path
 
 
@@ -75,10 +78,14 @@ def test_a_directory_whose_owner_holds_its_lock_stays_whatever_its_pid_says(
     once nobody holds the lock its maker took."""
     elsewhere = _left(made, f"battleline-redis-{dead_pid}-testnspc")
     owner = os.open(elsewhere / OWNER, os.O_RDWR | os.O_CREAT, 0o600)
+    being_made = Path(tempfile.gettempdir()) / f"battleline-redis-{dead_pid}-testfrsh"
+    being_made.mkdir(mode=0o700)  # made a moment ago, not yet locked by its maker
+    made.append(being_made)
     try:
         fcntl.flock(owner, fcntl.LOCK_EX)  # as its maker, alive in another namespace
         made.append(private_socket_dir("redis"))
         assert elsewhere.exists(), "a directory whose owner runs was removed"
+        assert being_made.exists(), "a directory just made was removed before its lock"
     finally:
         os.close(owner)  # its maker is gone
     made.append(private_socket_dir("redis"))

@@ -18,9 +18,11 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 OWNER = ".owner"  # the file its maker holds a lock on
+FRESH_S = 60.0  # a directory without the file, younger than this, is left alone
 _held: dict[Path, int] = {}  # this process's directories and their locks, held meanwhile
 
 
@@ -53,6 +55,8 @@ def _remove_orphans(kind: str) -> None:
         if not (pid.isdigit() and stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()):
             continue
         owned = _owned(path / OWNER)
+        if owned is None and time.time() - info.st_mtime < FRESH_S:
+            continue  # its maker may be between making it and locking it
         if not (_running(int(pid)) if owned is None else owned):
             shutil.rmtree(path, ignore_errors=True)
 
