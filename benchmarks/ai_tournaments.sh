@@ -149,10 +149,10 @@ level5() {  # level5 OPPONENT SEED: 400 games, logged as level5_vs_OPPONENT_seed
   battleline tournament --a ismcts:level=5 --b "$1" --games 400 --workers 1 --seed "$2" \
     --json "$out/level5_vs_$1_seed$2.json" --log "$out/logs/level5_vs_$1_seed$2.jsonl"
 }
-for seed in 71401 71601 71801 72001 72201 72401 72601 72801 73001 73201 73401 73601 73801 74001 74201 74401 74601 74801 75001 75201 75401; do
+for seed in 71401 71601 71801 72001 72201 72401 72601 72801 73001 73201 73401 73601 73801 74001 74201 74401 74601 74801 75001 75201 75401 75601; do
   level5 prob $seed
 done
-for seed in 81201 81401 81601 81801 82001 82201 82401 82601 82801 83001 83201 83401 83601 83801 84001 84201; do
+for seed in 81201 81401 81601 81801 82001 82201 82401 82601 82801 83001 83201 83401 83601 83801 84001 84201 84401; do
   level5 heuristic $seed
 done
 battleline tournament --a targets --b heuristic --games 400 --workers 1 --seed 91001 \
