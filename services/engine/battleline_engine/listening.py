@@ -61,8 +61,7 @@ def answered_names(host: str) -> frozenset[str] | None:
     bound address's own (127.0.0.2, say); elsewhere None (any)."""
     if not is_loopback_host(host):
         return None
-    own = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    return LOOPBACK_NAMES | {own.lower()}
+    return LOOPBACK_NAMES | {bracketed(host).lower()}
 
 
 def host_name(header: str) -> str:
@@ -76,12 +75,15 @@ class CannotListen(OSError):
     of this machine's. Commands say so in one line rather than with a traceback."""
 
 
+def bracketed(host: str) -> str:
+    """`host` as it stands before a port or in a Host header: an IPv6 literal in brackets."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 def host_port(host: str, port: int) -> str:
     """`host:port` as gRPC reads it: an IPv6 literal in brackets (`[::]:50051`; `:::50051`
     cannot be bound)."""
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"{host}:{port}"
+    return f"{bracketed(host)}:{port}"
 
 
 def claim_shared_port(host: str, port: int) -> IO[bytes] | None:

@@ -83,11 +83,13 @@ def cluster_url(url: str | None, cluster: bool) -> str | None:
     """The Redis URL as Storage reads it: with `--redis-cluster` (REDIS_CLUSTER), the
     `+cluster` scheme that picks the cluster client (a node's plain URL would have the
     plain client follow no MOVED redirection)."""
+    from battleline_engine.storage.connection import is_cluster_url  # (redis: imported late)
+
     if not cluster:
         return url
     if not url:
         raise typer.BadParameter("--redis-cluster needs --redis-url (a node of the cluster)")
-    if "+cluster://" in url.lower():
+    if is_cluster_url(url.lower()):
         return url
     if not url.lower().startswith(("redis://", "rediss://")):
         raise typer.BadParameter("--redis-cluster needs a redis:// or rediss:// URL of a node")
