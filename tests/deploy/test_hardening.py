@@ -760,3 +760,68 @@ def test_an_engine_leaves_envoys_rotation_before_it_refuses_calls() -> None:
     period = engine["terminationGracePeriodSeconds"]
     assert "preStop" in readme and f"terminationGracePeriodSeconds: {period}" in readme
 
+
+
+def _edge_stop_hook() -> tuple[dict[str, Any], str]:
+    """The edge pod's spec and its preStop hook's bash script."""
+    edge = _by_kind("Deployment", "battleline-edge")["spec"]["template"]["spec"]
+    (container,) = edge["containers"]
+    command = container["lifecycle"]["preStop"]["exec"]["command"]
+    assert command[:2] == ["/bin/bash", "-c"] and len(command) == 3
+    return edge, command[2]
+
+
+def _run_hook(script: str, admin_port: int) -> subprocess.CompletedProcess[str]:
+    """The hook as bash runs it, aimed at `admin_port` and with its wait cut to nothing."""
+    admin = _envoy()["admin"]["address"]["socket_address"]
+    local = script.replace(f"/dev/tcp/{admin['address']}/{admin['port_value']}",
+                           f"/dev/tcp/127.0.0.1/{admin_port}")
+    local = re.sub(r"sleep \d+$", "sleep 0", local)
+    assert local != script
+    return subprocess.run(["bash", "-c", local], capture_output=True, text=True, timeout=10)
+
+
+def test_an_edge_pod_drains_its_connections_before_it_stops() -> None:
+    """A stopping Envoy pod asks its admin for a graceful drain that does not exit (each
+    HTTP/2 connection gets a GOAWAY, calls in flight finish), then waits while the load
+    balancer stops sending it connections; the listeners outlast the wait and the grace
+    period covers it. Run here against a stand-in admin port: the request must be the one
+    Envoy's admin takes."""
+    import socket
+    import threading
+
+    edge, script = _edge_stop_hook()
+    wait_s = float(re.search(r"sleep (\d+)$", script).group(1))  # type: ignore[union-attr]
+    (container,) = edge["containers"]
+    args = container["args"]
+    assert float(args[args.index("--drain-time-s") + 1]) > wait_s
+    assert args[args.index("--drain-strategy") + 1] == "immediate"
+    assert edge["terminationGracePeriodSeconds"] >= wait_s + 10
+    assert "--drain-time-s" in README.read_text()
+
+    received: list[bytes] = []
+    with socket.create_server(("127.0.0.1", 0)) as admin:
+        def answer() -> None:
+            conn, _ = admin.accept()
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(4096)
+                received.append(data)
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\nOK\n")
+        server = threading.Thread(target=answer, daemon=True)
+        server.start()
+        done = _run_hook(script, admin.getsockname()[1])
+        server.join(5)
+    assert done.returncode == 0, done.stderr
+    (request,) = received
+    head = request.decode().split("\r\n")
+    assert head[0] == "POST /drain_listeners?graceful&skip_exit HTTP/1.1"
+    assert "Content-Length: 0" in head
+
+
+def test_an_edge_pod_stops_even_when_its_admin_does_not_answer() -> None:
+    """No admin listening (Envoy already gone): the hook still waits and returns."""
+    _, script = _edge_stop_hook()
+    done = _run_hook(script, free_port())
+    assert done.returncode == 0, done.stderr
