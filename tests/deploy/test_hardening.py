@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -787,9 +789,6 @@ def test_an_edge_pod_drains_its_connections_before_it_stops() -> None:
     balancer stops sending it connections; the listeners outlast the wait and the grace
     period covers it. Run here against a stand-in admin port: the request must be the one
     Envoy's admin takes."""
-    import socket
-    import threading
-
     edge, script = _edge_stop_hook()
     wait_s = float(re.search(r"sleep (\d+)$", script).group(1))  # type: ignore[union-attr]
     (container,) = edge["containers"]
