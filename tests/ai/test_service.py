@@ -490,6 +490,11 @@ def test_a_search_whose_caller_cancelled_keeps_its_places_until_it_ends() -> Non
         assert 1.0 < left_s <= 2.5, left_s
         waiting = ask("m2", 100)  # the client's second place: waits for the process
         time.sleep(0.2)
-        assert refusal(ask("m3", 100)) == "ai-busy"
+        third = ask("m3", 100)
+        assert refusal(third) == "ai-busy"
+        # Its own count only: nothing of how many searches other clients have going.
+        assert third.exception().details() == (
+            "this client has 2 searches running or waiting, the most it may: retry when "
+            "one has ended")
         assert waiting.result().action  # searched once the cancelled search ended
         assert ask("m1", 100).result().action and ask("m3", 100).result().action

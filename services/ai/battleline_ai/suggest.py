@@ -240,12 +240,15 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         if holder is not None:
             raise Refusal(Kind.EXHAUSTED, reason, busy,
                           retry_after_s=max(0.1, holder.free_by - time.monotonic()))
-        total = sum(self.queued.values())
-        if self.queued[owner] >= PER_OWNER or (
-                total >= self.max_searches and not self._make_room(owner)):
+        # The messages name no count: a client learns of the others' searches only
+        # that every place is taken (twenty-seventh audit: the total was told).
+        if self.queued[owner] >= PER_OWNER:
             raise Refusal(Kind.EXHAUSTED, "ai-busy",
-                          f"{total} searches running or waiting: retry shortly",
-                          retry_after_s=1.0)
+                          f"this client has {PER_OWNER} searches running or waiting, the "
+                          "most it may: retry when one has ended", retry_after_s=1.0)
+        if sum(self.queued.values()) >= self.max_searches and not self._make_room(owner):
+            raise Refusal(Kind.EXHAUSTED, "ai-busy",
+                          "every search place is taken: retry shortly", retry_after_s=1.0)
         self.queued[owner] += 1
         place = _Place(owner, seconds)
         if key:
