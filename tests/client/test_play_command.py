@@ -230,7 +230,8 @@ def test_play_with_a_friend_by_invite_code(service: LocalService, tmp_path: Path
             assert time.monotonic() < deadline, "no invite code shown"
             time.sleep(0.1)
             text = log.read_text(encoding="utf-8") if log.exists() else ""
-            found = re.search(r"--join (\S+)\)", text.replace("\r\n", " "))
+            found = re.search(r"BATTLELINE_INVITE=(\S+) battleline play --target",
+                              text.replace("\r\n", " "))
             code = found.group(1) if found else None
         _stand_in_friend(service.address, code)
         session = pending.get(60)
@@ -279,6 +280,16 @@ def test_a_hot_seats_screen_tells_the_moves_as_that_seat_was_told_them(
         for seat, sees in ((mover, True), (other, False)):
             account = " ".join(e.text for e in _own_account(seat, seat.view()))
             assert (drawn in account) is sees, (sees, account)
+
+
+def test_the_invite_code_is_taken_from_the_environment() -> None:
+    """Twenty-seventh audit: `--join CODE` is in the process's command line, which every
+    local user may read (and join with first); the friend is told the environment's form,
+    which `play` reads as --join (here: beside --ai, so refused before anything is sent)."""
+    result = CliRunner().invoke(app, ["play", "--target", "127.0.0.1:1", "--ai", "2"],
+                                env={"BATTLELINE_INVITE": "X5CGF8PJTQ"})
+    assert result.exit_code == 2, result.output
+    assert "choose one of" in result.output
 
 
 def test_an_invite_link_from_the_web_page_is_read_for_its_code() -> None:

@@ -105,6 +105,15 @@ def checked_target(target: str, *, need_port: bool = False) -> str:
     return target
 
 
+def host_and_port(target: str) -> tuple[str, int] | None:
+    """The host (IPv6 without its brackets) and port of a plain `HOST:PORT` target; None
+    for any other form (a gRPC name, no port)."""
+    parts = _HOST_PORT.fullmatch(target)
+    if parts is None or not parts.group(2) or len(parts.group(2)) > 5:
+        return None
+    return parts.group(1).removeprefix("[").removesuffix("]"), int(parts.group(2))
+
+
 @dataclass(frozen=True, slots=True)
 class SeatHandle:
     """The credentials of one seat: enough to act, watch and resume later."""

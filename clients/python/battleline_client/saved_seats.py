@@ -57,6 +57,9 @@ class SavedSeat:
     seat: int  # types_pb2.Seat
     against: str  # who the player was playing, as the command told it: "AI level 4"
     saved_at: float  # epoch seconds
+    # The user whose process listened at a loopback `target` when the seat was kept, if
+    # known: the token goes back to that user's engine, this user's, or root's only.
+    engine_uid: int | None = None
 
     @property
     def handle(self) -> SeatHandle:
@@ -70,11 +73,13 @@ class SavedSeat:
             return None
         texts = [entry.get(name) for name in ("target", "match_id", "token", "against")]
         seat, saved_at = entry.get("seat"), entry.get("saved_at")
+        engine_uid = entry.get("engine_uid")
         if not all(isinstance(t, str) and t for t in texts) or type(seat) is not int \
-                or not isinstance(saved_at, int | float) or not math.isfinite(saved_at):
+                or not isinstance(saved_at, int | float) or not math.isfinite(saved_at) \
+                or not (engine_uid is None or type(engine_uid) is int):
             return None
         target, match_id, token, against = (plain(str(t))[:200] for t in texts)
-        return cls(target, match_id, token, seat, against, float(saved_at))
+        return cls(target, match_id, token, seat, against, float(saved_at), engine_uid)
 
 
 class SavedSeats:
@@ -90,10 +95,10 @@ class SavedSeats:
         return sorted((s for s in self._read() if s.target == self.target),
                       key=lambda s: -s.saved_at)
 
-    def keep(self, handle: SeatHandle, against: str) -> None:
+    def keep(self, handle: SeatHandle, against: str, engine_uid: int | None = None) -> None:
         """Keep a seat (OSError, UnsafeStateDirectory among them, if it cannot be)."""
         seat = SavedSeat(self.target, handle.match_id, handle.token, handle.seat, against,
-                         time.time())
+                         time.time(), engine_uid)
         oldest = seat.saved_at - KEEP_DAYS * 86_400
         with self._locked():
             others = [s for s in self._read() if not self._same(s, handle.match_id)

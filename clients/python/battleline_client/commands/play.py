@@ -22,6 +22,7 @@ from .. import tui
 from ..client import Client, Seat
 from ..common import DEFAULT_TARGET, SeatHandle, is_finished, is_my_turn
 from ..errors import BattleLineError, NotFound, PermissionDenied, Unauthenticated
+from ..port_owner import listening_uids, strangers
 from ..printable import plain
 from ..saved_seats import SavedSeat, SavedSeats, default_directory
 from . import options
@@ -35,6 +36,9 @@ DEFAULT_AI_LEVEL = 1
 # A hosted AI takes its seat within a second or two (a few more while a just-started
 # worker loads): past this, no worker serves the engine, and waiting longer is no use.
 AI_WAIT_S = 20.0
+# The invite code by environment: a command line (`--join CODE`) is readable by every
+# local user, who could join with it first (twenty-seventh audit).
+INVITE_ENV = "BATTLELINE_INVITE"
 
 HELP = """\
 [bold]How to move[/]: type a card then a flag: [bold]R7 3[/] (or [bold]R7[/], then the flag when
@@ -288,9 +292,13 @@ def _gave_up(term: Terminal, seat: Seat, wait_s: float, ai: bool) -> int:
 def games_going_on(client: Client, kept: SavedSeats) -> list[tuple[SavedSeat, Seat]]:
     """The kept seats whose match goes on, the latest first. Those over (or unknown to
     the engine now) are forgotten; one the engine cannot tell about now is kept, not
-    offered."""
+    offered; one whose token would go to another user's process is not even asked
+    about (`port_owner`)."""
     going = []
+    listening = listening_uids(kept.target)
     for saved in kept.left():
+        if strangers(listening, saved.engine_uid):
+            continue
         seat = client.seat(saved.handle)
         try:
             over = is_finished(seat.view())
@@ -310,8 +318,21 @@ def _left_here(saved: SavedSeat) -> str:
     return f"{saved.against}, since {since}, match {saved.match_id}"
 
 
+def _strangers_told(term: Terminal, kept: SavedSeats) -> None:
+    """Say so when another user's process listens where the kept seats' engine did: their
+    tokens are not sent to it (it could read the player's hands and move for them)."""
+    listening = listening_uids(kept.target)
+    others = set().union(*(strangers(listening, s.engine_uid) for s in kept.left()))
+    if others:
+        users = ", ".join(str(uid) for uid in sorted(others))
+        term.console.print(f"[yellow]{escape(kept.target)} is served by another user's "
+                           f"process (uid {users}), not the engine your games were on: their "
+                           "seats are not sent to it[/]")
+
+
 def _resumed(term: Terminal, client: Client, kept: SavedSeats) -> Seat:
     """The seat of the latest game left on this engine, told to the player."""
+    _strangers_told(term, kept)
     going = games_going_on(client, kept)
     if not going:
         term.console.print(f"no game left unfinished on {escape(kept.target)}: start one with "
@@ -326,6 +347,7 @@ def _mention_left(term: Terminal, client: Client, kept: SavedSeats | None) -> No
     """Before a new game: the games left unfinished on this engine, and the way back."""
     if kept is None:
         return
+    _strangers_told(term, kept)
     for saved, _seat in games_going_on(client, kept):
         term.console.print(f"[yellow]a game you left goes on[/] (against "
                            f"{escape(_left_here(saved))}, its clock running): "
@@ -373,8 +395,10 @@ def play(
     friend: Annotated[bool, typer.Option(
         "--friend", help="Create a private match and print its invite code.")] = False,
     join: Annotated[str | None, typer.Option(
-        "--join", help="Join a friend's match by its invite code, or the web page's invite "
-                       "link (it ends in #join=CODE).")] = None,
+        "--join", envvar=INVITE_ENV,
+        help="Join a friend's match by its invite code, or the web page's invite link (it "
+             f"ends in #join=CODE); better by {INVITE_ENV} (a command line is readable by "
+             "every local user, who could take the seat first).")] = None,
     local: Annotated[bool, typer.Option(
         "--local", help="Both seats on this terminal (hot seat).")] = False,
     ruleset: Annotated[str, typer.Option(help="standard, basic or deck52.")] = "standard",
@@ -443,7 +467,8 @@ def play(
                 if friend:  # the server's text: never markup
                     code = escape(created.invite_code)
                     console.print(f"invite code: [bold]{code}[/] (your friend runs: "
-                                  f"battleline play --target {escape(target)} --join {code})")
+                                  f"{INVITE_ENV}={code} battleline play --target "
+                                  f"{escape(target)})")
                 final = play_remote(term, client.seat(created.seat), wait)
             term.final(final)
     except BattleLineError as err:
@@ -468,8 +493,9 @@ def _keep(term: Terminal, kept: SavedSeats | None, handle: SeatHandle, against: 
     a directory others may write to) costs only the way back, said once, never the game."""
     if kept is None:
         return
+    owners = listening_uids(kept.target)  # the engine that just issued the token
     try:
-        kept.keep(handle, against)
+        kept.keep(handle, against, owners.pop() if len(owners) == 1 else None)
         term.kept = True
     except OSError as err:
         term.console.print(f"[yellow]this seat is not kept for --resume[/] "

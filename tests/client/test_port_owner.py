@@ -1,0 +1,140 @@
+"""Twenty-seventh audit: `battleline play` sent the tokens of the games it kept for
+--resume to whatever answered on the engine's loopback port, so any local user who bound
+it while the player's serve was down could read the player's hand and move for them.
+Kept tokens now go only to a process of the player's, root's, or the user whose engine
+issued them (`battleline_client.port_owner`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from battleline_client.cli import app
+from battleline_client.common import SeatHandle
+from battleline_client.port_owner import listening_uids, strangers
+from battleline_client.saved_seats import SavedSeats
+from tests.processes import free_port
+
+HEADER = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid\n"
+
+
+def _row(local: str, state: str, uid: int) -> str:
+    return (f"   0: {local} 00000000:0000 {state} 00000000:00000000 00:00000000 00000000 "
+            f"{uid:5d}        0 1 1 0000000000000000 100 0 0 10 0\n")
+
+
+def _proc_net(tmp_path: Path) -> Path:
+    """A /proc/net of a few sockets, in the kernel's byte order (32-bit words, little
+    endian on this machine's kind)."""
+    (tmp_path / "tcp").write_text(HEADER + "".join([
+        _row("0100007F:C383", "0A", 1001),  # 127.0.0.1:50051, listening
+        _row("0200007F:C384", "0A", 1002),  # 127.0.0.2:50052
+        _row("00000000:1770", "0A", 1003),  # 0.0.0.0:6000
+        _row("0100007F:1B58", "01", 1004),  # 127.0.0.1:7000, a connection, not a listener
+    ]))
+    (tmp_path / "tcp6").write_text(HEADER + "".join([
+        _row("00000000000000000000000001000000:1F40", "0A", 1005),  # [::1]:8000
+        _row("00000000000000000000000000000000:1F40", "0A", 1006),  # [::]:8000
+        _row("0000000000000000FFFF00000100007F:2328", "0A", 1007),  # [::ffff:127.0.0.1]:9000
+    ]))
+    return tmp_path
+
+
+def test_the_owners_of_what_a_loopback_target_reaches(tmp_path: Path) -> None:
+    proc_net = _proc_net(tmp_path)
+    assert listening_uids("127.0.0.1:50051", proc_net) == {1001}
+    assert listening_uids("127.0.0.1:50052", proc_net) == set()  # 127.0.0.2 is not reached
+    assert listening_uids("127.0.0.2:50052", proc_net) == {1002}
+    assert listening_uids("127.0.0.1:6000", proc_net) == {1003}  # the wildcard
+    assert listening_uids("127.0.0.1:7000", proc_net) == set()
+    assert listening_uids("[::1]:8000", proc_net) == {1005, 1006}
+    assert listening_uids("127.0.0.1:8000", proc_net) == {1006}  # dual-stack wildcard
+    assert listening_uids("localhost:8000", proc_net) == {1005, 1006}
+    assert listening_uids("127.0.0.1:9000", proc_net) == {1007}  # IPv4 on an IPv6 socket
+    # Not loopback, or not a plain HOST:PORT: not known, nothing refused.
+    assert listening_uids("192.0.2.1:50051", proc_net) == set()
+    assert listening_uids("unix:/tmp/sock", proc_net) == set()
+    assert listening_uids("127.0.0.1:50051", tmp_path / "missing") == set()
+
+
+def test_who_is_a_stranger() -> None:
+    me = os.geteuid()
+    assert strangers({me, 0}) == set()
+    assert strangers({me, 4242}) == {4242}
+    assert strangers({4242}, engine_uid=4242) == set()  # the user whose engine issued it
+    assert strangers({4243}, engine_uid=4242) == {4243}
+
+
+# A gRPC server that answers every call UNIMPLEMENTED (health SERVING) and prints the
+# method and metadata of each call it got, as a squatter on the engine's port would. It
+# becomes the user given before it makes its socket (the interpreter may be in a home
+# that user cannot read), so the kernel names that user as the listener's owner.
+SQUATTER = textwrap.dedent("""
+    import os, sys, time
+    from concurrent import futures
+    import grpc
+    from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+    class Log(grpc.GenericRpcHandler):
+        def service(self, details):
+            print(details.method, dict(details.invocation_metadata), flush=True)
+            return None
+
+    server = grpc.server(futures.ThreadPoolExecutor(4))
+    server.add_generic_rpc_handlers([Log()])
+    checks = health.HealthServicer()
+    checks.set("", health_pb2.HealthCheckResponse.SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(checks, server)
+    os.setgid(int(sys.argv[2]))
+    os.setuid(int(sys.argv[2]))
+    server.add_insecure_port(sys.argv[1])
+    server.start()
+    print("ready", flush=True)
+    time.sleep(120)
+""")
+
+
+def _squat(address: str, uid: int, script: Path) -> subprocess.Popen[str]:
+    squatter = subprocess.Popen([sys.executable, str(script), address, str(uid)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert squatter.stdout is not None
+    deadline = time.monotonic() + 30
+    while squatter.stdout.readline().strip() != "ready":
+        assert time.monotonic() < deadline and squatter.poll() is None, "squatter died"
+    return squatter
+
+
+@pytest.mark.parametrize("owner", ["another user", "the player"])
+def test_kept_tokens_go_to_no_other_users_process(tmp_path: Path, owner: str) -> None:
+    """A seat kept for 127.0.0.1:P; then a process answers on P. Another user's process
+    gets no token (`play` says why); the player's own does (the same path, the control)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the squatter as another user")
+    address = f"127.0.0.1:{free_port()}"
+    state = tmp_path / "state"
+    token = "m0000000001.s3cr3t-token-of-the-seat"
+    SavedSeats(state, address).keep(SeatHandle("m0000000001", token, 1), "AI level 3",
+                                    engine_uid=os.geteuid())
+    script = tmp_path / "squatter.py"
+    script.write_text(SQUATTER)
+    uid = 65534 if owner == "another user" else os.geteuid()
+    squatter = _squat(address, uid, script)
+    try:
+        result = CliRunner().invoke(app, ["play", "--target", address, "--resume",
+                                          "--state-dir", str(state)], terminal_width=200)
+    finally:
+        squatter.kill()
+        calls, _ = squatter.communicate(timeout=10)
+    assert result.exit_code == 1, result.output
+    if owner == "another user":
+        assert token not in calls, calls
+        assert "served by another user's process (uid 65534)" in result.output
+    else:
+        assert token in calls, calls
