@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from battleline.v1 import record_pb2, types_pb2
-from battleline_client import errors
+from battleline_client import common, errors
 from battleline_client.aio import AsyncClient
 from battleline_client.bots import aplay_local, choose, play_local
 from battleline_client.client import Client
@@ -170,6 +170,51 @@ def test_a_short_rate_limit_is_waited_out_and_a_long_one_raised(redis_url: str) 
     assert len(views) == 5
     assert grpc.StatusCode.RESOURCE_EXHAUSTED in codes  # refused, then waited out
     assert codes[-1] == grpc.StatusCode.OK
+
+
+def test_callers_sharing_a_rate_all_wait_it_out(redis_url: str) -> None:
+    """A client walkthrough: `examples/asyncio_play.py --matches 5` failed `rate-limited`
+    (retry in 8 ms) on a default serve: coroutines sharing one client's rate lost the
+    next token five times running, and each wait counted as one of four resends. Short
+    rate waits are now limited by the time they take (`common.RATE_WAITS_S`), not their
+    number."""
+    strict = EngineConfig(call_rate=Rate(per_s=20, burst=2))
+
+    async def main(address: str) -> int:
+        async with AsyncClient(address) as client:
+            created = await client.create(opponent="local", clock="none")
+
+            async def views() -> int:
+                for _ in range(6):
+                    await client.view(created.match_id, created.seat.token)
+                return 6
+            return sum(await asyncio.gather(*(views() for _ in range(8))))
+
+    with LocalService(redis_url, config=strict) as service:
+        assert asyncio.run(main(service.address)) == 48
+
+
+def test_only_waits_that_can_heal_are_waited() -> None:
+    """UNAVAILABLE is resent a few times, but not `no-ai-service` (the engine runs no AI:
+    no wait heals it); a rate's short waits until their time is spent."""
+    def refusal(code: grpc.StatusCode, reason: str, retry_after: float | None = None
+                ) -> errors.BattleLineError:
+        return errors.BattleLineError("refused", code=code, reason=reason,
+                                      retry_after=retry_after)
+
+    retries = common.Retries()
+    assert retries.wait(refusal(grpc.StatusCode.UNAVAILABLE, "no-ai-service")) is None
+    assert all(retries.wait(refusal(grpc.StatusCode.UNAVAILABLE, "storage-unavailable"))
+               is not None for _ in range(common.UNARY_RETRIES))
+    assert retries.wait(refusal(grpc.StatusCode.UNAVAILABLE, "storage-unavailable")) is None
+    rate = refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate-limited", 0.5)
+    waits = []
+    while (wait := retries.wait(rate)) is not None:
+        assert 0.5 <= wait <= 0.75
+        waits.append(wait)
+    assert common.RATE_WAITS_S - 0.75 < sum(waits) <= common.RATE_WAITS_S
+    slow = refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate-limited", 5.0)
+    assert common.Retries().wait(slow) is None  # longer than a second: raised at once
 
 
 def test_answer_and_turn_times_read_a_records_commit_times() -> None:

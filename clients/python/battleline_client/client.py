@@ -81,9 +81,9 @@ class Client:
     def _unary(self, name: str, method: Callable[..., R], request: Any,
                token: str | None = None) -> R:
         """Call, time it for the observer, and turn a failure into a typed error; some
-        failures are waited out and the call sent again (`common.retry_wait`)."""
-        delays = common.backoff(0.2, 2.0)
-        for attempt in range(common.UNARY_RETRIES + 1):
+        failures are waited out and the call sent again (`common.Retries`)."""
+        retries = common.Retries()
+        while True:
             start = time.perf_counter()
             code = grpc.StatusCode.OK
             try:
@@ -93,14 +93,13 @@ class Client:
             except grpc.RpcError as err:
                 code = err.code()
                 error = from_rpc_error(err)
-                wait = common.retry_wait(error, attempt, delays)
+                wait = retries.wait(error)
                 if wait is None:
                     raise error from None
             finally:
                 if self.observer is not None:
                     self.observer(name, time.perf_counter() - start, code)
             time.sleep(wait)
-        raise AssertionError("unreachable")
 
     # -- lobby ------------------------------------------------------------------------
 

@@ -8,10 +8,11 @@ back off. A fix made here holds for both clients.
 
 from __future__ import annotations
 
+import random
 import re
 import secrets
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
@@ -40,24 +41,44 @@ STREAM_RETRY_CODES = frozenset({
 # Unary calls that may be resent as they are (see Client._unary), and how often.
 UNARY_RETRY_CODES = frozenset({grpc.StatusCode.UNAVAILABLE})
 UNARY_RETRIES = 4
+# UNAVAILABLE reasons that no wait heals: the engine has no AI service configured.
+NOT_RETRIED = frozenset({"no-ai-service"})
 # The longest wait a server's rate refusal may ask for that a call waits out itself
-# (and is sent again) instead of raising RateLimited.
+# (and is sent again) instead of raising RateLimited, and how long one call may spend
+# waiting out such refusals in all.
 RATE_WAIT_S = 1.0
+RATE_WAITS_S = 15.0
 
-def retry_wait(error: BattleLineError, attempt: int, delays: Iterator[float]) -> float | None:
-    """Seconds to wait before sending a failed unary call again, or None to raise `error`.
-    Any call refused for a rate (nothing was done) waits a short RetryInfo delay out: a
-    script playing quickly slows to the server's rate instead of failing. Every call is
-    resent after UNAVAILABLE, so a restarting server costs no error: each is idempotent
+
+class Retries:
+    """When one unary call is sent again. A call refused for a rate (nothing was done)
+    waits its short RetryInfo delay out, however often, until RATE_WAITS_S of waiting:
+    a script playing quickly slows to the server's rate instead of failing (counted as
+    retries, a few coroutines sharing one client's rate lost the next token five times
+    running and failed). The wait is stretched by up to half at random, so callers
+    refused together do not come back together. Every call is resent after UNAVAILABLE,
+    UNARY_RETRIES times, so a restarting server costs no error: each is idempotent
     (actions carry their action id, creates and joins a seat secret)."""
-    if attempt >= UNARY_RETRIES:
+
+    def __init__(self) -> None:
+        self._delays = backoff(0.2, 2.0)
+        self._resent = 0
+        self._rate_waited_s = 0.0
+
+    def wait(self, error: BattleLineError) -> float | None:
+        """Seconds to wait before sending the call again, or None to raise `error`."""
+        if (error.reason == "rate-limited" and error.retry_after is not None
+                and error.retry_after <= RATE_WAIT_S):
+            wait = error.retry_after * random.uniform(1.0, 1.5)
+            if self._rate_waited_s + wait > RATE_WAITS_S:
+                return None
+            self._rate_waited_s += wait
+            return wait
+        if (error.code in UNARY_RETRY_CODES and error.reason not in NOT_RETRIED
+                and self._resent < UNARY_RETRIES):
+            self._resent += 1
+            return next(self._delays)
         return None
-    if (error.reason == "rate-limited" and error.retry_after is not None
-            and error.retry_after <= RATE_WAIT_S):
-        return error.retry_after
-    if error.code in UNARY_RETRY_CODES:
-        return next(delays)
-    return None
 
 
 # Called after every unary RPC with (method name, seconds, status code): the load
