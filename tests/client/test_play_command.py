@@ -63,7 +63,7 @@ def test_hint_at_the_move_prompt_names_a_legal_move_or_why_not(ai_engine: LocalS
         mover = next(seat for seat in seats if seat.view().legal_actions)
         waiting = seats[1 - seats.index(mover)]
         line = hint_line(mover)
-        suggested = re.fullmatch(r"the AI would play \[bold\](.+?)\[/\].*", line)
+        suggested = re.fullmatch(r"the AI suggests \[bold\](.+?)\[/\].*", line)
         assert suggested is not None and suggested.group(1) in mover.view().legal_actions, line
         assert hint_line(waiting).startswith("[yellow]no hint (not-your-turn): ")
 

@@ -103,6 +103,24 @@ def test_concurrent_watch_opens_respect_the_stream_limit(four_streams: Engine) -
     client.channel.close()
 
 
+def test_a_spectator_over_its_cap_is_told_whose_cap_it_is(four_streams: Engine) -> None:
+    """A client walkthrough: a spectator's fifth stream on a match was refused "at most 4
+    open streams per seat", and a spectator has no seat."""
+    client = Client.to(four_streams.address)
+    created = client.create()
+    stub = watch_pb2_grpc.WatchServiceStub(client.channel)
+    streams = [stub.Watch(watch_pb2.WatchRequest(match_id=created.match_id))
+               for _ in range(4)]
+    assert all(next(stream).HasField("snapshot") for stream in streams)
+    with pytest.raises(grpc.RpcError) as refused:
+        next(stub.Watch(watch_pb2.WatchRequest(match_id=created.match_id)))
+    assert reason(refused.value) == "too-many-streams"
+    assert refused.value.details() == "at most 4 open streams per spectator address on a match"
+    for stream in streams:
+        stream.cancel()
+    client.channel.close()
+
+
 def test_one_client_holds_a_bounded_number_of_streams_over_all_matches(
         redis_url: str) -> None:
     """Four streams per match would let one client watch every live match four times:

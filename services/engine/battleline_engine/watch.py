@@ -43,7 +43,8 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         # hosted AI (its key) holds one stream per match it plays, from an address that
         # proves nothing (loopback under `battleline serve`): counted per seat only, or
         # whoever held its address's streams would stop it moving in every match.
-        caps = [(f"{match_id}/{holder}", self.rt.config.streams_per_seat, "per seat")]
+        caps = [(f"{match_id}/{holder}", self.rt.config.streams_per_seat,
+                 "per seat" if seat is not None else "per spectator address on a match")]
         if not self.rt.seats.is_ai(context):
             caps.append((f"client/{client}", self.rt.config.streams_per_client, "per client"))
         for key, cap, whose in caps:

@@ -196,7 +196,7 @@ def hint_line(seat: Seat) -> str:
         return f"[yellow]no hint {_why(err)}[/]"
     estimate = (f" (its win estimate after it: {100 * suggestion.win_estimate:.0f}%)"
                 if suggestion.iterations else "")
-    return f"the AI would play [bold]{escape(suggestion.action)}[/]{estimate}"
+    return f"the AI suggests [bold]{escape(suggestion.action)}[/]{estimate}"
 
 
 def _why(err: BattleLineError) -> str:
