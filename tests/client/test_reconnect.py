@@ -18,6 +18,7 @@ from battleline_client.aio import AsyncClient
 from battleline_client.bots import choose, play_local
 from battleline_client.client import Client, Seat
 from battleline_client.common import is_finished, is_my_turn
+from battleline_client.errors import InvalidRequest
 from battleline_host.local import LocalService
 
 
@@ -100,6 +101,17 @@ def test_resume_after_a_given_event_and_after_the_end(client: Client) -> None:
     assert [m.event.number for m in tail] == list(range(last - 3, last + 1))
     # The engine alone would keep this stream open forever; the client knows it is over.
     assert list(client.watch(done.match_id, resume_after=last)) == []
+    # Past the last event: refused as the engine refuses it (it ended without a word).
+    with pytest.raises(InvalidRequest) as refused:
+        list(client.watch(done.match_id, resume_after=last + 1))
+    assert refused.value.reason == "bad-resume"
+
+    async def resumed_past_the_end() -> None:
+        async with AsyncClient(client.target) as aio:
+            async for _ in aio.watch(done.match_id, resume_after=10_000):
+                pass
+    with pytest.raises(InvalidRequest):
+        asyncio.run(resumed_past_the_end())
 
 
 class _DropOnce(grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]

@@ -22,7 +22,7 @@ from google.protobuf import duration_pb2
 from battleline.v1 import game_pb2, lobby_pb2, record_pb2, types_pb2, watch_pb2
 
 from .backoff import backoff
-from .errors import BattleLineError
+from .errors import BattleLineError, InvalidRequest
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 DEFAULT_TIMEOUT_S = 10.0
@@ -390,7 +390,12 @@ class WatchCursor:
         """Whether `view` (fetched before resuming) shows nothing is left to stream.
 
         Needed because the engine does not end a stream resumed after the last
-        event of a finished match: it waits for events that never come."""
+        event of a finished match: it waits for events that never come. A resume point
+        past the match's last event is refused as the engine refuses it (it ended the
+        stream without a word when the match was over)."""
+        if self.last is not None and self.last > view.last_event_number:
+            raise InvalidRequest(f"resume_after {self.last} is after the last event "
+                                 f"({view.last_event_number})", reason="bad-resume")
         self.finished = self.finished or (
             is_finished(view) and self.last is not None and view.last_event_number <= self.last)
         return self.finished
