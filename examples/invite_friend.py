@@ -43,6 +43,7 @@ def main() -> None:
             handle = client.join(invite_code=args.join, name="guest")
         else:
             created = client.create(opponent="open", private=True, name="host")
+            print(f"match {created.match_id} (examples/watch.py follows it)", flush=True)
             print(f"invite code: {created.invite_code}", flush=True)
             handle = created.seat
         seat = client.seat(handle)

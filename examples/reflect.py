@@ -3,6 +3,8 @@ the way `grpcurl HOST:PORT list` does, with grpcio-reflection's client.
 
     python examples/reflect.py --target 127.0.0.1:50051
     python examples/reflect.py --target 127.0.0.1:50051 --methods
+
+With the client alone installed, add its extra first: pip install './clients/python[reflection]'.
 """
 
 from __future__ import annotations

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+from battleline.v1 import types_pb2
 from battleline_client.bots import play_local
 from battleline_client.client import Client
 from battleline_host.local import LocalService
+from tests.ai.service_harness import WITH_AI, start_worker, stop
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -54,6 +57,7 @@ def test_invite_friend_both_sides(service: LocalService) -> None:
                              service.address], stdout=subprocess.PIPE, text=True)
     try:
         assert host.stdout is not None
+        assert host.stdout.readline().startswith("match ")  # to follow it with watch.py
         code = host.stdout.readline().split()[-1]
         guest = _run("invite_friend.py", "--target", service.address, "--join", code)
         assert "over: winner SEAT_" in guest
@@ -76,3 +80,29 @@ def test_the_client_guides_quick_start_runs_as_written(service: LocalService) ->
         assert done.returncode == 0, done.stdout + done.stderr
         assert "not-your-turn" in done.stdout, done.stdout
         assert "['draw troop', 'draw tactic']" in done.stdout, done.stdout
+
+
+def test_the_client_readmes_snippets_run_as_written(redis_url: str, tmp_path: Path) -> None:
+    """clients/python/README.md (a walkthrough found the client had none): its bot plays a
+    whole game against the hosted AI from the Watch stream, its first turn included (a
+    bot that read only `message.view` missed it: the snapshot brings it), and its
+    friend's-match lines create and join a private match."""
+    readme = (EXAMPLES.parent / "clients" / "python" / "README.md").read_text()
+    bot, friend = [block.split("```", 1)[0] for block in readme.split("```python\n")[1:]]
+    assert '"127.0.0.1:50051"' in bot
+    with LocalService(redis_url, config=WITH_AI) as engine:
+        worker = start_worker(engine.address, redis_url, tmp_path / "worker.log")
+        try:
+            done = subprocess.run([sys.executable, "-c",
+                                   bot.replace("127.0.0.1:50051", engine.address)],
+                                  capture_output=True, text=True, timeout=300)
+        finally:
+            stop(worker)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert re.fullmatch(r"winner: SEAT_(FIRST|SECOND) we were: SEAT_(FIRST|SECOND)\n",
+                            done.stdout), done.stdout
+        with Client(engine.address) as client:
+            namespace: dict[str, object] = {"client": client}
+            exec(friend.replace('"THE-CODE"', "created.invite_code"), namespace)
+            joined = namespace["seat"].view()  # type: ignore[attr-defined]
+            assert joined.phase == types_pb2.MATCH_PHASE_PLAYING

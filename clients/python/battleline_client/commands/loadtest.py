@@ -45,7 +45,8 @@ def loadtest(
     if ruleset not in RULESETS:
         raise typer.BadParameter(", ".join(RULESETS), param_hint="--ruleset")
     if png is not None and importlib.util.find_spec("matplotlib") is None:
-        raise typer.BadParameter("needs matplotlib: pip install 'battleline-client[plot]'",
+        raise typer.BadParameter("needs matplotlib: pip install 'battleline-client[plot]' "
+                                 "(from a checkout: pip install './clients/python[plot]')",
                                  param_hint="--png")
     if target is None:
         needs_server("loadtest without --target")
