@@ -196,23 +196,32 @@ def test_callers_sharing_a_rate_all_wait_it_out(redis_url: str) -> None:
 
 def test_only_waits_that_can_heal_are_waited() -> None:
     """UNAVAILABLE is resent a few times, but not `no-ai-service` (the engine runs no AI:
-    no wait heals it); a rate's short waits until their time is spent."""
+    no wait heals it); a rate's short waits while the call is young. Audit of the fix: a
+    hostile server refusing `rate-limited` with no delay, or answering slowly, held a
+    call forever (the budget counted the waits, not the time)."""
     def refusal(code: grpc.StatusCode, reason: str, retry_after: float | None = None
                 ) -> errors.BattleLineError:
         return errors.BattleLineError("refused", code=code, reason=reason,
                                       retry_after=retry_after)
 
-    retries = common.Retries()
+    now = [0.0]
+    retries = common.Retries(clock=lambda: now[0])
     assert retries.wait(refusal(grpc.StatusCode.UNAVAILABLE, "no-ai-service")) is None
-    assert all(retries.wait(refusal(grpc.StatusCode.UNAVAILABLE, "storage-unavailable"))
-               is not None for _ in range(common.UNARY_RETRIES))
+    for _ in range(common.UNARY_RETRIES):
+        wait = retries.wait(refusal(grpc.StatusCode.UNAVAILABLE, "storage-unavailable"))
+        assert wait is not None and wait >= common.MIN_WAIT_S
     assert retries.wait(refusal(grpc.StatusCode.UNAVAILABLE, "storage-unavailable")) is None
-    rate = refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate-limited", 0.5)
-    waits = []
-    while (wait := retries.wait(rate)) is not None:
-        assert 0.5 <= wait <= 0.75
-        waits.append(wait)
-    assert common.RATE_WAITS_S - 0.75 < sum(waits) <= common.RATE_WAITS_S
+    for asked, answer_s in ((0.0, 0.0), (0.5, 0.0), (0.01, 1.0), (0.01, 9.9)):
+        now[0] = 0.0
+        retries = common.Retries(clock=lambda: now[0])
+        sendings = 1
+        while (wait := retries.wait(refusal(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                             "rate-limited", asked))) is not None:
+            assert max(common.MIN_WAIT_S, asked) <= wait <= 1.5 * max(common.MIN_WAIT_S, asked)
+            now[0] += wait + answer_s
+            sendings += 1
+        assert now[0] <= common.RATE_WAITS_S + answer_s, (asked, answer_s, now[0])
+        assert sendings <= common.RATE_WAITS_S / common.MIN_WAIT_S + 1
     slow = refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate-limited", 5.0)
     assert common.Retries().wait(slow) is None  # longer than a second: raised at once
 

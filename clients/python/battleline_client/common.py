@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import re
 import secrets
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,40 +45,44 @@ UNARY_RETRIES = 4
 # UNAVAILABLE reasons that no wait heals: the engine has no AI service configured.
 NOT_RETRIED = frozenset({"no-ai-service"})
 # The longest wait a server's rate refusal may ask for that a call waits out itself
-# (and is sent again) instead of raising RateLimited, and how long one call may spend
-# waiting out such refusals in all.
+# (and is sent again) instead of raising RateLimited; how long after its first sending
+# a call may still be sent again for such a refusal; and the shortest wait between two
+# sendings, whatever the refusal asks.
 RATE_WAIT_S = 1.0
 RATE_WAITS_S = 15.0
+MIN_WAIT_S = 0.05
 
 
 class Retries:
     """When one unary call is sent again. A call refused for a rate (nothing was done)
-    waits its short RetryInfo delay out, however often, until RATE_WAITS_S of waiting:
-    a script playing quickly slows to the server's rate instead of failing (counted as
-    retries, a few coroutines sharing one client's rate lost the next token five times
-    running and failed). The wait is stretched by up to half at random, so callers
-    refused together do not come back together. Every call is resent after UNAVAILABLE,
-    UNARY_RETRIES times, so a restarting server costs no error: each is idempotent
-    (actions carry their action id, creates and joins a seat secret)."""
+    waits its short RetryInfo delay out, however often, while the call is younger than
+    RATE_WAITS_S: a script playing quickly slows to the server's rate instead of failing
+    (counted as retries, a few coroutines sharing one client's rate lost the next token
+    five times running and failed); a server that refuses forever, or asks no wait at
+    all, holds a call no longer (MIN_WAIT_S between sendings). The wait is stretched by
+    up to half at random, so callers refused together do not come back together. Every
+    call is resent after UNAVAILABLE, UNARY_RETRIES times, so a restarting server costs
+    no error: each is idempotent (actions carry their action id, creates and joins a
+    seat secret)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._first_sent = clock()
         self._delays = backoff(0.2, 2.0)
         self._resent = 0
-        self._rate_waited_s = 0.0
 
     def wait(self, error: BattleLineError) -> float | None:
         """Seconds to wait before sending the call again, or None to raise `error`."""
         if (error.reason == "rate-limited" and error.retry_after is not None
                 and error.retry_after <= RATE_WAIT_S):
-            wait = error.retry_after * random.uniform(1.0, 1.5)
-            if self._rate_waited_s + wait > RATE_WAITS_S:
+            wait = max(MIN_WAIT_S, error.retry_after) * random.uniform(1.0, 1.5)
+            if self._clock() + wait - self._first_sent > RATE_WAITS_S:
                 return None
-            self._rate_waited_s += wait
             return wait
         if (error.code in UNARY_RETRY_CODES and error.reason not in NOT_RETRIED
                 and self._resent < UNARY_RETRIES):
             self._resent += 1
-            return next(self._delays)
+            return max(MIN_WAIT_S, next(self._delays))
         return None
 
 
