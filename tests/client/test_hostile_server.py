@@ -4,6 +4,7 @@ a RetryInfo of -5 s raise ValueError, and undecodable details DecodeError)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from typing import Any
@@ -16,6 +17,7 @@ from grpc_status import rpc_status
 
 from battleline.v1 import game_pb2, game_pb2_grpc
 from battleline_client.client import Client
+from battleline_client.common import RATE_WAITS_S
 from battleline_client.errors import BattleLineError, RateLimited
 
 ANSWERS: dict[str, Any] = {}
@@ -50,10 +52,12 @@ def hostile() -> Iterator[str]:
 @pytest.mark.parametrize("mode", ["negative-delay", "garbage"])
 def test_a_hostile_servers_errors_reach_the_caller_typed(hostile: str, mode: str) -> None:
     ANSWERS["mode"] = mode
+    started = time.monotonic()
     with Client(hostile, timeout=5) as client, pytest.raises(BattleLineError) as raised:
         client.view("A" * 16)
     assert raised.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
-    if mode == "negative-delay":  # waited 0 s, retried, then given up
+    if mode == "negative-delay":  # waited 50 ms a time (not 0) for 15 s, then given up
         assert isinstance(raised.value, RateLimited) and raised.value.retry_after == 0
+        assert time.monotonic() - started < RATE_WAITS_S + 5
     else:
         assert raised.value.reason == ""
