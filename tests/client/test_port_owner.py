@@ -10,15 +10,17 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from battleline_client.cli import app
 from battleline_client.common import SeatHandle
-from battleline_client.port_owner import listening_uids, strangers
+from battleline_client.port_owner import listening_uids, may_take_token, strangers
 from battleline_client.saved_seats import SavedSeats
 from tests.processes import free_port
 
@@ -53,15 +55,33 @@ def test_the_owners_of_what_a_loopback_target_reaches(tmp_path: Path) -> None:
     assert listening_uids("127.0.0.1:50052", proc_net) == set()  # 127.0.0.2 is not reached
     assert listening_uids("127.0.0.2:50052", proc_net) == {1002}
     assert listening_uids("127.0.0.1:6000", proc_net) == {1003}  # the wildcard
-    assert listening_uids("127.0.0.1:7000", proc_net) == set()
+    assert listening_uids("127.0.0.1:7000", proc_net) == set()  # nothing listens
     assert listening_uids("[::1]:8000", proc_net) == {1005, 1006}
     assert listening_uids("127.0.0.1:8000", proc_net) == {1006}  # dual-stack wildcard
-    assert listening_uids("localhost:8000", proc_net) == {1005, 1006}
+    assert listening_uids("localhost:8000", proc_net) >= {1006}  # ::1 too, where it resolves
     assert listening_uids("127.0.0.1:9000", proc_net) == {1007}  # IPv4 on an IPv6 socket
-    # Not loopback, or not a plain HOST:PORT: not known, nothing refused.
-    assert listening_uids("192.0.2.1:50051", proc_net) == set()
-    assert listening_uids("unix:/tmp/sock", proc_net) == set()
-    assert listening_uids("127.0.0.1:50051", tmp_path / "missing") == set()
+    # Audit of the fix: every other spelling that reaches loopback was left unchecked.
+    for spelling in ("LOCALHOST:50051", "0.0.0.0:50051", "[::ffff:127.0.0.1]:50051",
+                     "127.000.000.001:50051", "ipv4:127.0.0.1:50051",
+                     "dns:///localhost:50051", "dns:localhost:50051"):
+        assert 1001 in listening_uids(spelling, proc_net), spelling  # type: ignore[operator]
+    # Elsewhere, or not told: None (nothing to check).
+    assert listening_uids("192.0.2.1:50051", proc_net) is None
+    assert listening_uids("127.0.0.1:50051", tmp_path / "missing") is None
+    # A unix socket's owner is its file's; none there: nothing listens.
+    (tmp_path / "engine.sock").touch()
+    assert listening_uids(f"unix:{tmp_path / 'engine.sock'}", proc_net) == {os.geteuid()}
+    assert listening_uids(f"unix:{tmp_path / 'gone.sock'}", proc_net) == set()
+
+
+def test_a_token_goes_only_where_something_trusted_listens(tmp_path: Path) -> None:
+    """Nothing listening is a no too: whoever binds the port before the call connects
+    would get the token (audit of the fix: a squatter binding during the resends)."""
+    proc_net = _proc_net(tmp_path)
+    assert not may_take_token("127.0.0.1:7000", None, proc_net)  # nobody listens
+    assert not may_take_token("127.0.0.1:50051", None, proc_net)  # uid 1001
+    assert may_take_token("127.0.0.1:50051", 1001, proc_net)  # the issuing engine's user
+    assert may_take_token("192.0.2.1:50051", None, proc_net)  # elsewhere: not ours to check
 
 
 def test_who_is_a_stranger() -> None:
@@ -94,6 +114,9 @@ SQUATTER = textwrap.dedent("""
     health_pb2_grpc.add_HealthServicer_to_server(checks, server)
     os.setgid(int(sys.argv[2]))
     os.setuid(int(sys.argv[2]))
+    if sys.argv[3:] == ["later"]:  # binds when told to, on its input
+        print("waiting", flush=True)
+        sys.stdin.readline()
     server.add_insecure_port(sys.argv[1])
     server.start()
     print("ready", flush=True)
@@ -101,12 +124,16 @@ SQUATTER = textwrap.dedent("""
 """)
 
 
-def _squat(address: str, uid: int, script: Path) -> subprocess.Popen[str]:
-    squatter = subprocess.Popen([sys.executable, str(script), address, str(uid)],
+def _squat(address: str, uid: int, script: Path, later: bool = False
+           ) -> subprocess.Popen[str]:
+    """The squatter on `address` as `uid`, listening once it returns; `later`: ready to
+    bind, which it does on a line of input (as a squatter racing a check does)."""
+    squatter = subprocess.Popen([sys.executable, str(script), address, str(uid),
+                                 *(["later"] if later else [])], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert squatter.stdout is not None
     deadline = time.monotonic() + 30
-    while squatter.stdout.readline().strip() != "ready":
+    while squatter.stdout.readline().strip() != ("waiting" if later else "ready"):
         assert time.monotonic() < deadline and squatter.poll() is None, "squatter died"
     return squatter
 
@@ -138,3 +165,38 @@ def test_kept_tokens_go_to_no_other_users_process(tmp_path: Path, owner: str) ->
         assert "served by another user's process (uid 65534)" in result.output
     else:
         assert token in calls, calls
+
+
+def test_a_squatter_binding_after_the_check_gets_nothing(tmp_path: Path) -> None:
+    """Audit of the fix: with the player's engine down nothing listened, the check found
+    no stranger, and the GetView of each kept seat was resent for about 2 s after
+    UNAVAILABLE: a squatter that bound the port meanwhile got every token (5 runs of 5).
+    Now nothing listening means nothing is sent, and a kept seat's GetView goes once."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the squatter as another user")
+    address = f"127.0.0.1:{free_port()}"
+    state = tmp_path / "state"
+    token = "m0000000002.s3cr3t-token-of-the-seat"
+    SavedSeats(state, address).keep(SeatHandle("m0000000002", token, 1), "AI level 3",
+                                    engine_uid=os.geteuid())
+    script = tmp_path / "squatter.py"
+    script.write_text(SQUATTER)
+    squatter = _squat(address, 65534, script, later=True)
+    results: list[Result] = []
+    try:
+        playing = threading.Thread(target=lambda: results.append(CliRunner().invoke(
+            app, ["play", "--target", address, "--resume", "--state-dir", str(state)],
+            terminal_width=200)))
+        playing.start()
+        time.sleep(0.1)  # its check is done, its first GetView (if any) refused
+        assert squatter.stdin is not None
+        squatter.stdin.write("bind\n")
+        squatter.stdin.flush()
+        assert squatter.stdout is not None and squatter.stdout.readline().strip() == "ready"
+        playing.join(30)
+    finally:
+        squatter.kill()
+        calls, _ = squatter.communicate(timeout=10)
+    (result,) = results
+    assert token not in calls, calls
+    assert result.exit_code == 1 and "no game left unfinished" in result.output

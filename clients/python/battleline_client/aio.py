@@ -78,9 +78,10 @@ class AsyncClient:
         await self.close()
 
     async def _unary(self, name: str, method: Callable[..., Awaitable[R]], request: Any,
-                     token: str | None = None) -> R:
+                     token: str | None = None, *, resend: bool = True) -> R:
         """Call, time it for the observer, and turn a failure into a typed error; some
-        failures are waited out and the call sent again (`common.Retries`)."""
+        failures are waited out and the call sent again (`common.Retries`), unless
+        `resend` is False."""
         retries = common.Retries()
         while True:
             start = time.perf_counter()
@@ -93,7 +94,7 @@ class AsyncClient:
             except grpc.RpcError as err:
                 code = err.code()
                 error = from_rpc_error(err)
-                wait = retries.wait(error)
+                wait = retries.wait(error) if resend else None
                 if wait is None:
                     raise error from None
             finally:
@@ -131,12 +132,14 @@ class AsyncClient:
 
     # -- game -------------------------------------------------------------------------
 
-    async def view(self, match_id: str, token: str | None = None) -> types_pb2.MatchView:
-        """The match as a seat (with its token) or a spectator (without) sees it."""
+    async def view(self, match_id: str, token: str | None = None, *,
+                   resend: bool = True) -> types_pb2.MatchView:
+        """The match as a seat (with its token) or a spectator (without) sees it.
+        `resend`: False sends it once (a token offered to an engine checked just before)."""
         response = await self._unary("GetView", self._game.GetView,
                                      game_pb2.GetViewRequest(
                                          match_id=match_id, include_position=common.POSITIONS),
-                                     token)
+                                     token, resend=resend)
         return response.view
 
     async def submit(self, handle: SeatHandle, version: int, actions: list[str],

@@ -131,13 +131,22 @@ def checked_target(target: str, *, need_port: bool = False) -> str:
     return target
 
 
-def host_and_port(target: str) -> tuple[str, int] | None:
-    """The host (IPv6 without its brackets) and port of a plain `HOST:PORT` target; None
-    for any other form (a gRPC name, no port)."""
-    parts = _HOST_PORT.fullmatch(target)
-    if parts is None or not parts.group(2) or len(parts.group(2)) > 5:
-        return None
-    return parts.group(1).removeprefix("[").removesuffix("]"), int(parts.group(2))
+def endpoints(target: str) -> list[tuple[str, int]]:
+    """The (host, port) pairs a channel to `target` dials: a plain `HOST:PORT`, or a
+    `dns:` / `ipv4:` / `ipv6:` name (the host without brackets; `dns:` without a port
+    dials 443); none for other forms (`unix:`...)."""
+    named = _ADDRESS_SCHEME.fullmatch(target)
+    if target.startswith(_OPAQUE_SCHEMES):
+        return []
+    found = []
+    for address in named.group(1).split(",") if named else [target]:
+        parts = _HOST_PORT.fullmatch(address)
+        port = parts.group(2) if parts else None
+        if parts is None or (port is not None and not port.isdigit()) or len(port or "") > 5:
+            continue
+        host = parts.group(1).removeprefix("[").removesuffix("]")
+        found.append((host, int(port) if port else 443))
+    return found
 
 
 @dataclass(frozen=True, slots=True)

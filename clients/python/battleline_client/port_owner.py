@@ -1,36 +1,44 @@
-"""Who listens on a loopback port: a seat's token goes only to an engine run by this user
-(or by root, who may read everything anyway).
+"""Who listens where a target leads on this machine: a seat's token goes back only to an
+engine run by this user, by root (who may read everything anyway), or by the user whose
+engine issued it.
 
 Why: on a shared machine any local user may bind 127.0.0.1:50051 while the player's own
 `battleline serve` is down, and `battleline play` sent whatever answered there the
 tokens of the games it kept for --resume: that user could then read the player's hand
 and move for them (twenty-seventh audit). Linux names a listening socket's owner in
-/proc/net/tcp and tcp6; elsewhere, or for a host that is not loopback, nothing is known
-and nothing is refused.
+/proc/net/tcp and tcp6, and a unix socket's owner is its file's. A host is this
+machine however it is written (a name, any loopback spelling, one of its interfaces'
+addresses, the unspecified address); one elsewhere, or a system that does not tell,
+leaves nothing to check.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 from pathlib import Path
 
-from .common import host_and_port
+from .common import endpoints
 
 LISTEN = "0A"  # the kernel's TCP_LISTEN, as /proc/net/tcp writes a socket's state
 ANY_V4 = ipaddress.IPv4Address("0.0.0.0")
 ANY_V6 = ipaddress.IPv6Address("::")
+LOOPBACK_V4 = ipaddress.IPv4Address("127.0.0.1")
+LOOPBACK_V6 = ipaddress.IPv6Address("::1")
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-def _listeners(proc_net: Path) -> list[tuple[Address, int, int]]:
-    """(address, port, uid) of every listening TCP socket /proc tells of."""
+def _listeners(proc_net: Path) -> list[tuple[Address, int, int]] | None:
+    """(address, port, uid) of every listening TCP socket; None if /proc tells nothing."""
     found: list[tuple[Address, int, int]] = []
+    told = False
     for name in ("tcp", "tcp6"):
         try:
             lines = (proc_net / name).read_text().splitlines()[1:]
         except OSError:
             continue
+        told = True
         for line in lines:
             fields = line.split()
             if len(fields) < 8 or fields[3] != LISTEN:
@@ -38,43 +46,73 @@ def _listeners(proc_net: Path) -> list[tuple[Address, int, int]]:
             address_hex, port_hex = fields[1].split(":")
             raw = bytes.fromhex(address_hex)  # 32-bit words, each in the host's byte order
             words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-            address = ipaddress.ip_address(words)
-            found.append((address, int(port_hex, 16), int(fields[7])))
-    return found
+            found.append((ipaddress.ip_address(words), int(port_hex, 16), int(fields[7])))
+    return found if told else None
 
 
-def _reached_by(host: str) -> set[Address] | None:
-    """The listening addresses a connection to loopback `host` may land on (its own, the
-    wildcards, IPv4 through a dual-stack IPv6 socket); None if `host` is not loopback."""
-    if host == "localhost":
-        return (_reached_by("127.0.0.1") or set()) | (_reached_by("::1") or set())
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return None
-    if not address.is_loopback:
-        return None
+def _is_here(address: Address) -> bool:
+    """Whether `address` is this machine's: loopback, unspecified (a connection to it
+    goes to loopback), or one an interface holds (a socket can be bound to it)."""
+    if address.is_loopback or address.is_unspecified:
+        return True
+    family = socket.AF_INET if address.version == 4 else socket.AF_INET6
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.bind((str(address), 0))
+        except OSError:
+            return False
+    return True
+
+
+def _reached(address: Address) -> set[Address]:
+    """The listening addresses a connection to this machine's `address` may land on: its
+    own (loopback for the unspecified one), the wildcards, IPv4 on a dual-stack socket."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
     if isinstance(address, ipaddress.IPv4Address):
-        return {address, ANY_V4, ANY_V6, ipaddress.IPv6Address(f"::ffff:{address}")}
-    return {address, ANY_V6}
+        own = LOOPBACK_V4 if address.is_unspecified else address
+        return {own, ANY_V4, ANY_V6, ipaddress.IPv6Address(f"::ffff:{own}")}
+    return {LOOPBACK_V6 if address.is_unspecified else address, ANY_V6}
 
 
-def listening_uids(target: str, proc_net: Path = Path("/proc/net")) -> set[int]:
-    """The uids owning the sockets that listen where a connection to the loopback
-    `target` (`HOST:PORT`) may land; empty when `target` is not loopback or this system
+def _addresses(host: str, port: int) -> set[Address]:
+    """What `host` resolves to (nothing if it does not)."""
+    try:
+        answers = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return set()
+    return {ipaddress.ip_address(str(answer[4][0]).split("%")[0]) for answer in answers}
+
+
+def listening_uids(target: str, proc_net: Path = Path("/proc/net")) -> set[int] | None:
+    """The uids owning what a connection to `target` may reach on this machine (empty:
+    nothing listens there now); None when the target leads elsewhere, or this system
     does not tell."""
-    parsed = host_and_port(target)
-    if parsed is None:
-        return set()
-    host, port = parsed
-    reached = _reached_by(host)
-    if reached is None:
-        return set()
-    return {uid for address, bound_port, uid in _listeners(proc_net)
-            if bound_port == port and address in reached}
+    if target.startswith("unix:") and not target.startswith("unix-abstract:"):
+        path = target.removeprefix("unix:").removeprefix("//")
+        try:
+            return {os.stat(path).st_uid}
+        except OSError:
+            return set()
+    listeners = _listeners(proc_net)
+    here = [(address, port) for host, port in endpoints(target)
+            for address in _addresses(host, port) if _is_here(address)]
+    if listeners is None or not here:
+        return None
+    return {uid for listening, bound_port, uid in listeners for address, port in here
+            if bound_port == port and listening in _reached(address)}
 
 
 def strangers(uids: set[int], engine_uid: int | None = None) -> set[int]:
     """Those of `uids` that are neither this user, nor root, nor `engine_uid` (the user
     whose engine issued the token, where it was known)."""
     return uids - {os.geteuid(), 0, engine_uid}
+
+
+def may_take_token(target: str, engine_uid: int | None,
+                   proc_net: Path = Path("/proc/net")) -> bool:
+    """Whether a kept seat's token may be sent to `target` now: somewhere else (nothing
+    to check), or here with something listening, all of it trusted. Nothing listening
+    is a no: whoever binds the port before the call connects would get it."""
+    owners = listening_uids(target, proc_net)
+    return owners is None or (bool(owners) and not strangers(owners, engine_uid))

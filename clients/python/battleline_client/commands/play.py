@@ -22,7 +22,7 @@ from .. import tui
 from ..client import Client, Seat
 from ..common import DEFAULT_TARGET, SeatHandle, is_finished, is_my_turn
 from ..errors import BattleLineError, NotFound, PermissionDenied, Unauthenticated
-from ..port_owner import listening_uids, strangers
+from ..port_owner import listening_uids, may_take_token, strangers
 from ..printable import plain
 from ..saved_seats import SavedSeat, SavedSeats, default_directory
 from . import options
@@ -295,13 +295,13 @@ def games_going_on(client: Client, kept: SavedSeats) -> list[tuple[SavedSeat, Se
     offered; one whose token would go to another user's process is not even asked
     about (`port_owner`)."""
     going = []
-    listening = listening_uids(kept.target)
     for saved in kept.left():
-        if strangers(listening, saved.engine_uid):
+        if not may_take_token(kept.target, saved.engine_uid):  # checked before each ask
             continue
         seat = client.seat(saved.handle)
-        try:
-            over = is_finished(seat.view())
+        try:  # sent once: a resend after UNAVAILABLE could reach whoever bound it since
+            over = is_finished(seat.remember(client.view(saved.match_id, saved.token,
+                                                         resend=False)))
         except (NotFound, PermissionDenied, Unauthenticated):  # expired, or the data is gone
             over = True
         except BattleLineError:
@@ -321,7 +321,7 @@ def _left_here(saved: SavedSeat) -> str:
 def _strangers_told(term: Terminal, kept: SavedSeats) -> None:
     """Say so when another user's process listens where the kept seats' engine did: their
     tokens are not sent to it (it could read the player's hands and move for them)."""
-    listening = listening_uids(kept.target)
+    listening = listening_uids(kept.target) or set()
     others = set().union(*(strangers(listening, s.engine_uid) for s in kept.left()))
     if others:
         users = ", ".join(str(uid) for uid in sorted(others))
@@ -384,6 +384,7 @@ def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchVie
 
 
 def play(
+    ctx: typer.Context,
     target: Annotated[str | None, typer.Option(
         callback=options.check_target, envvar=options.TARGET_ENV,
         help=f"Engine host:port; without it, the `battleline serve` on {DEFAULT_TARGET} if one "
@@ -417,6 +418,13 @@ def play(
         "(default $XDG_STATE_HOME/battleline, else ~/.local/state/battleline).")] = None,
 ) -> None:
     """Play Battle Line in the terminal: numbered legal actions, claim proofs, live moves."""
+    console = Console(highlight=False)
+    source = ctx.get_parameter_source("join")  # typer's own click: its enum, by name
+    if join is not None and source is not None and source.name == "ENVIRONMENT":
+        if ai is not None or friend or local or resume:
+            join = None  # a mode asked for on the command line wins over the environment
+        else:
+            console.print(f"joining the match of the invite code in {INVITE_ENV}")
     if sum([ai is not None, friend, join is not None, local, resume]) > 1:
         raise typer.BadParameter("choose one of --ai, --friend, --join, --local and --resume")
     if ai is not None and ai not in AI_LEVELS:
@@ -430,7 +438,6 @@ def play(
         raise typer.BadParameter("a name is for a new seat against someone else: --local "
                                  "seats are named by their seats, a resumed one keeps its "
                                  "name", param_hint="--name")
-    console = Console(highlight=False)
     service = None
     if target is None and resume:
         target = DEFAULT_TARGET  # a game is taken up where it was left, never elsewhere
@@ -493,7 +500,7 @@ def _keep(term: Terminal, kept: SavedSeats | None, handle: SeatHandle, against: 
     a directory others may write to) costs only the way back, said once, never the game."""
     if kept is None:
         return
-    owners = listening_uids(kept.target)  # the engine that just issued the token
+    owners = listening_uids(kept.target) or set()  # the engine that just issued the token
     try:
         kept.keep(handle, against, owners.pop() if len(owners) == 1 else None)
         term.kept = True
