@@ -1,13 +1,17 @@
-"""Create a private match for a friend and play your seat; or, with --join CODE, take
+"""Create a private match for a friend and play your seat; or, given an invite code, take
 the seat of a friend's match. Moves are random; the opponent's arrive on the stream.
 
     python examples/invite_friend.py --target HOST:PORT            # prints an invite code
-    python examples/invite_friend.py --target HOST:PORT --join CODE
+    BATTLELINE_INVITE=CODE python examples/invite_friend.py --target HOST:PORT
+
+The code is read from the environment (or --join CODE): a command line is readable by
+every local user, who could take the seat first.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import time
 
@@ -36,7 +40,8 @@ def play(seat: Seat) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="127.0.0.1:50051")
-    parser.add_argument("--join", help="a friend's invite code")
+    parser.add_argument("--join", default=os.environ.get("BATTLELINE_INVITE"),
+                        help="a friend's invite code (default: $BATTLELINE_INVITE)")
     args = parser.parse_args()
     with Client(args.target) as client:
         if args.join:

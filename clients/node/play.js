@@ -4,7 +4,9 @@
 //
 //   node play.js --target 127.0.0.1:50051                 a LOCAL match, both seats
 //   node play.js --target HOST:PORT --friend               a private match: prints its invite code
-//   node play.js --target HOST:PORT --join INVITE_CODE     take a friend's open seat
+//   BATTLELINE_INVITE=CODE node play.js --target HOST:PORT take a friend's open seat
+//                                                          (or --join CODE: a command line
+//                                                          is readable by every local user)
 //   node play.js --target HOST:PORT --ai 3                 play one seat against the hosted AI
 //   --protos DIR    the contract's proto root (default: this checkout's protos/)
 //
@@ -46,6 +48,9 @@ function parseArgs(argv) {
     throw new Error("--ai takes a level from 1 to 10");
   }
   if (!(args.timeoutS > 0)) throw new Error("--timeout takes seconds, more than 0");
+  // The invite code by environment when no mode is on the command line.
+  const invite = process.env.BATTLELINE_INVITE;
+  if (invite && args.join === null && !args.friend && args.ai === null) args.join = invite;
   const modes = [args.friend, args.join !== null, args.ai !== null].filter(Boolean).length;
   if (modes > 1) throw new Error("choose one of --friend, --join and --ai");
   if (args.seed !== null && modes) {
@@ -316,8 +321,8 @@ async function main() {
       ruleset: args.ruleset }, seat: "SEAT_CHOICE_RANDOM",
     opponent: { kind: "OPPONENT_KIND_OPEN", private: true },
     seat_options: { auto_claim: true, display_name: "node" }, seat_secret: seatSecret() });
-    console.log(`invite code: ${created.invite_code} (your friend runs: node play.js ` +
-      `--target ${args.target} --join ${created.invite_code})`);
+    console.log(`invite code: ${created.invite_code} (your friend runs: ` +
+      `BATTLELINE_INVITE=${created.invite_code} node play.js --target ${args.target})`);
     outcome = await playOneSeat(new Seat(services, created.match_id, created.seat_token),
       args.timeoutS);
   } else if (args.join) {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import subprocess
@@ -17,9 +18,9 @@ from tests.ai.service_harness import WITH_AI, start_worker, stop
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def _run(script: str, *args: str) -> str:
+def _run(script: str, *args: str, env: dict[str, str] | None = None) -> str:
     done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -59,7 +60,8 @@ def test_invite_friend_both_sides(service: LocalService) -> None:
         assert host.stdout is not None
         assert host.stdout.readline().startswith("match ")  # to follow it with watch.py
         code = host.stdout.readline().split()[-1]
-        guest = _run("invite_friend.py", "--target", service.address, "--join", code)
+        guest = _run("invite_friend.py", "--target", service.address,
+                     env={**os.environ, "BATTLELINE_INVITE": code})
         assert "over: winner SEAT_" in guest
         assert host.wait(60) == 0 and "over: winner SEAT_" in host.stdout.read()
     finally:

@@ -3,6 +3,7 @@ plays a complete match against a live engine started by the test."""
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import shutil
@@ -69,9 +70,9 @@ def test_node_client_reads_the_reason_of_a_refusal(node_modules: Path,
                                                    service: LocalService) -> None:
     """The example shows a client developer how to read a refusal's ErrorInfo outside
     Python (a walkthrough lost most of its time there): the reason is printed."""
-    done = subprocess.run(["node", str(NODE_DIR / "play.js"), "--target", service.address,
-                           "--join", "no-such-invite"], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(["node", str(NODE_DIR / "play.js"), "--target", service.address],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "BATTLELINE_INVITE": "no-such-invite"})
     assert done.returncode == 1, done.stdout + done.stderr
     assert "JoinMatch: NOT_FOUND invite-not-found:" in done.stderr, done.stderr
 
@@ -149,7 +150,7 @@ def test_node_client_cancels_a_friends_match_nobody_joined(node_modules: Path,
                           timeout=60)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "match cancelled" in done.stderr, done.stderr
-    found = re.search(r"--join (\S+)\)", done.stdout)
+    found = re.search(r"BATTLELINE_INVITE=(\S+) node play.js", done.stdout)
     assert found, done.stdout
     with Client(service.address) as client, pytest.raises(BattleLineError) as refused:
         client.join(invite_code=found.group(1), name="late")
