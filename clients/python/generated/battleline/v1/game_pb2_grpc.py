@@ -31,7 +31,8 @@ class GameServiceStub:
     and then returns the public spectator view).
 
     Rejections use these status codes, with a google.rpc.ErrorInfo detail
-    (domain "battleline.v1") whose reason is the rules-core error code:
+    (domain "battleline.v1") whose reason names the refusal (an illegal action's is
+    the rules-core error code):
     INVALID_ARGUMENT     malformed request or action text
     FAILED_PRECONDITION  an illegal action (reason names the rule), or the
     match is not in a state to accept it
@@ -40,7 +41,9 @@ class GameServiceStub:
     PERMISSION_DENIED    the token belongs to another match, or it is not
     this seat's turn
     NOT_FOUND            no such match
-    RESOURCE_EXHAUSTED   rate limit or too many open streams; see google.rpc.RetryInfo
+    RESOURCE_EXHAUSTED   rate limit or too many open streams: wait the
+    google.rpc.RetryInfo delay when one is sent (a cap on
+    matches held sends none: waiting alone does not help)
     UNAVAILABLE          the match store cannot be reached; retry
     The reasons are listed in docs/API.md.
     """
@@ -79,7 +82,8 @@ class GameServiceServicer:
     and then returns the public spectator view).
 
     Rejections use these status codes, with a google.rpc.ErrorInfo detail
-    (domain "battleline.v1") whose reason is the rules-core error code:
+    (domain "battleline.v1") whose reason names the refusal (an illegal action's is
+    the rules-core error code):
     INVALID_ARGUMENT     malformed request or action text
     FAILED_PRECONDITION  an illegal action (reason names the rule), or the
     match is not in a state to accept it
@@ -88,7 +92,9 @@ class GameServiceServicer:
     PERMISSION_DENIED    the token belongs to another match, or it is not
     this seat's turn
     NOT_FOUND            no such match
-    RESOURCE_EXHAUSTED   rate limit or too many open streams; see google.rpc.RetryInfo
+    RESOURCE_EXHAUSTED   rate limit or too many open streams: wait the
+    google.rpc.RetryInfo delay when one is sent (a cap on
+    matches held sends none: waiting alone does not help)
     UNAVAILABLE          the match store cannot be reached; retry
     The reasons are listed in docs/API.md.
     """
@@ -163,7 +169,8 @@ class GameService:
     and then returns the public spectator view).
 
     Rejections use these status codes, with a google.rpc.ErrorInfo detail
-    (domain "battleline.v1") whose reason is the rules-core error code:
+    (domain "battleline.v1") whose reason names the refusal (an illegal action's is
+    the rules-core error code):
     INVALID_ARGUMENT     malformed request or action text
     FAILED_PRECONDITION  an illegal action (reason names the rule), or the
     match is not in a state to accept it
@@ -172,7 +179,9 @@ class GameService:
     PERMISSION_DENIED    the token belongs to another match, or it is not
     this seat's turn
     NOT_FOUND            no such match
-    RESOURCE_EXHAUSTED   rate limit or too many open streams; see google.rpc.RetryInfo
+    RESOURCE_EXHAUSTED   rate limit or too many open streams: wait the
+    google.rpc.RetryInfo delay when one is sent (a cap on
+    matches held sends none: waiting alone does not help)
     UNAVAILABLE          the match store cannot be reached; retry
     The reasons are listed in docs/API.md.
     """

@@ -32,7 +32,8 @@ class GameServiceStub:
     and then returns the public spectator view).
 
     Rejections use these status codes, with a google.rpc.ErrorInfo detail
-    (domain "battleline.v1") whose reason is the rules-core error code:
+    (domain "battleline.v1") whose reason names the refusal (an illegal action's is
+    the rules-core error code):
       INVALID_ARGUMENT     malformed request or action text
       FAILED_PRECONDITION  an illegal action (reason names the rule), or the
                            match is not in a state to accept it
@@ -41,7 +42,9 @@ class GameServiceStub:
       PERMISSION_DENIED    the token belongs to another match, or it is not
                            this seat's turn
       NOT_FOUND            no such match
-      RESOURCE_EXHAUSTED   rate limit or too many open streams; see google.rpc.RetryInfo
+      RESOURCE_EXHAUSTED   rate limit or too many open streams: wait the
+                           google.rpc.RetryInfo delay when one is sent (a cap on
+                           matches held sends none: waiting alone does not help)
       UNAVAILABLE          the match store cannot be reached; retry
     The reasons are listed in docs/API.md.
     """
@@ -73,7 +76,8 @@ class GameServiceAsyncStub(GameServiceStub):
     and then returns the public spectator view).
 
     Rejections use these status codes, with a google.rpc.ErrorInfo detail
-    (domain "battleline.v1") whose reason is the rules-core error code:
+    (domain "battleline.v1") whose reason names the refusal (an illegal action's is
+    the rules-core error code):
       INVALID_ARGUMENT     malformed request or action text
       FAILED_PRECONDITION  an illegal action (reason names the rule), or the
                            match is not in a state to accept it
@@ -82,7 +86,9 @@ class GameServiceAsyncStub(GameServiceStub):
       PERMISSION_DENIED    the token belongs to another match, or it is not
                            this seat's turn
       NOT_FOUND            no such match
-      RESOURCE_EXHAUSTED   rate limit or too many open streams; see google.rpc.RetryInfo
+      RESOURCE_EXHAUSTED   rate limit or too many open streams: wait the
+                           google.rpc.RetryInfo delay when one is sent (a cap on
+                           matches held sends none: waiting alone does not help)
       UNAVAILABLE          the match store cannot be reached; retry
     The reasons are listed in docs/API.md.
     """
@@ -110,7 +116,8 @@ class GameServiceServicer(metaclass=_abc_1.ABCMeta):
     and then returns the public spectator view).
 
     Rejections use these status codes, with a google.rpc.ErrorInfo detail
-    (domain "battleline.v1") whose reason is the rules-core error code:
+    (domain "battleline.v1") whose reason names the refusal (an illegal action's is
+    the rules-core error code):
       INVALID_ARGUMENT     malformed request or action text
       FAILED_PRECONDITION  an illegal action (reason names the rule), or the
                            match is not in a state to accept it
@@ -119,7 +126,9 @@ class GameServiceServicer(metaclass=_abc_1.ABCMeta):
       PERMISSION_DENIED    the token belongs to another match, or it is not
                            this seat's turn
       NOT_FOUND            no such match
-      RESOURCE_EXHAUSTED   rate limit or too many open streams; see google.rpc.RetryInfo
+      RESOURCE_EXHAUSTED   rate limit or too many open streams: wait the
+                           google.rpc.RetryInfo delay when one is sent (a cap on
+                           matches held sends none: waiting alone does not help)
       UNAVAILABLE          the match store cannot be reached; retry
     The reasons are listed in docs/API.md.
     """

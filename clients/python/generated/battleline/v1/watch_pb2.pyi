@@ -32,7 +32,9 @@ class WatchRequest(_message.Message):
     resume_after: _builtins.int
     """Resume after this event number (the last one received). The stream then
     sends the missing events without a snapshot, or a fresh snapshot if those
-    events are no longer kept. Unset: start with a snapshot.
+    events are no longer kept. Unset: start with a snapshot. 0 is not unset: it
+    replays every event from the first, without a snapshot. A resumed stream sends
+    nothing until something happens: read GetView once after resuming.
     """
     include_views: _builtins.bool
     """Also send the viewer's view with the last event of a commit, when the

@@ -30,7 +30,9 @@ export type WatchRequest = Message<"battleline.v1.WatchRequest"> & {
   /**
    * Resume after this event number (the last one received). The stream then
    * sends the missing events without a snapshot, or a fresh snapshot if those
-   * events are no longer kept. Unset: start with a snapshot.
+   * events are no longer kept. Unset: start with a snapshot. 0 is not unset: it
+   * replays every event from the first, without a snapshot. A resumed stream sends
+   * nothing until something happens: read GetView once after resuming.
    *
    * @generated from field: optional uint64 resume_after = 2;
    */
