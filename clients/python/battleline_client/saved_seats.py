@@ -57,8 +57,8 @@ class SavedSeat:
     seat: int  # types_pb2.Seat
     against: str  # who the player was playing, as the command told it: "AI level 4"
     saved_at: float  # epoch seconds
-    # The user whose process listened at a loopback `target` when the seat was kept, if
-    # known: the token goes back to that user's engine, this user's, or root's only.
+    # The user whose process listened at `target` (on this machine) when the seat was
+    # kept, if known: the token goes back to that user's engine, this user's or root's.
     engine_uid: int | None = None
 
     @property
