@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import random
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import grpc
 import pytest
 import redis
 
-from battleline.v1 import lobby_pb2, types_pb2
+from battleline.v1 import (
+    game_pb2,
+    game_pb2_grpc,
+    lobby_pb2,
+    record_pb2,
+    record_pb2_grpc,
+    types_pb2,
+)
 from battleline_engine.storage.matches import SPENT_IDS
 from tests.processes import start_serve
 
-from .harness import SEATS, Client, Engine, secret_create
+from .harness import SEATS, Client, Engine, auth, secret_create
 from .test_errors import reason
 
 
@@ -368,3 +377,36 @@ def test_engine_killed_mid_match_and_restarted_goes_on(redis_url: str) -> None:
     finally:
         process.kill()
         process.wait(10)
+
+
+def test_a_record_read_as_the_match_ends_tells_one_moment(engine: Engine) -> None:
+    """A race audit: a GetRecord racing the match's last commit read the match, then its
+    events, and could answer the game's end in its events with `complete` false and the
+    position still playing (24 of 260 such reads). Its events now stop at the match it
+    read."""
+    client = Client.to(engine.address)
+
+    async def resign_among_reads(match_id: str, token: str) -> list[Any]:
+        async with grpc.aio.insecure_channel(engine.address) as channel:
+            records = record_pb2_grpc.RecordServiceStub(channel)
+            game = game_pb2_grpc.GameServiceStub(channel)
+            reads = [records.GetRecord(record_pb2.GetRecordRequest(match_id=match_id))
+                     for _ in range(8)]
+            resign = game.Resign(game_pb2.ResignRequest(match_id=match_id, action_id="r"),
+                                 metadata=auth(token))
+            answers = await asyncio.gather(*reads[:4], resign, *reads[4:])
+            return [a for a in answers if isinstance(a, record_pb2.GetRecordResponse)]
+
+    try:
+        told = []
+        for _ in range(25):
+            created = client.create()
+            for record in engine.call(resign_among_reads(created.match_id,
+                                                         created.seat_token)):
+                ended = any(e.kind == types_pb2.EVENT_KIND_RESIGNED for e in record.events)
+                told.append(ended)
+                assert ended == record.complete, record
+                assert ("status: playing" in record.position) != record.complete
+        assert any(told) and not all(told)  # the race was run: both sides of the end seen
+    finally:
+        client.channel.close()

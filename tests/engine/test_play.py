@@ -264,3 +264,37 @@ def test_position_text_only_on_request(client: Client) -> None:
     snapshot = next(iter(stream)).snapshot
     stream.cancel()
     assert snapshot.version == response.version and snapshot.position == ""
+
+
+def test_a_request_ends_where_the_game_does(client: Client) -> None:
+    """A race audit: a whole turn sent in one request (`claim 9, draw troop`) whose claim
+    won the game was refused whole (`game-over`, the match left waiting on that seat),
+    while the same turn with auto_claim was taken, its draw dropped. One rule now: the
+    game's end ends the request, what follows it is not applied, and the answer's events
+    end with the game's."""
+    rng = random.Random(11)
+    won_by_a_whole_turn = 0
+    for _ in range(3):
+        created = client.create("standard",
+                                seat_options=types_pb2.SeatOptions(auto_claim=False))
+        tokens = (created.seat_token, created.other_seat_token)
+        view = client.view(created.match_id, tokens[0])
+        while view.phase != types_pb2.MATCH_PHASE_FINISHED:
+            seat = SEATS.index(view.current_seat)
+            view = client.view(created.match_id, tokens[seat])
+            legal = list(view.legal_actions)
+            claims = [a for a in legal if a.startswith("claim ")]
+            ends = [a for a in legal if a.startswith("draw ") or a == "end"]
+            whole_turn = view.turn_step == types_pb2.TURN_STEP_FINISH and claims and ends
+            actions = [*claims, ends[0]] if whole_turn else [
+                rng.choice([a for a in legal if not a.startswith("claim ")] or legal)]
+            answer = client.submit(created.match_id, tokens[seat], view.version, actions)
+            view = answer.view
+        if whole_turn:
+            won_by_a_whole_turn += 1
+            kinds = [event.kind for event in answer.events]
+            assert kinds[-1] == types_pb2.EVENT_KIND_GAME_OVER, answer.events
+            assert not any(e.text.startswith(("draw ", "end")) for e in answer.events)
+            record = client.get_record(created.match_id)
+            assert record.complete and record.events[-1] == answer.events[-1]
+    assert won_by_a_whole_turn >= 2  # random play mostly ends on a claim at FINISH

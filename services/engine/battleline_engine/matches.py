@@ -228,13 +228,16 @@ class Matches:
         return self._answered(match, result, reply, answer, replay)
 
     def _play(self, match: Match, seat: int, actions: list[Action]) -> Outcome:
-        """The seat's actions applied to a clone of the match's state."""
+        """The seat's actions applied to a clone of the match's state. The game's end
+        ends the request: the actions after the one that ended it (a winning claim, or the
+        play whose auto-claims won) are not applied, as a whole turn sent in one request
+        (`play, claim, draw`) asks; the answer's events end with the game's."""
         state = match.state.clone()
         events: list[Event] = []
         auto = match.meta.auto_claim
         for i, action in enumerate(actions, 1):
             if state.is_over:
-                raise precondition("game-over", f"action {i}: the game ended before it")
+                break
             if state.current_player != seat:
                 raise Refusal(Kind.FORBIDDEN, "not-your-turn",
                               f"action {i}: it is the {seat_name(state.current_player)}'s turn")

@@ -36,7 +36,11 @@ class RecordServicer(record_pb2_grpc.RecordServiceServicer):
         viewer = views.record_viewer(match, SPECTATOR if seat is None else seat)
         response = record_pb2.GetRecordResponse(
             options=views.options_message(match.meta),
-            events=[views.event_message(e, viewer) for e in page.events],
+            # The events up to the match read, not those of a commit made since: one
+            # moment (a race audit saw a record end with the game's events yet say it
+            # was not complete, its position still playing).
+            events=[views.event_message(e, viewer) for e in page.events
+                    if e.number <= match.record.last_event],
             complete=match.finished,
             position=views.position_text(match, viewer),
         )
