@@ -18,6 +18,7 @@ from battleline.v1 import game_pb2, lobby_pb2, types_pb2, watch_pb2
 from battleline_rules import load_position, parse_card
 
 from .harness import SEATS, Client, Engine, play_local
+from .test_errors import reason
 
 
 def collect(stream: object, into: list[types_pb2.MatchEvent], snapshots: list[object],
@@ -288,10 +289,16 @@ def test_a_request_ends_where_the_game_does(client: Client) -> None:
             whole_turn = view.turn_step == types_pb2.TURN_STEP_FINISH and claims and ends
             actions = [*claims, ends[0]] if whole_turn else [
                 rng.choice([a for a in legal if not a.startswith("claim ")] or legal)]
+            if whole_turn:  # anything but the rest of the turn after the end is refused
+                with pytest.raises(grpc.RpcError) as refused:
+                    client.submit(created.match_id, tokens[seat], view.version,
+                                  [*claims, "pass"])
+                after_the_end = reason(refused.value) == "game-over"
             answer = client.submit(created.match_id, tokens[seat], view.version, actions)
             view = answer.view
         if whole_turn:
             won_by_a_whole_turn += 1
+            assert after_the_end  # the same claims then a pass: refused, nothing applied
             kinds = [event.kind for event in answer.events]
             assert kinds[-1] == types_pb2.EVENT_KIND_GAME_OVER, answer.events
             assert not any(e.text.startswith(("draw ", "end")) for e in answer.events)

@@ -56,6 +56,8 @@ from .storage import CommitResult, CommitStatus, MatchRecord, Storage, now_ms
 A = TypeVar("A")  # an action's answer, as the servicer layer sends it
 
 MAX_ACTIONS = 16  # per request; a full turn is play + claims + draw
+# What may follow the action that ended the game in one request: the rest of its turn.
+TURN_ENDS = frozenset({ActionKind.CLAIM, ActionKind.DRAW, ActionKind.END})
 STORE_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 _WAKE_RETRIES_S = (0.1, 0.3, 1.0, None)  # pauses before each new try of `_wake_ai`
 log = logging.getLogger(__name__)
@@ -171,7 +173,8 @@ class Matches:
 
     async def submit(self, match_id: str, seat: int, expected_version: int, action_id: str,
                      actions: list[Action], answer: Answer[A]) -> A:
-        """Apply the seat's actions all-or-nothing; a repeated action id replays its answer.
+        """Apply the seat's actions all-or-nothing (up to the game's end: `_play`); a repeated
+        action id replays its answer.
 
         Two steps: the quick one, then (unless it answered) the checked one. Quick: when
         this process knows the match at `expected_version` (it wrote or read it lately),
@@ -229,15 +232,18 @@ class Matches:
 
     def _play(self, match: Match, seat: int, actions: list[Action]) -> Outcome:
         """The seat's actions applied to a clone of the match's state. The game's end
-        ends the request: the actions after the one that ended it (a winning claim, or the
-        play whose auto-claims won) are not applied, as a whole turn sent in one request
-        (`play, claim, draw`) asks; the answer's events end with the game's."""
+        ends the request: the rest of the turn after the action that ended it (a winning
+        claim, or the play whose auto-claims won) is not applied, as a whole turn sent in
+        one request (`play, claim, draw`) asks; the answer's events end with the game's.
+        Anything but the turn's finishing actions after the end is refused (game-over)."""
         state = match.state.clone()
         events: list[Event] = []
         auto = match.meta.auto_claim
         for i, action in enumerate(actions, 1):
             if state.is_over:
-                break
+                if all(a.kind in TURN_ENDS for a in actions[i - 1:]):
+                    break
+                raise precondition("game-over", f"action {i}: the game ended before it")
             if state.current_player != seat:
                 raise Refusal(Kind.FORBIDDEN, "not-your-turn",
                               f"action {i}: it is the {seat_name(state.current_player)}'s turn")
