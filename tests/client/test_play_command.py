@@ -282,19 +282,23 @@ def test_a_hot_seats_screen_tells_the_moves_as_that_seat_was_told_them(
             assert (drawn in account) is sees, (sees, account)
 
 
-def test_the_invite_code_is_taken_from_the_environment() -> None:
+def test_the_invite_code_is_taken_from_the_environment(tmp_path: Path) -> None:
     """Twenty-seventh audit: `--join CODE` is in the process's command line, which every
     local user may read (and join with first); the friend is told the environment's
     form, which `play` reads as --join. A mode given on the command line wins over it
     (an exported one had made every other mode fail "choose one of")."""
     runner = CliRunner()
     env = {"BATTLELINE_INVITE": "X5CGF8PJTQ"}
-    joined = runner.invoke(app, ["play", "--target", "127.0.0.1:1"], env=env)
+    state = ["--state-dir", str(tmp_path / "state")]
+    joined = runner.invoke(app, ["play", "--target", "127.0.0.1:1", *state], env=env)
     assert joined.exit_code == 1, joined.output  # nothing listens there
     assert "joining the match of the invite code in BATTLELINE_INVITE" in joined.output
     for mode in (["--ai", "2"], ["--local"]):
-        other = runner.invoke(app, ["play", "--target", "127.0.0.1:1", *mode], env=env)
-        assert "choose one of" not in other.output and "joining" not in other.output, mode
+        other = runner.invoke(app, ["play", "--target", "127.0.0.1:1", *mode, *state],
+                              env=env)
+        assert other.exit_code == 1, (mode, other.output)  # went on, to find no engine
+        assert "no engine answered on 127.0.0.1:1" in other.output, mode
+        assert "joining" not in other.output, mode
     both = runner.invoke(app, ["play", "--target", "127.0.0.1:1", "--ai", "2", "--join", "X"])
     assert both.exit_code == 2 and "choose one of" in both.output
 

@@ -6,7 +6,9 @@ issued them (`battleline_client.port_owner`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -18,7 +20,9 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
+from battleline_client import port_owner
 from battleline_client.cli import app
+from battleline_client.commands import play as play_command
 from battleline_client.common import SeatHandle
 from battleline_client.port_owner import listening_uids, may_take_token, strangers
 from battleline_client.saved_seats import SavedSeats
@@ -66,8 +70,17 @@ def test_the_owners_of_what_a_loopback_target_reaches(tmp_path: Path) -> None:
                      "dns:///localhost:50051", "dns:localhost:50051"):
         assert 1001 in listening_uids(spelling, proc_net), spelling  # type: ignore[operator]
     # Elsewhere, or not told: None (nothing to check).
-    assert listening_uids("192.0.2.1:50051", proc_net) is None
+    assert listening_uids("198.51.100.7:50051", proc_net) is None
     assert listening_uids("127.0.0.1:50051", tmp_path / "missing") is None
+    # One of this machine's own addresses is here (the one it would send from).
+    with (socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe,
+          contextlib.suppress(OSError)):  # no route at all: no such address to try
+        probe.connect(("198.51.100.7", 9))
+        own = probe.getsockname()[0]
+        assert listening_uids(f"{own}:6000", proc_net) == {1003}  # the wildcard's
+    # An abstract unix socket is here, its owner untold: nothing to trust.
+    assert listening_uids("unix-abstract:engine", proc_net) == set()
+    assert not may_take_token("unix-abstract:engine", None, proc_net)
     # A unix socket's owner is its file's; none there: nothing listens.
     (tmp_path / "engine.sock").touch()
     assert listening_uids(f"unix:{tmp_path / 'engine.sock'}", proc_net) == {os.geteuid()}
@@ -81,7 +94,7 @@ def test_a_token_goes_only_where_something_trusted_listens(tmp_path: Path) -> No
     assert not may_take_token("127.0.0.1:7000", None, proc_net)  # nobody listens
     assert not may_take_token("127.0.0.1:50051", None, proc_net)  # uid 1001
     assert may_take_token("127.0.0.1:50051", 1001, proc_net)  # the issuing engine's user
-    assert may_take_token("192.0.2.1:50051", None, proc_net)  # elsewhere: not ours to check
+    assert may_take_token("198.51.100.7:50051", None, proc_net)  # elsewhere: not ours
 
 
 def test_who_is_a_stranger() -> None:
@@ -138,6 +151,20 @@ def _squat(address: str, uid: int, script: Path, later: bool = False
     return squatter
 
 
+def test_resuming_where_nothing_listens_keeps_the_games_and_says_so(tmp_path: Path) -> None:
+    """The engine down: nothing is sent (see below), and `--resume` says the games are
+    kept until it is back, rather than that none is left."""
+    address = f"127.0.0.1:{free_port()}"
+    kept = SavedSeats(tmp_path / "state", address)
+    kept.keep(SeatHandle("m0000000003", "m0000000003.token", 1), "AI level 3")
+    result = CliRunner().invoke(app, ["play", "--target", address, "--resume",
+                                      "--state-dir", str(tmp_path / "state")],
+                                terminal_width=200)
+    assert result.exit_code == 1, result.output
+    assert f"no engine listens on {address} now: your games there are kept" in result.output
+    assert [seat.match_id for seat in kept.left()] == ["m0000000003"]
+
+
 @pytest.mark.parametrize("owner", ["another user", "the player"])
 def test_kept_tokens_go_to_no_other_users_process(tmp_path: Path, owner: str) -> None:
     """A seat kept for 127.0.0.1:P; then a process answers on P. Another user's process
@@ -162,16 +189,18 @@ def test_kept_tokens_go_to_no_other_users_process(tmp_path: Path, owner: str) ->
     assert result.exit_code == 1, result.output
     if owner == "another user":
         assert token not in calls, calls
-        assert "served by another user's process (uid 65534)" in result.output
+        assert "served by a process of another user (uid 65534)" in result.output
     else:
         assert token in calls, calls
 
 
-def test_a_squatter_binding_after_the_check_gets_nothing(tmp_path: Path) -> None:
+def test_a_squatter_binding_after_the_check_gets_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Audit of the fix: with the player's engine down nothing listened, the check found
     no stranger, and the GetView of each kept seat was resent for about 2 s after
     UNAVAILABLE: a squatter that bound the port meanwhile got every token (5 runs of 5).
-    Now nothing listening means nothing is sent, and a kept seat's GetView goes once."""
+    Now nothing listening means nothing is sent, and a kept seat's GetView goes once.
+    Here the squatter binds right after the check, before anything could be sent."""
     if os.geteuid() != 0:
         pytest.skip("needs root to run the squatter as another user")
     address = f"127.0.0.1:{free_port()}"
@@ -182,21 +211,33 @@ def test_a_squatter_binding_after_the_check_gets_nothing(tmp_path: Path) -> None
     script = tmp_path / "squatter.py"
     script.write_text(SQUATTER)
     squatter = _squat(address, 65534, script, later=True)
+    checked, bound = threading.Event(), threading.Event()
+
+    def check_then_let_it_bind(target: str, engine_uid: int | None) -> bool:
+        verdict = port_owner.may_take_token(target, engine_uid)
+        checked.set()
+        assert bound.wait(30)
+        return verdict
+
+    monkeypatch.setattr(play_command, "may_take_token", check_then_let_it_bind)
     results: list[Result] = []
     try:
         playing = threading.Thread(target=lambda: results.append(CliRunner().invoke(
-            app, ["play", "--target", address, "--resume", "--state-dir", str(state)],
+            app, ["play", "--target", address, "--ai", "1", "--state-dir", str(state)],
             terminal_width=200)))
         playing.start()
-        time.sleep(0.1)  # its check is done, its first GetView (if any) refused
-        assert squatter.stdin is not None
+        assert checked.wait(30)
+        assert squatter.stdin is not None and squatter.stdout is not None
         squatter.stdin.write("bind\n")
         squatter.stdin.flush()
-        assert squatter.stdout is not None and squatter.stdout.readline().strip() == "ready"
+        assert squatter.stdout.readline().strip() == "ready"
+        bound.set()
         playing.join(30)
     finally:
+        bound.set()
         squatter.kill()
         calls, _ = squatter.communicate(timeout=10)
     (result,) = results
+    assert "/battleline.v1.LobbyService/CreateMatch" in calls  # it reached the squatter
     assert token not in calls, calls
-    assert result.exit_code == 1 and "no game left unfinished" in result.output
+    assert result.exit_code == 1

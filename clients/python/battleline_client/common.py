@@ -109,20 +109,28 @@ _ADDRESS_SCHEME = re.compile(r"(?:dns:(?://[^/]*/)?/?|ipv4:|ipv6:)(.*)")
 _HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:\[\]]+)(?::([0-9]*))?")
 
 
+def _written_addresses(target: str) -> list[tuple[str, str | None]]:
+    """(host without brackets, port as written or None) of each address a plain
+    `HOST[:PORT]` or a `dns:` / `ipv4:` / `ipv6:` target names; none for the names left
+    to gRPC (`unix:`...) or forms it reads itself (a bare IPv6 address)."""
+    if target.startswith(_OPAQUE_SCHEMES):
+        return []
+    named = _ADDRESS_SCHEME.fullmatch(target)
+    found = []
+    for address in named.group(1).split(",") if named else [target]:
+        parts = _HOST_PORT.fullmatch(address)
+        if parts is not None:
+            found.append((parts.group(1).removeprefix("[").removesuffix("]"), parts.group(2)))
+    return found
+
+
 def checked_target(target: str, *, need_port: bool = False) -> str:
     """`target` if a channel reaches it as written: HOST:PORT with a port from 1 to
     65535, HOST alone (gRPC's port 443) unless `need_port`, or a gRPC name (`unix:PATH`,
     `dns:///HOST:PORT`, `ipv4:A:PORT,B:PORT`; their ports checked alike); raises
     ValueError. Why: gRPC took port 112737 as 112737 - 65536 and `HOST:` as port 443, so a
     typo reached whatever listened there."""
-    if target.startswith(_OPAQUE_SCHEMES):
-        return target
-    named = _ADDRESS_SCHEME.fullmatch(target)
-    for address in named.group(1).split(",") if named else [target]:
-        parts = _HOST_PORT.fullmatch(address)
-        if parts is None:  # a bare IPv6 address, or a form gRPC reads itself
-            continue
-        port = parts.group(2)
+    for _host, port in _written_addresses(target):
         if port is None and not need_port:
             continue
         if not port or len(port) > 5 or not 1 <= int(port) <= 65535:
@@ -132,21 +140,10 @@ def checked_target(target: str, *, need_port: bool = False) -> str:
 
 
 def endpoints(target: str) -> list[tuple[str, int]]:
-    """The (host, port) pairs a channel to `target` dials: a plain `HOST:PORT`, or a
-    `dns:` / `ipv4:` / `ipv6:` name (the host without brackets; `dns:` without a port
-    dials 443); none for other forms (`unix:`...)."""
-    named = _ADDRESS_SCHEME.fullmatch(target)
-    if target.startswith(_OPAQUE_SCHEMES):
-        return []
-    found = []
-    for address in named.group(1).split(",") if named else [target]:
-        parts = _HOST_PORT.fullmatch(address)
-        port = parts.group(2) if parts else None
-        if parts is None or (port is not None and not port.isdigit()) or len(port or "") > 5:
-            continue
-        host = parts.group(1).removeprefix("[").removesuffix("]")
-        found.append((host, int(port) if port else 443))
-    return found
+    """The (host, port) pairs a channel to a checked `target` dials (no port: gRPC's
+    443); none for the names left to gRPC (`unix:`...)."""
+    return [(host, int(port) if port else 443) for host, port in _written_addresses(target)
+            if not port or len(port) <= 5]
 
 
 @dataclass(frozen=True, slots=True)

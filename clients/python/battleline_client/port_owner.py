@@ -17,6 +17,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import sys
 from pathlib import Path
 
 from .common import endpoints
@@ -45,23 +46,26 @@ def _listeners(proc_net: Path) -> list[tuple[Address, int, int]] | None:
                 continue
             address_hex, port_hex = fields[1].split(":")
             raw = bytes.fromhex(address_hex)  # 32-bit words, each in the host's byte order
-            words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            words = raw if sys.byteorder == "big" else b"".join(
+                raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
             found.append((ipaddress.ip_address(words), int(port_hex, 16), int(fields[7])))
     return found if told else None
 
 
 def _is_here(address: Address) -> bool:
     """Whether `address` is this machine's: loopback, unspecified (a connection to it
-    goes to loopback), or one an interface holds (a socket can be bound to it)."""
+    goes to loopback), or one of its interfaces' (the kernel routes to it from itself,
+    as its own source address; binding would not tell, under ip_nonlocal_bind)."""
     if address.is_loopback or address.is_unspecified:
         return True
     family = socket.AF_INET if address.version == 4 else socket.AF_INET6
-    with socket.socket(family, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.bind((str(address), 0))
-        except OSError:
-            return False
-    return True
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.connect((str(address), 9))  # UDP: routes, sends nothing
+            source = probe.getsockname()[0]
+    except OSError:  # no route, or no such family on this host
+        return False
+    return ipaddress.ip_address(str(source).split("%")[0]) == address
 
 
 def _reached(address: Address) -> set[Address]:
@@ -86,9 +90,11 @@ def _addresses(host: str, port: int) -> set[Address]:
 
 def listening_uids(target: str, proc_net: Path = Path("/proc/net")) -> set[int] | None:
     """The uids owning what a connection to `target` may reach on this machine (empty:
-    nothing listens there now); None when the target leads elsewhere, or this system
-    does not tell."""
-    if target.startswith("unix:") and not target.startswith("unix-abstract:"):
+    nothing listens there now, or an abstract unix socket, whose owner nothing tells);
+    None when the target leads elsewhere, or this system does not tell."""
+    if target.startswith("unix-abstract:"):
+        return set()  # here, and owned by whoever bound the name: nothing to trust
+    if target.startswith("unix:"):
         path = target.removeprefix("unix:").removeprefix("//")
         try:
             return {os.stat(path).st_uid}

@@ -325,14 +325,18 @@ def _strangers_told(term: Terminal, kept: SavedSeats) -> None:
     others = set().union(*(strangers(listening, s.engine_uid) for s in kept.left()))
     if others:
         users = ", ".join(str(uid) for uid in sorted(others))
-        term.console.print(f"[yellow]{escape(kept.target)} is served by another user's "
-                           f"process (uid {users}), not the engine your games were on: their "
-                           "seats are not sent to it[/]")
+        term.console.print(f"[yellow]{escape(kept.target)} is served by a process of "
+                           f"another user (uid {users}), not one your kept seats there were "
+                           "given by: they are not sent to it[/]")
 
 
 def _resumed(term: Terminal, client: Client, kept: SavedSeats) -> Seat:
     """The seat of the latest game left on this engine, told to the player."""
     _strangers_told(term, kept)
+    if listening_uids(kept.target) == set() and kept.left():
+        term.console.print(f"no engine listens on {escape(kept.target)} now: your games "
+                           "there are kept; start it and run battleline play --resume again")
+        raise typer.Exit(1)
     going = games_going_on(client, kept)
     if not going:
         term.console.print(f"no game left unfinished on {escape(kept.target)}: start one with "
@@ -419,7 +423,8 @@ def play(
 ) -> None:
     """Play Battle Line in the terminal: numbered legal actions, claim proofs, live moves."""
     console = Console(highlight=False)
-    source = ctx.get_parameter_source("join")  # typer's own click: its enum, by name
+    # Typer vendors its own click, whose ParameterSource is not click's: read by name.
+    source = ctx.get_parameter_source("join")
     if join is not None and source is not None and source.name == "ENVIRONMENT":
         if ai is not None or friend or local or resume:
             join = None  # a mode asked for on the command line wins over the environment
