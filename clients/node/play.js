@@ -50,7 +50,10 @@ function parseArgs(argv) {
   if (!(args.timeoutS > 0)) throw new Error("--timeout takes seconds, more than 0");
   // The invite code by environment when no mode is on the command line.
   const invite = process.env.BATTLELINE_INVITE;
-  if (invite && args.join === null && !args.friend && args.ai === null) args.join = invite;
+  if (invite && args.join === null && !args.friend && args.ai === null) {
+    args.join = invite;
+    console.log("joining the match of the invite code in BATTLELINE_INVITE");
+  }
   const modes = [args.friend, args.join !== null, args.ai !== null].filter(Boolean).length;
   if (modes > 1) throw new Error("choose one of --friend, --join and --ai");
   if (args.seed !== null && modes) {
