@@ -305,3 +305,33 @@ def test_a_request_ends_where_the_game_does(client: Client) -> None:
             record = client.get_record(created.match_id)
             assert record.complete and record.events[-1] == answer.events[-1]
     assert won_by_a_whole_turn >= 2  # random play mostly ends on a claim at FINISH
+
+
+def test_a_request_ends_where_auto_claims_end_the_game(client: Client) -> None:
+    """The same rule with auto_claim, where the play's own claims win: its draw is let go,
+    anything else after it refuses the request (an audit of the rule found it taken)."""
+    rng = random.Random(12)
+    for _ in range(2):
+        created = client.create("standard",
+                                seat_options=types_pb2.SeatOptions(auto_claim=True))
+        tokens = (created.seat_token, created.other_seat_token)
+        view = client.view(created.match_id, tokens[0])
+        while view.phase != types_pb2.MATCH_PHASE_FINISHED:
+            seat = SEATS.index(view.current_seat)
+            view = client.view(created.match_id, tokens[seat])
+            legal = list(view.legal_actions)
+            plays = [a for a in legal if a.startswith("play ") and "@" in a]
+            decks = [d.deck for d in view.decks if d.count > 0]
+            if not (plays and view.turn_step == types_pb2.TURN_STEP_PLAY):
+                view = client.submit(created.match_id, tokens[seat], view.version,
+                                     [rng.choice(legal)]).view
+                continue
+            play = rng.choice(plays)
+            with pytest.raises(grpc.RpcError) as refused:  # never legal after a play
+                client.submit(created.match_id, tokens[seat], view.version, [play, "pass"])
+            ended_by_it = reason(refused.value) == "game-over"
+            answer = client.submit(created.match_id, tokens[seat], view.version,
+                                   [play, f"draw {decks[0]}" if decks else "end"])
+            view = answer.view
+            assert ended_by_it == (view.phase == types_pb2.MATCH_PHASE_FINISHED), answer.events
+        assert ended_by_it  # the last play's claims won: its draw let go, its pass refused

@@ -241,15 +241,15 @@ class Matches:
         auto = match.meta.auto_claim
         for i, action in enumerate(actions, 1):
             if state.is_over:
-                if all(a.kind in TURN_ENDS for a in actions[i - 1:]):
-                    break
-                raise precondition("game-over", f"action {i}: the game ended before it")
+                _rest_of_the_turn(actions, i)
+                break
             if state.current_player != seat:
                 raise Refusal(Kind.FORBIDDEN, "not-your-turn",
                               f"action {i}: it is the {seat_name(state.current_player)}'s turn")
             if action.kind is not ActionKind.CLAIM:
                 events += _auto_claims(state, auto)
-                if state.is_over:
+                if state.is_over:  # the auto-claims after the last action won
+                    _rest_of_the_turn(actions, i)
                     break
             try:
                 events.append(state.apply(action))
@@ -465,6 +465,14 @@ def _turn_passed_to_ai(before: Match, after: Match) -> bool:
     return (after.meta.opponent == Opponent.AI and after.status == Status.PLAYING
             and after.state.current_player == seat
             and not (before.status == Status.PLAYING and before.state.current_player == seat))
+
+
+def _rest_of_the_turn(actions: list[Action], first: int) -> None:
+    """Refuse the request (game-over) unless its actions from number `first` on, after
+    the game's end, are the rest of a turn (claims, a draw, `end`), which is let go."""
+    for i, action in enumerate(actions[first - 1:], first):
+        if action.kind not in TURN_ENDS:
+            raise precondition("game-over", f"action {i}: the game ended before it")
 
 
 def _auto_claims(state: GameState, auto: tuple[bool, bool]) -> list[Event]:
