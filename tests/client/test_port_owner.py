@@ -49,6 +49,7 @@ def _proc_net(tmp_path: Path) -> Path:
         _row("00000000000000000000000001000000:1F40", "0A", 1005),  # [::1]:8000
         _row("00000000000000000000000000000000:1F40", "0A", 1006),  # [::]:8000
         _row("0000000000000000FFFF00000100007F:2328", "0A", 1007),  # [::ffff:127.0.0.1]:9000
+        _row("0000000000000000FFFF000000000000:2710", "0A", 1008),  # [::ffff:0.0.0.0]:10000
     ]))
     return tmp_path
 
@@ -62,13 +63,20 @@ def test_the_owners_of_what_a_loopback_target_reaches(tmp_path: Path) -> None:
     assert listening_uids("127.0.0.1:7000", proc_net) == set()  # nothing listens
     assert listening_uids("[::1]:8000", proc_net) == {1005, 1006}
     assert listening_uids("127.0.0.1:8000", proc_net) == {1006}  # dual-stack wildcard
-    assert listening_uids("localhost:8000", proc_net) >= {1006}  # ::1 too, where it resolves
     assert listening_uids("127.0.0.1:9000", proc_net) == {1007}  # IPv4 on an IPv6 socket
-    # Audit of the fix: every other spelling that reaches loopback was left unchecked.
+    assert listening_uids("127.0.0.1:10000", proc_net) == {1008}  # its wildcard so written
+    # Audits of the fix: other spellings that reach loopback went unchecked. Plain ones
+    # are checked (`localhost` and names under it as both loopbacks, as gRPC resolves
+    # them); any other form gRPC reads is one more way past the check: nothing trusted.
     for spelling in ("LOCALHOST:50051", "0.0.0.0:50051", "[::ffff:127.0.0.1]:50051",
-                     "127.000.000.001:50051", "ipv4:127.0.0.1:50051",
-                     "dns:///localhost:50051", "dns:localhost:50051"):
+                     "127.000.000.001:50051", "foo.localhost:50051", "localhost.:50051"):
         assert 1001 in listening_uids(spelling, proc_net), spelling  # type: ignore[operator]
+    assert listening_uids("localhost:8000", proc_net) == {1005, 1006}  # ::1 too, always
+    for form in ("ipv4:127.0.0.1:50051", "ipv4:///127.0.0.1:50051", "IPV4:127.0.0.1:50051",
+                 "dns:///localhost:50051", "DNS:///localhost:50051", "127.0.0.%31:50051",
+                 "[fe80::1%eth0]:50051", "Unix-Abstract:engine", "no-such-name.invalid:1"):
+        assert listening_uids(form, proc_net) == set(), form
+        assert not may_take_token(form, None, proc_net), form
     # Elsewhere, or not told: None (nothing to check).
     assert listening_uids("198.51.100.7:50051", proc_net) is None
     assert listening_uids("127.0.0.1:50051", tmp_path / "missing") is None
@@ -84,6 +92,7 @@ def test_the_owners_of_what_a_loopback_target_reaches(tmp_path: Path) -> None:
     # A unix socket's owner is its file's; none there: nothing listens.
     (tmp_path / "engine.sock").touch()
     assert listening_uids(f"unix:{tmp_path / 'engine.sock'}", proc_net) == {os.geteuid()}
+    assert listening_uids(f"Unix:{tmp_path / 'engine.sock'}", proc_net) == {os.geteuid()}
     assert listening_uids(f"unix:{tmp_path / 'gone.sock'}", proc_net) == set()
 
 
@@ -161,7 +170,9 @@ def test_resuming_where_nothing_listens_keeps_the_games_and_says_so(tmp_path: Pa
                                       "--state-dir", str(tmp_path / "state")],
                                 terminal_width=200)
     assert result.exit_code == 1, result.output
-    assert f"no engine listens on {address} now: your games there are kept" in result.output
+    told = " ".join(result.output.split())  # as one line, however the terminal wrapped it
+    assert f"no engine the check can trust listens on {address} now: your games there are kept" \
+        in told
     assert [seat.match_id for seat in kept.left()] == ["m0000000003"]
 
 

@@ -139,13 +139,6 @@ def checked_target(target: str, *, need_port: bool = False) -> str:
     return target
 
 
-def endpoints(target: str) -> list[tuple[str, int]]:
-    """The (host, port) pairs a channel to a checked `target` dials (no port: gRPC's
-    443); none for the names left to gRPC (`unix:`...)."""
-    return [(host, int(port) if port else 443) for host, port in _written_addresses(target)
-            if not port or len(port) <= 5]
-
-
 @dataclass(frozen=True, slots=True)
 class SeatHandle:
     """The credentials of one seat: enough to act, watch and resume later."""

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import socket
 import sys
 from pathlib import Path
-
-from .common import endpoints
 
 LISTEN = "0A"  # the kernel's TCP_LISTEN, as /proc/net/tcp writes a socket's state
 ANY_V4 = ipaddress.IPv4Address("0.0.0.0")
@@ -70,42 +69,66 @@ def _is_here(address: Address) -> bool:
 
 def _reached(address: Address) -> set[Address]:
     """The listening addresses a connection to this machine's `address` may land on: its
-    own (loopback for the unspecified one), the wildcards, IPv4 on a dual-stack socket."""
+    own (loopback for the unspecified one), the wildcards, IPv4 on a dual-stack socket
+    (its own address or wildcard written IPv4-mapped)."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     if isinstance(address, ipaddress.IPv4Address):
         own = LOOPBACK_V4 if address.is_unspecified else address
-        return {own, ANY_V4, ANY_V6, ipaddress.IPv6Address(f"::ffff:{own}")}
+        return {own, ANY_V4, ANY_V6, ipaddress.IPv6Address(f"::ffff:{own}"),
+                ipaddress.IPv6Address("::ffff:0.0.0.0")}
     return {LOOPBACK_V6 if address.is_unspecified else address, ANY_V6}
 
 
-def _addresses(host: str, port: int) -> set[Address]:
-    """What `host` resolves to (nothing if it does not)."""
+# The one form checked: HOST:PORT with a name of letters, digits, dots and hyphens, an
+# IPv4 address, or a bracketed IPv6 one without a scope. gRPC reads more (schemes in any
+# case, percent escapes, `ipv4:///`...), each a way past a check that reads it otherwise:
+# a kept token goes to none of them.
+_PLAIN_TARGET = re.compile(r"(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):([0-9]{1,5})")
+
+
+def _addresses(host: str, port: int) -> set[Address] | None:
+    """Every address gRPC may dial for `host`: a literal itself; `localhost` and names
+    under it both loopbacks, as gRPC's resolver answers them (the system's may not give
+    ::1); other names what the system resolves them to; None if they do not resolve."""
+    try:
+        return {ipaddress.ip_address(host)}
+    except ValueError:
+        pass
+    name = host.lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return {LOOPBACK_V4, LOOPBACK_V6}
     try:
         answers = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        return set()
+        return None
     return {ipaddress.ip_address(str(answer[4][0]).split("%")[0]) for answer in answers}
 
 
 def listening_uids(target: str, proc_net: Path = Path("/proc/net")) -> set[int] | None:
-    """The uids owning what a connection to `target` may reach on this machine (empty:
-    nothing listens there now, or an abstract unix socket, whose owner nothing tells);
-    None when the target leads elsewhere, or this system does not tell."""
-    if target.startswith("unix-abstract:"):
-        return set()  # here, and owned by whoever bound the name: nothing to trust
-    if target.startswith("unix:"):
-        path = target.removeprefix("unix:").removeprefix("//")
+    """The uids owning what a connection to `target` may reach on this machine; empty
+    when nothing listens there now, or when nothing can be trusted there (an abstract
+    unix socket, whose owner nothing tells; a form or a name the check cannot follow as
+    gRPC would); None when the target leads elsewhere, or this system does not tell."""
+    scheme = target.split(":", 1)[0].lower()
+    if scheme == "unix":
+        path = target.split(":", 1)[1].removeprefix("//")
         try:
             return {os.stat(path).st_uid}
         except OSError:
             return set()
+    written = _PLAIN_TARGET.fullmatch(target)
+    if written is None:
+        return set()
+    host, port = written.group(1) or written.group(2), int(written.group(3))
+    addresses = _addresses(host, port)
+    if addresses is None:
+        return set()
     listeners = _listeners(proc_net)
-    here = [(address, port) for host, port in endpoints(target)
-            for address in _addresses(host, port) if _is_here(address)]
+    here = [address for address in addresses if _is_here(address)]
     if listeners is None or not here:
         return None
-    return {uid for listening, bound_port, uid in listeners for address, port in here
+    return {uid for listening, bound_port, uid in listeners for address in here
             if bound_port == port and listening in _reached(address)}
 
 

@@ -334,8 +334,9 @@ def _resumed(term: Terminal, client: Client, kept: SavedSeats) -> Seat:
     """The seat of the latest game left on this engine, told to the player."""
     _strangers_told(term, kept)
     if listening_uids(kept.target) == set() and kept.left():
-        term.console.print(f"no engine listens on {escape(kept.target)} now: your games "
-                           "there are kept; start it and run battleline play --resume again")
+        term.console.print(f"no engine the check can trust listens on {escape(kept.target)} "
+                           "now: your games there are kept; start it (--target as HOST:PORT) "
+                           "and run battleline play --resume again")
         raise typer.Exit(1)
     going = games_going_on(client, kept)
     if not going:
