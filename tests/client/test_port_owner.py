@@ -176,12 +176,9 @@ def test_resuming_where_nothing_listens_keeps_the_games_and_says_so(tmp_path: Pa
     assert [seat.match_id for seat in kept.left()] == ["m0000000003"]
 
 
-@pytest.mark.parametrize("owner", ["another user", "the player"])
-def test_kept_tokens_go_to_no_other_users_process(tmp_path: Path, owner: str) -> None:
-    """A seat kept for 127.0.0.1:P; then a process answers on P. Another user's process
-    gets no token (`play` says why); the player's own does (the same path, the control)."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to run the squatter as another user")
+def _kept_seat(tmp_path: Path) -> tuple[str, Path, str, Path]:
+    """A seat kept for a free loopback port, by an engine of this user's: (the address,
+    the state directory, the seat's token, the squatter's script)."""
     address = f"127.0.0.1:{free_port()}"
     state = tmp_path / "state"
     token = "m0000000001.s3cr3t-token-of-the-seat"
@@ -189,6 +186,16 @@ def test_kept_tokens_go_to_no_other_users_process(tmp_path: Path, owner: str) ->
                                     engine_uid=os.geteuid())
     script = tmp_path / "squatter.py"
     script.write_text(SQUATTER)
+    return address, state, token, script
+
+
+@pytest.mark.parametrize("owner", ["another user", "the player"])
+def test_kept_tokens_go_to_no_other_users_process(tmp_path: Path, owner: str) -> None:
+    """A seat kept for 127.0.0.1:P; then a process answers on P. Another user's process
+    gets no token (`play` says why); the player's own does (the same path, the control)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the squatter as another user")
+    address, state, token, script = _kept_seat(tmp_path)
     uid = 65534 if owner == "another user" else os.geteuid()
     squatter = _squat(address, uid, script)
     try:
@@ -214,13 +221,7 @@ def test_a_squatter_binding_after_the_check_gets_nothing(
     Here the squatter binds right after the check, before anything could be sent."""
     if os.geteuid() != 0:
         pytest.skip("needs root to run the squatter as another user")
-    address = f"127.0.0.1:{free_port()}"
-    state = tmp_path / "state"
-    token = "m0000000002.s3cr3t-token-of-the-seat"
-    SavedSeats(state, address).keep(SeatHandle("m0000000002", token, 1), "AI level 3",
-                                    engine_uid=os.geteuid())
-    script = tmp_path / "squatter.py"
-    script.write_text(SQUATTER)
+    address, state, token, script = _kept_seat(tmp_path)
     squatter = _squat(address, 65534, script, later=True)
     checked, bound = threading.Event(), threading.Event()
 

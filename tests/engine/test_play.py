@@ -267,6 +267,17 @@ def test_position_text_only_on_request(client: Client) -> None:
     assert snapshot.version == response.version and snapshot.position == ""
 
 
+LocalMatch = tuple[lobby_pb2.CreateMatchResponse, tuple[str, str], types_pb2.MatchView]
+
+
+def _new_local_match(client: Client, auto_claim: bool) -> LocalMatch:
+    """A LOCAL match: its creation, both seats' tokens, the first seat's view."""
+    created = client.create("standard",
+                            seat_options=types_pb2.SeatOptions(auto_claim=auto_claim))
+    tokens = (created.seat_token, created.other_seat_token)
+    return created, tokens, client.view(created.match_id, tokens[0])
+
+
 def test_a_request_ends_where_the_game_does(client: Client) -> None:
     """A race audit: a whole turn sent in one request (`claim 9, draw troop`) whose claim
     won the game was refused whole (`game-over`, the match left waiting on that seat),
@@ -276,10 +287,7 @@ def test_a_request_ends_where_the_game_does(client: Client) -> None:
     rng = random.Random(11)
     won_by_a_whole_turn = 0
     for _ in range(3):
-        created = client.create("standard",
-                                seat_options=types_pb2.SeatOptions(auto_claim=False))
-        tokens = (created.seat_token, created.other_seat_token)
-        view = client.view(created.match_id, tokens[0])
+        created, tokens, view = _new_local_match(client, auto_claim=False)
         while view.phase != types_pb2.MATCH_PHASE_FINISHED:
             seat = SEATS.index(view.current_seat)
             view = client.view(created.match_id, tokens[seat])
@@ -312,10 +320,7 @@ def test_a_request_ends_where_auto_claims_end_the_game(client: Client) -> None:
     anything else after it refuses the request (an audit of the rule found it taken)."""
     rng = random.Random(12)
     for _ in range(2):
-        created = client.create("standard",
-                                seat_options=types_pb2.SeatOptions(auto_claim=True))
-        tokens = (created.seat_token, created.other_seat_token)
-        view = client.view(created.match_id, tokens[0])
+        created, tokens, view = _new_local_match(client, auto_claim=True)
         while view.phase != types_pb2.MATCH_PHASE_FINISHED:
             seat = SEATS.index(view.current_seat)
             view = client.view(created.match_id, tokens[seat])
