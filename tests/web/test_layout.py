@@ -36,7 +36,9 @@ def fits_the_width(page: Page) -> None:
     inner = page.evaluate("innerWidth")
     assert width <= inner, f"the page is {width} px wide in a {inner} px window"
     for flag in range(1, 10):
-        box = page.get_by_test_id(f"flag-{flag}").bounding_box()
+        shown = page.get_by_test_id(f"flag-{flag}")
+        expect(shown).to_be_visible()  # drawn yet: a loaded machine draws late
+        box = shown.bounding_box()
         assert box is not None, f"flag {flag} is not shown"
         assert box["x"] >= 0 and box["x"] + box["width"] <= inner, (flag, box)
 
