@@ -9,7 +9,8 @@ and move for them (twenty-seventh audit). Linux names a listening socket's owner
 /proc/net/tcp and tcp6, and a unix socket's owner is its file's. A host is this
 machine however it is written (a name, any loopback spelling, one of its interfaces'
 addresses, the unspecified address); one elsewhere, or a system that does not tell,
-leaves nothing to check.
+leaves nothing to check. Only a plain HOST:PORT (or a `unix:` path) is followed: the
+other forms gRPC reads were ways past a check that read them otherwise.
 """
 
 from __future__ import annotations
