@@ -69,12 +69,16 @@ def test_the_owners_of_what_a_loopback_target_reaches(tmp_path: Path) -> None:
     # are checked (`localhost` and names under it as both loopbacks, as gRPC resolves
     # them); any other form gRPC reads is one more way past the check: nothing trusted.
     for spelling in ("LOCALHOST:50051", "0.0.0.0:50051", "[::ffff:127.0.0.1]:50051",
-                     "127.000.000.001:50051", "foo.localhost:50051", "localhost.:50051"):
+                     "foo.localhost:50051", "localhost.:50051"):
         assert 1001 in listening_uids(spelling, proc_net), spelling  # type: ignore[operator]
     assert listening_uids("localhost:8000", proc_net) == {1005, 1006}  # ::1 too, always
     for form in ("ipv4:127.0.0.1:50051", "ipv4:///127.0.0.1:50051", "IPV4:127.0.0.1:50051",
                  "dns:///localhost:50051", "DNS:///localhost:50051", "127.0.0.%31:50051",
-                 "[fe80::1%eth0]:50051", "Unix-Abstract:engine", "no-such-name.invalid:1"):
+                 "[fe80::1%eth0]:50051", "Unix-Abstract:engine", "no-such-name.invalid:1",
+                 # numbers the system's resolver reads otherwise than gRPC's (a fifth
+                 # round: `0127.0.0.1` was octal 87.0.0.1 to the check, 127.0.0.1 to gRPC)
+                 "0127.0.0.1:50051", "127.1:50051", "0x7f000001:50051", "2130706433:50051",
+                 "127.0.0.010:50051"):
         assert listening_uids(form, proc_net) == set(), form
         assert not may_take_token(form, None, proc_net), form
     # Elsewhere, or not told: None (nothing to check).

@@ -88,14 +88,22 @@ def _reached(address: Address) -> set[Address]:
 _PLAIN_TARGET = re.compile(r"(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):([0-9]{1,5})")
 
 
+# A name of numbers only (`0127.0.0.1`, `127.1`, `0x7f000001`): the system's resolver
+# reads a leading 0 as octal, gRPC's as decimal, so the two may dial different hosts.
+_NUMERIC_NAME = re.compile(r"(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+))*\.?")
+
+
 def _addresses(host: str, port: int) -> set[Address] | None:
     """Every address gRPC may dial for `host`: a literal itself; `localhost` and names
     under it both loopbacks, as gRPC's resolver answers them (the system's may not give
-    ::1); other names what the system resolves them to; None if they do not resolve."""
+    ::1); other names what the system resolves them to; None if they do not resolve, or
+    are numbers the two resolvers may read differently."""
     try:
         return {ipaddress.ip_address(host)}
     except ValueError:
         pass
+    if _NUMERIC_NAME.fullmatch(host):
+        return None
     name = host.lower().rstrip(".")
     if name == "localhost" or name.endswith(".localhost"):
         return {LOOPBACK_V4, LOOPBACK_V6}
