@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import random
 import re
+import time
 
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
@@ -37,9 +38,12 @@ def fits_the_width(page: Page) -> None:
     assert width <= inner, f"the page is {width} px wide in a {inner} px window"
     for flag in range(1, 10):
         shown = page.get_by_test_id(f"flag-{flag}")
-        expect(shown).to_be_visible()  # drawn yet: a loaded machine draws late
-        box = shown.bounding_box()
-        assert box is not None, f"flag {flag} is not shown"
+        deadline = time.monotonic() + 10
+        # Asked again while the board is being drawn or redrawn (it is as the game's end
+        # and its review arrive): a flag between two drawings has no box.
+        while (box := shown.bounding_box()) is None:
+            assert time.monotonic() < deadline, f"flag {flag} is not shown"
+            time.sleep(0.1)
         assert box["x"] >= 0 and box["x"] + box["width"] <= inner, (flag, box)
 
 
