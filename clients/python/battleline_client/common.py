@@ -109,28 +109,20 @@ _ADDRESS_SCHEME = re.compile(r"(?:dns:(?://[^/]*/)?/?|ipv4:|ipv6:)(.*)")
 _HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:\[\]]+)(?::([0-9]*))?")
 
 
-def _written_addresses(target: str) -> list[tuple[str, str | None]]:
-    """(host without brackets, port as written or None) of each address a plain
-    `HOST[:PORT]` or a `dns:` / `ipv4:` / `ipv6:` target names; none for the names left
-    to gRPC (`unix:`...) or forms it reads itself (a bare IPv6 address)."""
-    if target.startswith(_OPAQUE_SCHEMES):
-        return []
-    named = _ADDRESS_SCHEME.fullmatch(target)
-    found = []
-    for address in named.group(1).split(",") if named else [target]:
-        parts = _HOST_PORT.fullmatch(address)
-        if parts is not None:
-            found.append((parts.group(1).removeprefix("[").removesuffix("]"), parts.group(2)))
-    return found
-
-
 def checked_target(target: str, *, need_port: bool = False) -> str:
     """`target` if a channel reaches it as written: HOST:PORT with a port from 1 to
     65535, HOST alone (gRPC's port 443) unless `need_port`, or a gRPC name (`unix:PATH`,
     `dns:///HOST:PORT`, `ipv4:A:PORT,B:PORT`; their ports checked alike); raises
     ValueError. Why: gRPC took port 112737 as 112737 - 65536 and `HOST:` as port 443, so a
     typo reached whatever listened there."""
-    for _host, port in _written_addresses(target):
+    if target.startswith(_OPAQUE_SCHEMES):
+        return target
+    named = _ADDRESS_SCHEME.fullmatch(target)
+    for address in named.group(1).split(",") if named else [target]:
+        parts = _HOST_PORT.fullmatch(address)
+        if parts is None:  # a bare IPv6 address, or a form gRPC reads itself
+            continue
+        port = parts.group(2)
         if port is None and not need_port:
             continue
         if not port or len(port) > 5 or not 1 <= int(port) <= 65535:
