@@ -25,6 +25,7 @@ from pathlib import Path
 LISTEN = "0A"  # the kernel's TCP_LISTEN, as /proc/net/tcp writes a socket's state
 ANY_V4 = ipaddress.IPv4Address("0.0.0.0")
 ANY_V6 = ipaddress.IPv6Address("::")
+ANY_V4_MAPPED = ipaddress.IPv6Address("::ffff:0.0.0.0")  # IPv4's wildcard, dual-stack
 LOOPBACK_V4 = ipaddress.IPv4Address("127.0.0.1")
 LOOPBACK_V6 = ipaddress.IPv6Address("::1")
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -76,8 +77,7 @@ def _reached(address: Address) -> set[Address]:
         address = address.ipv4_mapped
     if isinstance(address, ipaddress.IPv4Address):
         own = LOOPBACK_V4 if address.is_unspecified else address
-        return {own, ANY_V4, ANY_V6, ipaddress.IPv6Address(f"::ffff:{own}"),
-                ipaddress.IPv6Address("::ffff:0.0.0.0")}
+        return {own, ANY_V4, ANY_V6, ipaddress.IPv6Address(f"::ffff:{own}"), ANY_V4_MAPPED}
     return {LOOPBACK_V6 if address.is_unspecified else address, ANY_V6}
 
 

@@ -318,11 +318,11 @@ def _left_here(saved: SavedSeat) -> str:
     return f"{saved.against}, since {since}, match {saved.match_id}"
 
 
-def _strangers_told(term: Terminal, kept: SavedSeats) -> None:
-    """Say so when another user's process listens where the kept seats' engine did: their
-    tokens are not sent to it (it could read the player's hands and move for them)."""
-    listening = listening_uids(kept.target) or set()
-    others = set().union(*(strangers(listening, s.engine_uid) for s in kept.left()))
+def _strangers_told(term: Terminal, kept: SavedSeats, listening: set[int] | None) -> None:
+    """Say so when another user's process listens where the kept seats' engine did
+    (`listening`: `port_owner.listening_uids` of it): their tokens are not sent to it (it
+    could read the player's hands and move for them)."""
+    others = set().union(*(strangers(listening or set(), s.engine_uid) for s in kept.left()))
     if others:
         users = ", ".join(str(uid) for uid in sorted(others))
         term.console.print(f"[yellow]{escape(kept.target)} is served by a process of "
@@ -332,8 +332,9 @@ def _strangers_told(term: Terminal, kept: SavedSeats) -> None:
 
 def _resumed(term: Terminal, client: Client, kept: SavedSeats) -> Seat:
     """The seat of the latest game left on this engine, told to the player."""
-    _strangers_told(term, kept)
-    if listening_uids(kept.target) == set() and kept.left():
+    listening = listening_uids(kept.target)
+    _strangers_told(term, kept, listening)
+    if listening == set() and kept.left():
         term.console.print(f"no engine the check can trust listens on {escape(kept.target)} "
                            "now: your games there are kept; start it (--target as HOST:PORT) "
                            "and run battleline play --resume again")
@@ -352,7 +353,7 @@ def _mention_left(term: Terminal, client: Client, kept: SavedSeats | None) -> No
     """Before a new game: the games left unfinished on this engine, and the way back."""
     if kept is None:
         return
-    _strangers_told(term, kept)
+    _strangers_told(term, kept, listening_uids(kept.target))
     for saved, _seat in games_going_on(client, kept):
         term.console.print(f"[yellow]a game you left goes on[/] (against "
                            f"{escape(_left_here(saved))}, its clock running): "
