@@ -22,10 +22,14 @@ from typer.testing import CliRunner
 
 from battleline_client import port_owner
 from battleline_client.cli import app
+from battleline_client.client import Client
+from battleline_client.commands import options
 from battleline_client.commands import play as play_command
 from battleline_client.common import SeatHandle
+from battleline_client.errors import BattleLineError, Unavailable
 from battleline_client.port_owner import listening_uids, may_take_token, strangers
 from battleline_client.saved_seats import SavedSeats
+from battleline_host.local import LocalService
 from tests.processes import free_port
 
 HEADER = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid\n"
@@ -254,6 +258,56 @@ def test_a_squatter_binding_after_the_check_gets_nothing(
         squatter.kill()
         calls, _ = squatter.communicate(timeout=10)
     (result,) = results
-    assert "/battleline.v1.LobbyService/CreateMatch" in calls  # it reached the squatter
     assert token not in calls, calls
+    # Since the game's own calls are checked too (`options.client`), nothing at all: the
+    # port was taken by another user's process after the command began.
+    assert "/battleline.v1." not in calls, calls
+    assert "another user (uid 65534)" in " ".join(result.output.split())
     assert result.exit_code == 1
+
+
+@pytest.mark.parametrize("checked", [True, False], ids=["the commands' client", "unchecked"])
+def test_a_game_going_on_sends_nothing_to_whoever_takes_the_stopped_engines_port(
+        redis_url: str, tmp_path: Path, checked: bool) -> None:
+    """The twenty-seventh audit left it: a channel reconnects to whatever listens on the
+    port after the engine stops, and every call of a game carries its seat's token. The
+    commands' client (`options.client`) sends nothing once another user's process listens
+    there; an unchecked client (the control) sends it the token, the stream's reconnect
+    included."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the squatter as another user")
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    engine = LocalService(redis_url, port=port)
+    engine.start()
+    script = tmp_path / "squatter.py"
+    script.write_text(SQUATTER)
+    squatter = None
+    client = options.client(address) if checked else Client(address)
+    try:
+        created = client.create(opponent="local", clock="none")
+        seat = client.seat(created.seat)
+        seat.view()
+        stream = seat.watch()
+        assert next(stream).HasField("snapshot")
+        engine.stop()
+        squatter = _squat(address, 65534, script)
+        with pytest.raises(BattleLineError) as refused:
+            seat.view()
+        with pytest.raises(BattleLineError) as stream_refused:
+            next(stream)
+    finally:
+        client.close()
+        engine.stop()
+        if squatter is not None:
+            squatter.kill()
+    assert squatter is not None
+    calls, _ = squatter.communicate(timeout=10)
+    if checked:
+        for error in (refused.value, stream_refused.value):
+            assert isinstance(error, Unavailable) and error.reason == "untrusted-listener"
+            assert "another user (uid 65534)" in error.message
+        assert created.seat.token not in calls, calls
+    else:
+        # The view, and the view the stream's reconnect asks first (is the match over?)
+        assert calls.count(created.seat.token) >= 2, calls

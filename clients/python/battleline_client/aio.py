@@ -199,7 +199,7 @@ class AsyncClient:
                 error = err if isinstance(err, BattleLineError) else from_rpc_error(err)
                 if cursor.finished:
                     return
-                if not cursor.should_reconnect(error.code) or failures >= max_reconnects:
+                if not cursor.should_reconnect(error) or failures >= max_reconnects:
                     raise error from None
                 failures += 1
                 await asyncio.sleep(next(delays))

@@ -52,17 +52,19 @@ class Client:
                  credentials: grpc.ChannelCredentials | None = None,
                  timeout: float = common.DEFAULT_TIMEOUT_S,
                  observer: CallObserver | None = None,
-                 channel: grpc.Channel | None = None) -> None:
-        """`channel`, if given, is used as it is (for interceptors or custom options);
-        else `target` must name an address as gRPC reads it (`common.checked_target`:
-        a port out of range or missing after its colon raises ValueError)."""
+                 channel: grpc.Channel | None = None,
+                 interceptors: tuple[grpc.UnaryUnaryClientInterceptor
+                                     | grpc.UnaryStreamClientInterceptor, ...] = ()) -> None:
+        """`channel`, if given, is used as it is (for custom options); else `target` must
+        name an address as gRPC reads it (`common.checked_target`: a port out of range or
+        missing after its colon raises ValueError). `interceptors` see every call."""
         self.target = target if channel else common.checked_target(target)
         self.timeout = timeout
         self.observer = observer
         if channel is None:
             channel = (grpc.secure_channel(target, credentials, CHANNEL_OPTIONS) if credentials
                        else grpc.insecure_channel(target, CHANNEL_OPTIONS))
-        self.channel = channel
+        self.channel = grpc.intercept_channel(channel, *interceptors) if interceptors else channel
         self._lobby = lobby_pb2_grpc.LobbyServiceStub(self.channel)
         self._game = game_pb2_grpc.GameServiceStub(self.channel)
         self._watch = watch_pb2_grpc.WatchServiceStub(self.channel)
@@ -91,9 +93,9 @@ class Client:
                 response = method(request, metadata=common.metadata(token), timeout=self.timeout)
                 printable(response)
                 return response
-            except grpc.RpcError as err:
-                code = err.code()
-                error = from_rpc_error(err)
+            except (grpc.RpcError, BattleLineError) as err:  # the latter an interceptor's
+                error = err if isinstance(err, BattleLineError) else from_rpc_error(err)
+                code = error.code
                 wait = retries.wait(error) if resend else None
                 if wait is None:
                     raise error from None
@@ -207,7 +209,7 @@ class Client:
                 error = err if isinstance(err, BattleLineError) else from_rpc_error(err)
                 if cursor.finished:
                     return
-                if not cursor.should_reconnect(error.code) or failures >= max_reconnects:
+                if not cursor.should_reconnect(error) or failures >= max_reconnects:
                     raise error from None
                 failures += 1
                 time.sleep(next(delays))

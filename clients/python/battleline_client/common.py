@@ -42,8 +42,9 @@ STREAM_RETRY_CODES = frozenset({
 # Unary calls that may be resent as they are (see Client._unary), and how often.
 UNARY_RETRY_CODES = frozenset({grpc.StatusCode.UNAVAILABLE})
 UNARY_RETRIES = 4
-# UNAVAILABLE reasons that no wait heals: the engine has no AI service configured.
-NOT_RETRIED = frozenset({"no-ai-service"})
+# UNAVAILABLE reasons that no wait heals: the engine has no AI service configured; the
+# client would not send to what listens at its target (`port_owner.OwnerCheck`).
+NOT_RETRIED = frozenset({"no-ai-service", "untrusted-listener"})
 # The longest wait a server's rate refusal may ask for that a call waits out itself
 # (and is sent again) instead of raising RateLimited; how long after its first sending
 # a call may still be sent again for such a refusal; and the shortest wait between two
@@ -396,9 +397,10 @@ class WatchCursor:
             is_finished(view) and self.last is not None and view.last_event_number <= self.last)
         return self.finished
 
-    def should_reconnect(self, code: grpc.StatusCode) -> bool:
-        """Whether a stream that failed with `code` is worth reopening."""
-        return not self.finished and code in STREAM_RETRY_CODES
+    def should_reconnect(self, error: BattleLineError) -> bool:
+        """Whether a stream that failed with `error` is worth reopening."""
+        return (not self.finished and error.code in STREAM_RETRY_CODES
+                and error.reason not in NOT_RETRIED)
 
 
 __all__ = [

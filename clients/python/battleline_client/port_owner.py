@@ -20,7 +20,13 @@ import os
 import re
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import grpc
+
+from .errors import Unavailable
 
 LISTEN = "0A"  # the kernel's TCP_LISTEN, as /proc/net/tcp writes a socket's state
 ANY_V4 = ipaddress.IPv4Address("0.0.0.0")
@@ -154,3 +160,38 @@ def may_take_token(target: str, engine_uid: int | None,
     is a no: whoever binds the port before the call connects would get it."""
     owners = listening_uids(target, proc_net)
     return owners is None or (bool(owners) and not strangers(owners, engine_uid))
+
+
+class OwnerCheck(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    """A channel's calls go out only while no other user's process listens at `target`
+    than listened when the check began (besides this user's and root's).
+
+    Why: a channel reconnects to whatever listens on the port after the engine restarts,
+    and every call of a game carries its seat's token: a local user who took the port in
+    that moment could read the player's hand and move for them. Nothing listening, or a
+    target the check cannot follow (see `listening_uids`), is let go: such a call fails,
+    or goes where the player pointed it, as it did before the check."""
+
+    def __init__(self, target: str, proc_net: Path = Path("/proc/net")) -> None:
+        self.target, self.proc_net = target, proc_net
+        self.trusted = listening_uids(target, proc_net) or set()
+
+    def _check(self) -> None:
+        others = strangers(listening_uids(self.target, self.proc_net) or set()) - self.trusted
+        if others:
+            users = ", ".join(str(uid) for uid in sorted(others))
+            raise Unavailable(f"not sent: a process of another user (uid {users}) listens "
+                              f"on {self.target} now, not the engine this client began with",
+                              reason="untrusted-listener")
+
+    def intercept_unary_unary(self, continuation: Callable[..., Any],
+                              client_call_details: grpc.ClientCallDetails,
+                              request: Any) -> Any:
+        self._check()
+        return continuation(client_call_details, request)
+
+    def intercept_unary_stream(self, continuation: Callable[..., Any],
+                               client_call_details: grpc.ClientCallDetails,
+                               request: Any) -> Any:
+        self._check()
+        return continuation(client_call_details, request)

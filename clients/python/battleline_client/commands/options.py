@@ -1,12 +1,15 @@
-"""What the client commands share: the --target option, and how a failed call reads."""
+"""What the client commands share: the --target option, their client, and how a failed
+call reads."""
 
 from __future__ import annotations
 
 import grpc
 import typer
 
+from ..client import Client
 from ..common import checked_target
 from ..errors import BattleLineError
+from ..port_owner import OwnerCheck
 
 TARGET_ENV = "BATTLELINE_TARGET"  # the engine, for a serve on another port than the default
 
@@ -20,6 +23,13 @@ def check_target(value: str | None) -> str | None:
         return checked_target(value, need_port=True)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
+
+
+def client(target: str) -> Client:
+    """A client of `target` that sends nothing to another user's process taking its port
+    after the engine stops (`port_owner.OwnerCheck`): a game's calls and a watched
+    stream's reconnects carry the seat's token."""
+    return Client(target, interceptors=(OwnerCheck(target),))
 
 
 def failure(err: BattleLineError, address: str) -> str:

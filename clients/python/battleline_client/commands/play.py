@@ -456,7 +456,7 @@ def play(
             if service is None and not local else None)
     term = Terminal(console)
     try:
-        with Client(target) as client, _resigned_on_leaving(term, service is None, kept):
+        with options.client(target) as client, _resigned_on_leaving(term, service is None, kept):
             if resume:
                 assert kept is not None
                 seat = _resumed(term, client, kept)

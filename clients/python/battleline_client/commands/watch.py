@@ -12,7 +12,6 @@ from rich.markup import escape
 from battleline.v1 import types_pb2
 
 from .. import tui
-from ..client import Client
 from ..common import DEFAULT_TARGET
 from ..errors import BattleLineError
 from . import options
@@ -35,7 +34,7 @@ def watch(
     recent: deque[types_pb2.MatchEvent] = deque(maxlen=4 * tui.RECENT)  # the boards tell them
     board_is_last = False  # the board last printed shows `view` (a finished match's once)
     try:
-        with Client(target) as client:
+        with options.client(target) as client:
             for message in client.watch(match_id, token, include_views=True):
                 if message.HasField("snapshot"):
                     view = message.snapshot
