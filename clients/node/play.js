@@ -315,6 +315,12 @@ async function playOneSeat(seat, timeoutS) {
   return { view, requests: seat.requests };
 }
 
+// A value as one word of a POSIX shell's command line: the invite code is the server's
+// text, and one written as `$(...)` would run in the shell of the friend who pastes it.
+function shellQuoted(value) {
+  return /^[A-Za-z0-9_.:@%+=,\/-]+$/.test(value) ? value : `'${value.replace(/'/g, "'\\''")}'`;
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const services = loadServices(args.target, args.protos);
@@ -325,7 +331,8 @@ async function main() {
     opponent: { kind: "OPPONENT_KIND_OPEN", private: true },
     seat_options: { auto_claim: true, display_name: "node" }, seat_secret: seatSecret() });
     console.log(`invite code: ${created.invite_code} (your friend runs: ` +
-      `BATTLELINE_INVITE=${created.invite_code} node play.js --target ${args.target})`);
+      `BATTLELINE_INVITE=${shellQuoted(created.invite_code)} node play.js --target ` +
+      `${shellQuoted(args.target)})`);
     outcome = await playOneSeat(new Seat(services, created.match_id, created.seat_token),
       args.timeoutS);
   } else if (args.join) {

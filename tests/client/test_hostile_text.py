@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import subprocess
 from collections.abc import Iterator
 from concurrent import futures
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -45,7 +47,9 @@ from battleline_client.errors import BattleLineError
 PAYLOAD = "A\x1b]0;owned\x1b\\B\x1b[2J\x9b2JC\x07\nD"
 POSITION = "1\nruleset: standard\n"  # a position is several lines: they stay
 MARKUP = "m1 [/bold][link=https://evil.example]x[/link]"
-INVITE = "[/bold][link=https://evil.example]ABC-123[/link]"
+# Markup, and shell syntax for the line a friend pastes (twenty-eighth audit: `$(...)`
+# ran its command in the friend's shell).
+INVITE = "[/bold][link=https://evil.example]ABC-123[/link]$(echo>owned)`echo>owned`'\"x"
 FLOODED_FLAG = 100_000
 FLOODED_REVIEW = 20_000  # moves, 2.6 MB: under gRPC's 4 MB
 
@@ -216,7 +220,23 @@ def test_an_invite_code_is_printed_as_text_not_markup(hostile: str) -> None:
                            terminal_width=200)
     assert result.exit_code == 0, result.output
     _no_escape(result.output)
-    assert f"invite code: {INVITE} (your friend runs:" in result.output
+    assert f"invite code: {INVITE} (your friend runs:" in result.output.replace("\n", "")
+
+
+def test_the_line_a_friend_pastes_runs_nothing_of_the_servers(hostile: str,
+                                                               tmp_path: Path) -> None:
+    """Twenty-eighth audit: `--friend` printed the server's invite code unquoted into the
+    command it tells the friend to run; a code `$(...)` ran in the friend's shell. The line
+    pasted into a shell now hands the code over as it is, and runs nothing else."""
+    result = runner.invoke(app, ["play", "--friend", "--target", hostile, "--wait", "1"],
+                           env={"COLUMNS": "1000"})
+    line = result.output.split("(your friend runs: ", 1)[1].split("\n", 1)[0].removesuffix(")")
+    assert line.count(" battleline play --target ") == 1, line
+    pasted = line.replace(" battleline play ", " printenv BATTLELINE_INVITE # ")
+    ran = subprocess.run(["sh", "-c", pasted], cwd=tmp_path, capture_output=True, text=True,
+                         check=True)
+    assert ran.stdout == INVITE + "\n"
+    assert not (tmp_path / "owned").exists()
 
 
 def test_a_legal_action_or_a_match_id_is_shown_as_text_and_duplicates_are_one() -> None:

@@ -10,18 +10,21 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
+from concurrent import futures
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 import pytest
 
+from battleline.v1 import lobby_pb2, lobby_pb2_grpc, types_pb2
 from battleline_client.bots import choose
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 from battleline_client.errors import BattleLineError
 from battleline_host.local import LocalService
 from tests.ai.service_harness import WITH_AI, start_worker, stop
+from tests.client.test_hostile_text import INVITE
 
 T = TypeVar("T")
 NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
@@ -155,3 +158,34 @@ def test_node_client_cancels_a_friends_match_nobody_joined(node_modules: Path,
     with Client(service.address) as client, pytest.raises(BattleLineError) as refused:
         client.join(invite_code=found.group(1), name="late")
     assert refused.value.reason in ("cancelled", "invite-not-found"), refused.value
+
+
+class _HostileLobby(lobby_pb2_grpc.LobbyServiceServicer):
+    """Answers a create with an invite code in shell syntax; every other call is
+    UNIMPLEMENTED."""
+
+    def CreateMatch(self, request: Any, context: Any) -> lobby_pb2.CreateMatchResponse:
+        return lobby_pb2.CreateMatchResponse(match_id="m1", seat_token="t" * 32,
+                                             seat=types_pb2.SEAT_FIRST, invite_code=INVITE)
+
+
+def test_the_line_a_friend_pastes_runs_nothing_of_the_servers(node_modules: Path,
+                                                               tmp_path: Path) -> None:
+    """Twenty-eighth audit (as `battleline play`'s, tests/client/test_hostile_text.py): the
+    example printed the server's invite code unquoted into the command a friend runs."""
+    server = grpc.server(futures.ThreadPoolExecutor(2))
+    lobby_pb2_grpc.add_LobbyServiceServicer_to_server(_HostileLobby(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        done = subprocess.run(["node", str(NODE_DIR / "play.js"), "--target",
+                               f"127.0.0.1:{port}", "--friend", "--timeout", "1"],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        server.stop(0)
+    line = done.stdout.split("(your friend runs: ", 1)[1].split("\n", 1)[0].removesuffix(")")
+    pasted = line.replace(" node play.js ", " printenv BATTLELINE_INVITE # ")
+    ran = subprocess.run(["sh", "-c", pasted], cwd=tmp_path, capture_output=True, text=True,
+                         check=True)
+    assert ran.stdout == INVITE + "\n"
+    assert not (tmp_path / "owned").exists()

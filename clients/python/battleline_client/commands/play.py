@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -478,11 +479,10 @@ def play(
                                         ruleset=ruleset, name=name, auto_claim=auto_claim,
                                         seat="random")
                 _keep(term, kept, created.seat, "a friend" if friend else f"AI level {level}")
-                if friend:  # the server's text: never markup
-                    code = escape(created.invite_code)
-                    console.print(f"invite code: [bold]{code}[/] (your friend runs: "
-                                  f"{INVITE_ENV}={code} battleline play --target "
-                                  f"{escape(target)})")
+                if friend:  # the server's text: never markup, never shell syntax
+                    code = created.invite_code
+                    console.print(f"invite code: [bold]{escape(code)}[/] (your friend runs: "
+                                  f"{escape(_shell_line(code, target))})")
                 final = play_remote(term, client.seat(created.seat), wait)
             term.final(final)
     except BattleLineError as err:
@@ -500,6 +500,13 @@ def play(
     finally:
         if service is not None:
             service.stop()
+
+
+def _shell_line(code: str, target: str) -> str:
+    """The command a friend pastes to join, each value quoted: the code is the server's
+    text, and a hostile one (`$(...)`) ran its own command in the friend's shell."""
+    return (f"{INVITE_ENV}={shlex.quote(code)} battleline play --target "
+            f"{shlex.quote(target)}")
 
 
 def _keep(term: Terminal, kept: SavedSeats | None, handle: SeatHandle, against: str) -> None:
