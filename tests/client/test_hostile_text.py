@@ -239,6 +239,59 @@ def test_the_line_a_friend_pastes_runs_nothing_of_the_servers(hostile: str,
     assert not (tmp_path / "owned").exists()
 
 
+class _Stalled(lobby_pb2_grpc.LobbyServiceServicer, game_pb2_grpc.GameServiceServicer,
+               watch_pb2_grpc.WatchServiceServicer):
+    """A server whose match never moves: the other seat's turn in every view, a stream
+    that ends at once with OK; it counts the views asked."""
+
+    def __init__(self) -> None:
+        self.views = 0
+
+    def CreateMatch(self, request: Any, context: Any) -> lobby_pb2.CreateMatchResponse:
+        return lobby_pb2.CreateMatchResponse(match_id="m1", seat_token="t" * 32,
+                                             other_seat_token="u" * 32,
+                                             seat=types_pb2.SEAT_FIRST)
+
+    def GetView(self, request: Any, context: Any) -> game_pb2.GetViewResponse:
+        self.views += 1
+        view = types_pb2.MatchView(match_id="m1", phase=types_pb2.MATCH_PHASE_PLAYING,
+                                   current_seat=types_pb2.SEAT_SECOND)
+        view.players.add(seat=types_pb2.SEAT_FIRST, occupied=True)
+        view.players.add(seat=types_pb2.SEAT_SECOND, occupied=True)
+        return game_pb2.GetViewResponse(view=view)
+
+    def Resign(self, request: Any, context: Any) -> game_pb2.ResignResponse:
+        return game_pb2.ResignResponse()
+
+    def Watch(self, request: Any, context: Any) -> Iterator[watch_pb2.WatchResponse]:
+        return iter(())
+
+
+@pytest.mark.parametrize("mode", ["--ai", "--local"])
+def test_a_match_that_never_moves_ends_the_game_with_a_word_not_a_loop(mode: str) -> None:
+    """Twenty-eighth audit: a stream ended with OK in a match going on (the engine ends
+    one only with its match) left `play` asking for views without pause (6,800 GetView
+    calls and as many printed lines in 5 s), and `--local` did the same while neither
+    seat might move; a local match without its second seat's token ended in a
+    traceback."""
+    stalled = _Stalled()
+    server = grpc.server(futures.ThreadPoolExecutor(4))
+    lobby_pb2_grpc.add_LobbyServiceServicer_to_server(stalled, server)
+    game_pb2_grpc.add_GameServiceServicer_to_server(stalled, server)
+    watch_pb2_grpc.add_WatchServiceServicer_to_server(stalled, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        result = runner.invoke(app, ["play", mode, *(["1"] if mode == "--ai" else []),
+                                     "--target", f"127.0.0.1:{port}",
+                                     "--state-dir", os.devnull + "-none"],
+                               terminal_width=200)
+    finally:
+        server.stop(0)
+    assert result.exit_code == 1, result.output
+    assert "unexpected-answer" in result.output
+    assert stalled.views <= 4, stalled.views
+    assert result.output.count("waiting for") <= 2, result.output
 def test_a_legal_action_or_a_match_id_is_shown_as_text_and_duplicates_are_one() -> None:
     """Thirteenth audit: a legal action's verb and the board's title (the match id) went
     into rich as markup (a MarkupError traceback, or a hidden link); two equal legal

@@ -210,7 +210,8 @@ def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool
     """Both seats on this terminal, taking turns."""
     created = client.create(opponent="local", ruleset=ruleset, auto_claim=auto_claim,
                             clock="none", seed=seed)
-    assert created.other is not None
+    if created.other is None:
+        raise _unexpected("made a local match without its second seat")
     seats = [client.seat(created.seat), client.seat(created.other)]
     term.playing = seats[0]
     views = [seat.view() for seat in seats]
@@ -220,6 +221,8 @@ def play_hot_seat(term: Terminal, client: Client, ruleset: str, auto_claim: bool
         i = next((i for i, v in enumerate(views) if is_my_turn(v)), None)
         if i is None:  # neither can act on what we hold: refresh both
             views = [seat.view() for seat in seats]
+            if not is_finished(views[0]) and not any(is_my_turn(v) for v in views):
+                raise _unexpected("says neither seat may move in a match going on")
             continue
         who = f"{tui.SEAT_NAMES.get(seats[i].handle.seat, '?')} seat"
         if i != last:
@@ -385,9 +388,17 @@ def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchVie
                 view = seat.last_view or message.view
                 if is_my_turn(view) or is_finished(view):
                     break
-        else:
+        else:  # the stream is over: the engine ends it with the match, and only then
             view = seat.view()
+            if not (is_finished(view) or is_my_turn(view)):
+                raise _unexpected("ended the match's stream while the match goes on")
     return view
+
+
+def _unexpected(what: str) -> BattleLineError:
+    """An answer no engine gives (a broken or hostile server): the game stops with a
+    word, never a traceback or a loop asking again without end (twenty-eighth audit)."""
+    return BattleLineError(f"the engine {what}", reason="unexpected-answer")
 
 
 def play(
