@@ -422,23 +422,50 @@ def test_a_port_in_use_is_said_in_one_line(command: str, flag: str, redis_url: s
     assert flag in said[0] and "Traceback" not in result.stderr, result.stderr
 
 
-def test_two_serves_started_at_once_cannot_both_claim_a_shared_port() -> None:
+def test_two_serves_started_at_once_cannot_both_claim_a_shared_port(tmp_path: Path) -> None:
     """Two `serve --workers 2` started 0.3 s apart both passed the probe before either
     bound (eighteenth audit: 8 of 12 matches read back unknown): the first holds a lock
     of the port while it runs, which the second cannot take."""
     from battleline_engine.listening import CannotListen, claim_shared_port
 
-    port = free_port()
-    first = claim_shared_port("127.0.0.1", port)
-    assert first is not None
+    port, folders = free_port(), [tmp_path / "locks"]
+    first = claim_shared_port("127.0.0.1", port, folders)
+    assert len(first) == 1
     try:
         with pytest.raises(CannotListen, match="another serve holds it"):
-            claim_shared_port("127.0.0.1", port)
+            claim_shared_port("127.0.0.1", port, folders)
     finally:
-        first.close()
-    again = claim_shared_port("127.0.0.1", port)  # free once the first serve is gone
-    assert again is not None
-    again.close()
+        first[0].close()
+    again = claim_shared_port("127.0.0.1", port, folders)  # free once the first is gone
+    assert len(again) == 1
+    again[0].close()
+
+
+def test_a_lock_directory_another_user_made_first_leaves_the_runtime_ones_lock(
+        tmp_path: Path) -> None:
+    """Twenty-eighth audit: the lock's directory has a fixed name in /tmp, so another
+    user who made it first switched the lock off without a word. The user's runtime
+    directory ($XDG_RUNTIME_DIR), which no one else can write, holds one too."""
+    from battleline_engine.listening import CannotListen, claim_shared_port, port_lock_dirs
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make a directory as another user")
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    folders = port_lock_dirs({"XDG_RUNTIME_DIR": str(runtime)})
+    assert folders[-1] == runtime / "battleline-ports"
+    squatted = tmp_path / "squatted"
+    squatted.mkdir(mode=0o777)
+    os.chown(squatted, 65534, 65534)  # another user's, as if made first in /tmp
+    port = free_port()
+    assert claim_shared_port("127.0.0.1", port, [squatted]) == []  # no lock of its own
+    first = claim_shared_port("127.0.0.1", port, [squatted, folders[-1]])
+    try:
+        assert len(first) == 1
+        with pytest.raises(CannotListen, match="another serve holds it"):
+            claim_shared_port("127.0.0.1", port, [squatted, folders[-1]])
+    finally:
+        first[0].close()
 
 
 @pytest.mark.parametrize(("command", "args"), [

@@ -6,6 +6,8 @@ MAX_CALLS for its options' defaults before it loads the engine."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -86,30 +88,51 @@ def host_port(host: str, port: int) -> str:
     return f"{bracketed(host)}:{port}"
 
 
-def claim_shared_port(host: str, port: int) -> IO[bytes] | None:
+def claim_shared_port(host: str, port: int, lock_dirs: Sequence[Path]) -> list[IO[bytes]]:
     """For `serve --workers N`, whose engines bind their port with SO_REUSEPORT: that
     would let a second serve's engines in beside them without a word, and an operator's
     two serves then split one port's calls between two stores (7 of 12 matches read back
     as unknown). Raise CannotListen if this user's other serve holds the port (a lock it
     keeps while it runs: two serves started at once both passed a probe alone) or some
-    socket is bound there. Returns the lock, to keep open while the engines run."""
+    socket is bound there. Returns the locks, to keep open while the engines run: one in
+    each of `lock_dirs` that is this user's own (another user may make a fixed name in
+    /tmp first: twenty-eighth audit); none if no directory is (the probe alone guards)."""
     if port == 0:
-        return None
-    lock = _port_lock(port)
-    refuse_if_bound(host, port)
-    return lock
+        return []
+    locks: list[IO[bytes]] = []
+    try:
+        for folder in lock_dirs:
+            lock = _port_lock(folder, port)
+            if lock is not None:
+                locks.append(lock)
+        refuse_if_bound(host, port)
+    except CannotListen:
+        for lock in locks:
+            lock.close()
+        raise
+    return locks
 
 
-def _port_lock(port: int) -> IO[bytes] | None:
-    """This user's lock of `port` (sharing a SO_REUSEPORT port needs the same user), or
-    None where its directory is not this user's own (the probe alone then guards)."""
+def port_lock_dirs(environ: Mapping[str, str]) -> list[Path]:
+    """Where `serve` keeps its port locks: a fixed name in the temporary directory (every
+    serve of this user finds it, whatever its environment) and the user's runtime
+    directory, $XDG_RUNTIME_DIR, where set (no other user can make a name there first)."""
+    import os
+    import tempfile
+
+    folders = [Path(tempfile.gettempdir()) / f"battleline-ports-{os.geteuid()}"]
+    if environ.get("XDG_RUNTIME_DIR"):
+        folders.append(Path(environ["XDG_RUNTIME_DIR"]) / "battleline-ports")
+    return folders
+
+
+def _port_lock(folder: Path, port: int) -> IO[bytes] | None:
+    """This user's lock of `port` in `folder` (sharing a SO_REUSEPORT port needs the same
+    user), or None where that directory is not this user's own."""
     import fcntl
     import os
     import stat
-    import tempfile
-    from pathlib import Path
 
-    folder = Path(tempfile.gettempdir()) / f"battleline-ports-{os.geteuid()}"
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
         info = folder.lstat()

@@ -27,6 +27,7 @@ from battleline_engine.listening import (
     MAX_CONNECTIONS,
     claim_shared_port,
     is_loopback_host,
+    port_lock_dirs,
 )
 from battleline_engine.socket_dirs import private_socket_dir, remove_socket_dir
 from battleline_gateway.limits import WebLimits
@@ -231,10 +232,14 @@ def serve(
         raise typer.BadParameter("--clock: per-move or per-game")
     if redis_client not in ("lean", "redis-py"):
         raise typer.BadParameter("--redis-client: lean or redis-py")
-    port_lock = None  # held while this serve runs: its --workers own the port
+    port_locks = []  # held while this serve runs: its --workers own the port
     if workers > 1 and not shared_port:
         with one_line_when_cannot_listen("serve", "--port"):
-            port_lock = claim_shared_port(host, port)
+            port_locks = claim_shared_port(host, port, port_lock_dirs(os.environ))
+        if not port_locks:
+            log.warning("no lock of port %d (no directory for it is this user's own): "
+                        "two serves started at once on it are kept apart by a probe alone",
+                        port)
     if not redis_url:
         embedded = EmbeddedRedis(data_dir)
         with _own_data_dir():
@@ -310,8 +315,8 @@ def serve(
             embedded.stop()
         if ai_socket is not None:
             remove_socket_dir(ai_socket.parent)
-        if port_lock is not None:
-            port_lock.close()
+        for lock in port_locks:
+            lock.close()
 
 
 async def _run(
