@@ -76,6 +76,10 @@ def test_parse_choice_reads_numbers_and_notation() -> None:
     assert tui.parse_choice("3", legal) is None and tui.parse_choice("  ", legal) is None
     assert tui.parse_choice("play R7@3, draw troop", legal) == ["play R7@3", "draw troop"]
     assert tui.parse_choice("claim 4; draw tactic", legal) == ["claim 4", "draw tactic"]
+    # Short forms in a list too, and a deck alone as the "you can" line shows it after
+    # `draw` (a newcomer's walkthrough: both were refused as malformed).
+    assert tui.parse_choice("R7 3, troop", legal) == ["play R7@3", "draw troop"]
+    assert tui.parse_choice("Tactic", legal) == ["draw tactic"]
 
 
 def test_a_card_then_a_flag_is_a_move() -> None:

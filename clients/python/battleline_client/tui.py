@@ -595,17 +595,26 @@ _CARD_AND_FLAG = re.compile(r"(\S+)\s+(\d+)$")
 
 
 def parse_choice(text: str, legal: Sequence[str]) -> list[str] | None:
-    """What the player typed: a number from the list, a card and a flag ("R7 3"), or
-    actions in the notation separated by commas ("play R7@3, draw troop"); None for an
-    empty line or a number out of range. Notation is passed on as typed: the engine is
-    the judge."""
+    """What the player typed: a number from the list, or actions separated by commas, each
+    in the notation ("play R7@3, draw troop") or short ("R7 3, troop"); None for an empty
+    line or a number out of range. Notation is passed on as typed: the engine is the
+    judge."""
     text = text.strip()
     if not text:
         return None
     if text.isdigit():
         n = int(text)
         return [legal[n - 1]] if 1 <= n <= len(legal) else None
-    short = _CARD_AND_FLAG.match(text)
+    return [_written_out(part.strip()) for part in text.replace(";", ",").split(",")
+            if part.strip()]
+
+
+def _written_out(part: str) -> str:
+    """One action in the notation: a card and a flag ("R7 3") is its play, a deck alone
+    ("troop", as the "you can" line shows it after `draw`) is its draw."""
+    short = _CARD_AND_FLAG.match(part)
     if short and short.group(1).lower() not in ("claim", "redeploy", "traitor"):
-        return [f"play {short.group(1).upper()}@{short.group(2)}"]
-    return [part.strip() for part in text.replace(";", ",").split(",") if part.strip()]
+        return f"play {short.group(1).upper()}@{short.group(2)}"
+    if part.lower() in ("troop", "tactic"):
+        return f"draw {part.lower()}"
+    return part

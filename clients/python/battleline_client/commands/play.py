@@ -52,7 +52,8 @@ HELP = """\
 [bold]Actions[/]:
   play R7@3            put R7 on your side of flag 3 (play FOG@5 likewise; play SCOUT)
   claim 4              claim flag 4 (offered only when it can be proven: the proof is shown)
-  draw troop           draw from the troop deck and end your turn (draw tactic likewise)
+  draw troop           draw from the troop deck and end your turn (draw tactic likewise;
+                       troop or tactic alone, as the "you can" line shows them)
   end                  end the turn without drawing (a hand of seven, as after Scout, or
                        both decks empty)
   pass                 play no card (only when you cannot place a troop card)
@@ -60,7 +61,7 @@ HELP = """\
   deserter B4@2        discard the opponent's B4 from flag 2
   traitor B4@2 6       take the opponent's B4 from flag 2 onto your side of flag 6
   scout-draw troop / scout-return R3 / mud-discard R4@6   Scout's and Mud's steps
-Several at once, separated by commas: [bold]play R7@3, draw troop[/].
+Several at once, separated by commas: [bold]play R7@3, draw troop[/] (or [bold]R7 3, troop[/]).
 [bold]list[/] shows the legal actions again; [bold]hint[/] asks the hosted AI what it would play
 (where the engine runs its AI service; not between two people; from your hint budget);
 [bold]resign[/] gives up the match (asks first); Ctrl-C (or Ctrl-D) leaves the table and
