@@ -292,6 +292,55 @@ def test_a_match_that_never_moves_ends_the_game_with_a_word_not_a_loop(mode: str
     assert "unexpected-answer" in result.output
     assert stalled.views <= 4, stalled.views
     assert result.output.count("waiting for") <= 2, result.output
+class _Flapping(game_pb2_grpc.GameServiceServicer, watch_pb2_grpc.WatchServiceServicer):
+    """A stream that sends its snapshot, then fails UNAVAILABLE, every time it is opened;
+    the match goes on in every view. It counts the streams opened."""
+
+    def __init__(self) -> None:
+        self.streams = 0
+
+    def GetView(self, request: Any, context: Any) -> game_pb2.GetViewResponse:
+        view = types_pb2.MatchView(match_id="m1", phase=types_pb2.MATCH_PHASE_PLAYING,
+                                   last_event_number=3)
+        return game_pb2.GetViewResponse(view=view)
+
+    def Watch(self, request: Any, context: Any) -> Iterator[watch_pb2.WatchResponse]:
+        self.streams += 1
+        yield watch_pb2.WatchResponse(snapshot=types_pb2.MatchView(
+            match_id="m1", phase=types_pb2.MATCH_PHASE_PLAYING, last_event_number=3))
+        context.abort(grpc.StatusCode.UNAVAILABLE, "gone again")
+
+
+def test_a_stream_that_fails_after_its_snapshot_each_time_is_given_up() -> None:
+    """Re-test of the twenty-eighth audit: any message, a snapshot sent again included,
+    reset the count of reconnects, so a server failing each stream after its snapshot
+    had `watch` reconnect without end (130 streams and 910 printed lines in 10 s). Only a
+    new event counts as progress now, in both clients."""
+    flapping = _Flapping()
+    server = grpc.server(futures.ThreadPoolExecutor(4))
+    game_pb2_grpc.add_GameServiceServicer_to_server(flapping, server)
+    watch_pb2_grpc.add_WatchServiceServicer_to_server(flapping, server)
+    target = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    server.start()
+
+    async def watched_asynchronously() -> None:
+        async with AsyncClient(target) as aio:
+            async for _ in aio.watch("m1", max_reconnects=2):
+                pass
+
+    try:
+        with Client(target) as client, pytest.raises(BattleLineError) as failed:
+            for _ in client.watch("m1", max_reconnects=2):
+                pass
+        assert failed.value.code == grpc.StatusCode.UNAVAILABLE
+        assert flapping.streams == 3  # the first, and two reconnects
+        with pytest.raises(BattleLineError):
+            asyncio.run(watched_asynchronously())
+        assert flapping.streams == 6
+    finally:
+        server.stop(0)
+
+
 def test_a_legal_action_or_a_match_id_is_shown_as_text_and_duplicates_are_one() -> None:
     """Thirteenth audit: a legal action's verb and the board's title (the match id) went
     into rich as markup (a MarkupError traceback, or a hidden link); two equal legal

@@ -190,10 +190,11 @@ class AsyncClient:
                 call = self._watch.Watch(cursor.request(), metadata=common.metadata(token))
                 async for response in call:
                     printable(response)
-                    if failures:
+                    if not cursor.accept(response):
+                        continue
+                    if failures and response.HasField("event"):  # not a snapshot again
                         delays, failures = common.backoff(), 0
-                    if cursor.accept(response):
-                        yield response
+                    yield response
                 return  # the server ends the stream once the match is over
             except (grpc.RpcError, BattleLineError) as err:
                 error = err if isinstance(err, BattleLineError) else from_rpc_error(err)

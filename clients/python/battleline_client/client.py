@@ -188,7 +188,9 @@ class Client:
         and anything already given is skipped, so each event is yielded exactly
         once (if the server no longer keeps the missing events, a fresh snapshot
         is yielded instead). Gives up with a typed error after `max_reconnects`
-        failures in a row, or at once on a code that retrying cannot fix.
+        failures with no new event between them (a snapshot sent again is none: a
+        server that sent one and failed, each time, was reconnected to without end),
+        or at once on a code that retrying cannot fix.
         """
         cursor = WatchCursor(match_id, include_views, resume_after)
         delays, failures = common.backoff(), 0
@@ -200,10 +202,11 @@ class Client:
                 call = self._watch.Watch(cursor.request(), metadata=common.metadata(token))
                 for response in call:
                     printable(response)
-                    if failures:
+                    if not cursor.accept(response):
+                        continue
+                    if failures and response.HasField("event"):  # not a snapshot again
                         delays, failures = common.backoff(), 0
-                    if cursor.accept(response):
-                        yield response
+                    yield response
                 return  # the server ends the stream once the match is over
             except (grpc.RpcError, BattleLineError) as err:
                 error = err if isinstance(err, BattleLineError) else from_rpc_error(err)
