@@ -103,8 +103,10 @@ def _review() -> record_pb2.GetReviewResponse:
 
 class _Lobby(lobby_pb2_grpc.LobbyServiceServicer):
     def CreateMatch(self, request: Any, context: Any) -> lobby_pb2.CreateMatchResponse:
+        # The invite code: the creator's name where one is given (a test picks it).
+        code = request.seat_options.display_name or INVITE
         return lobby_pb2.CreateMatchResponse(match_id="m1", seat_token="t" * 32,
-                                             seat=types_pb2.SEAT_FIRST, invite_code=INVITE)
+                                             seat=types_pb2.SEAT_FIRST, invite_code=code)
 
 
 class _Game(game_pb2_grpc.GameServiceServicer):
@@ -220,23 +222,31 @@ def test_an_invite_code_is_printed_as_text_not_markup(hostile: str) -> None:
                            terminal_width=200)
     assert result.exit_code == 0, result.output
     _no_escape(result.output)
-    assert f"invite code: {INVITE} (your friend runs:" in result.output.replace("\n", "")
+    told = result.output.replace("\n", "")
+    assert f"invite code: {INVITE}" in told
+    # Shell syntax and all (twenty-eighth audit): no command line is made of it.
+    assert "your friend runs" not in told and "tell your friend the code, not a command" in told
 
 
 def test_the_line_a_friend_pastes_runs_nothing_of_the_servers(hostile: str,
                                                                tmp_path: Path) -> None:
     """Twenty-eighth audit: `--friend` printed the server's invite code unquoted into the
-    command it tells the friend to run; a code `$(...)` ran in the friend's shell. The line
-    pasted into a shell now hands the code over as it is, and runs nothing else."""
-    result = runner.invoke(app, ["play", "--friend", "--target", hostile, "--wait", "1"],
-                           env={"COLUMNS": "1000"})
-    line = result.output.split("(your friend runs: ", 1)[1].split("\n", 1)[0].removesuffix(")")
+    command it tells the friend to run (a code `$(...)` ran in the friend's shell); then,
+    quoted, rich wrapped the line at 80 columns where it chose, outside the quotes too, and
+    read `:smile:` as an emoji. A plain code of any length now comes on one line, as it
+    is; the line pasted into a shell hands it over and runs nothing else."""
+    code = "A" * 60 + "-_x9"
+    result = runner.invoke(app, ["play", "--friend", "--target", hostile, "--wait", "1",
+                                 "--name", code], env={"COLUMNS": "80"})
+    line = result.output.split("your friend runs: ", 1)[1].split("\n", 1)[0]
     assert line.count(" battleline play --target ") == 1, line
     pasted = line.replace(" battleline play ", " printenv BATTLELINE_INVITE # ")
     ran = subprocess.run(["sh", "-c", pasted], cwd=tmp_path, capture_output=True, text=True,
                          check=True)
-    assert ran.stdout == INVITE + "\n"
-    assert not (tmp_path / "owned").exists()
+    assert ran.stdout == code + "\n"
+    emoji = runner.invoke(app, ["play", "--friend", "--target", hostile, "--wait", "1",
+                                "--name", "AB:smile:CD"], env={"COLUMNS": "80"})
+    assert "invite code: AB:smile:CD" in emoji.output and "your friend runs" not in emoji.output
 
 
 class _Stalled(lobby_pb2_grpc.LobbyServiceServicer, game_pb2_grpc.GameServiceServicer,

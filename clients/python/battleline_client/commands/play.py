@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import time
 from collections import deque
@@ -492,9 +493,7 @@ def play(
                                         seat="random")
                 _keep(term, kept, created.seat, "a friend" if friend else f"AI level {level}")
                 if friend:  # the server's text: never markup, never shell syntax
-                    code = created.invite_code
-                    console.print(f"invite code: [bold]{escape(code)}[/] (your friend runs: "
-                                  f"{escape(_shell_line(code, target))})")
+                    _tell_invite(console, created.invite_code, target)
                 final = play_remote(term, client.seat(created.seat), wait)
             term.final(final)
     except BattleLineError as err:
@@ -514,11 +513,23 @@ def play(
             service.stop()
 
 
-def _shell_line(code: str, target: str) -> str:
-    """The command a friend pastes to join, each value quoted: the code is the server's
-    text, and a hostile one (`$(...)`) ran its own command in the friend's shell."""
-    return (f"{INVITE_ENV}={shlex.quote(code)} battleline play --target "
-            f"{shlex.quote(target)}")
+# An invite code a shell line carries as it is (the engine's are ten letters and digits).
+PLAIN_CODE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _tell_invite(console: Console, code: str, target: str) -> None:
+    """The invite code, and the command the friend pastes to join. The code is the
+    server's text: a hostile `$(...)` ran in the friend's shell, and even quoted, rich's
+    wrapping broke the line where it chose (twenty-eighth audit). So the line is only
+    for a plain code, the target quoted, never wrapped (a terminal copies a soft-wrapped
+    line whole), without emoji codes; a code of other characters is told as text only."""
+    console.print(f"invite code: [bold]{escape(code)}[/]", emoji=False)
+    if PLAIN_CODE.fullmatch(code):
+        console.print(f"your friend runs: {INVITE_ENV}={code} battleline play --target "
+                      f"{escape(shlex.quote(target))}", soft_wrap=True, emoji=False)
+    else:
+        console.print("[yellow]that is no invite code this engine's kind makes (letters and "
+                       "digits): tell your friend the code, not a command with it[/]")
 
 
 def _keep(term: Terminal, kept: SavedSeats | None, handle: SeatHandle, against: str) -> None:
