@@ -65,6 +65,9 @@ def test_the_owners_of_what_a_loopback_target_reaches(tmp_path: Path) -> None:
     assert listening_uids("127.0.0.2:50052", proc_net) == {1002}
     assert listening_uids("127.0.0.1:6000", proc_net) == {1003}  # the wildcard
     assert listening_uids("127.0.0.1:7000", proc_net) == set()  # nothing listens
+    # ... but a listener since gone accepted a connection there (a channel may hold it)
+    assert listening_uids("127.0.0.1:7000", proc_net, accepted=True) == {1004}
+    assert listening_uids("127.0.0.1:50051", proc_net, accepted=True) == {1001}
     assert listening_uids("[::1]:8000", proc_net) == {1005, 1006}
     assert listening_uids("127.0.0.1:8000", proc_net) == {1006}  # dual-stack wildcard
     assert listening_uids("127.0.0.1:9000", proc_net) == {1007}  # IPv4 on an IPv6 socket
@@ -311,3 +314,88 @@ def test_a_game_going_on_sends_nothing_to_whoever_takes_the_stopped_engines_port
     else:
         # The view, and the view the stream's reconnect asks first (is the match over?)
         assert calls.count(created.seat.token) >= 2, calls
+
+
+# A squatter that takes the port as `uid` and accepts one connection (the channel's own
+# reconnect in the background), then closes its listener, so nothing of its listens
+# there, and relays the connection to a logging gRPC server of its own on `log_port`
+# (the re-test of the twenty-eighth audit's fix).
+RELAY = textwrap.dedent("""
+    import os, socket, sys, threading, time
+    from concurrent import futures
+    import grpc
+
+    class Log(grpc.GenericRpcHandler):
+        def service(self, details):
+            print(details.method, dict(details.invocation_metadata), flush=True)
+            return None
+
+    port, log_port, uid = (int(arg) for arg in sys.argv[1:4])
+    server = grpc.server(futures.ThreadPoolExecutor(4))
+    server.add_generic_rpc_handlers([Log()])
+    "x".encode("idna")  # loaded before the user changes
+    os.setgid(uid)
+    os.setuid(uid)
+    server.add_insecure_port(f"127.0.0.1:{log_port}")
+    server.start()
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(8)
+    print("ready", flush=True)
+    accepted, _ = listener.accept()
+    listener.close()
+    upstream = socket.create_connection(("127.0.0.1", log_port))
+    print("accepted", flush=True)
+
+    def pump(source, sink):
+        with_data = True
+        while with_data:
+            data = source.recv(65536)
+            with_data = bool(data)
+            sink.sendall(data)
+
+    threading.Thread(target=pump, args=(accepted, upstream), daemon=True).start()
+    threading.Thread(target=pump, args=(upstream, accepted), daemon=True).start()
+    time.sleep(120)
+""")
+
+
+@pytest.mark.parametrize("checked", [True, False], ids=["the commands' client", "unchecked"])
+def test_a_connection_a_squatter_accepted_and_kept_is_sent_nothing(
+        redis_url: str, tmp_path: Path, checked: bool) -> None:
+    """Re-test of the fix above: gRPC reconnects in the background, and a squatter that
+    accepted that connection and closed its listener was sent the next call, the check
+    having found nothing listening. The connections accepted on the port count too."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the squatter as another user")
+    port, log_port = free_port(), free_port()
+    address = f"127.0.0.1:{port}"
+    engine = LocalService(redis_url, port=port)
+    engine.start()
+    script = tmp_path / "relay.py"
+    script.write_text(RELAY)
+    squatter = None
+    client = options.client(address) if checked else Client(address)
+    try:
+        seat = client.seat(client.create(opponent="local", clock="none").seat)
+        seat.view()
+        engine.stop()
+        with pytest.raises(BattleLineError):  # nothing there: the channel tries again
+            client.view(seat.handle.match_id, seat.handle.token, resend=False)
+        squatter = subprocess.Popen([sys.executable, str(script), str(port), str(log_port),
+                                     "65534"], stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+        assert squatter.stdout is not None
+        for expected in ("ready", "accepted"):  # the channel's own reconnect, unasked
+            assert squatter.stdout.readline().strip() == expected
+        with contextlib.suppress(BattleLineError):
+            seat.view()
+    finally:
+        client.close()
+        engine.stop()
+        if squatter is not None:
+            squatter.kill()
+    assert squatter is not None
+    calls, _ = squatter.communicate(timeout=10)
+    assert (seat.handle.token in calls) is not checked, calls

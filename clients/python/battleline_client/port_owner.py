@@ -37,8 +37,10 @@ LOOPBACK_V6 = ipaddress.IPv6Address("::1")
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-def _listeners(proc_net: Path) -> list[tuple[Address, int, int]] | None:
-    """(address, port, uid) of every listening TCP socket; None if /proc tells nothing."""
+def _listeners(proc_net: Path, accepted: bool = False) -> list[tuple[Address, int, int]] | None:
+    """(address, port, uid) of every listening TCP socket, and with `accepted` of every
+    other socket too (one a listener accepted is bound where the listener was); None if
+    /proc tells nothing."""
     found: list[tuple[Address, int, int]] = []
     told = False
     for name in ("tcp", "tcp6"):
@@ -49,7 +51,7 @@ def _listeners(proc_net: Path) -> list[tuple[Address, int, int]] | None:
         told = True
         for line in lines:
             fields = line.split()
-            if len(fields) < 8 or fields[3] != LISTEN:
+            if len(fields) < 8 or not (accepted or fields[3] == LISTEN):
                 continue
             address_hex, port_hex = fields[1].split(":")
             raw = bytes.fromhex(address_hex)  # 32-bit words, each in the host's byte order
@@ -120,11 +122,14 @@ def _addresses(host: str, port: int) -> set[Address] | None:
     return {ipaddress.ip_address(str(answer[4][0]).split("%")[0]) for answer in answers}
 
 
-def listening_uids(target: str, proc_net: Path = Path("/proc/net")) -> set[int] | None:
+def listening_uids(target: str, proc_net: Path = Path("/proc/net"), *,
+                   accepted: bool = False) -> set[int] | None:
     """The uids owning what a connection to `target` may reach on this machine; empty
     when nothing listens there now, or when nothing can be trusted there (an abstract
     unix socket, whose owner nothing tells; a form or a name the check cannot follow as
-    gRPC would); None when the target leads elsewhere, or this system does not tell."""
+    gRPC would); None when the target leads elsewhere, or this system does not tell.
+    With `accepted`, the owners of the connections accepted there too: a channel may hold
+    one a listener since gone accepted."""
     scheme = target.split(":", 1)[0].lower()
     if scheme == "unix":
         path = target.split(":", 1)[1].removeprefix("//")
@@ -139,7 +144,7 @@ def listening_uids(target: str, proc_net: Path = Path("/proc/net")) -> set[int] 
     addresses = _addresses(host, port)
     if addresses is None:
         return set()
-    listeners = _listeners(proc_net)
+    listeners = _listeners(proc_net, accepted)
     here = [address for address in addresses if _is_here(address)]
     if listeners is None or not here:
         return None
@@ -163,25 +168,29 @@ def may_take_token(target: str, engine_uid: int | None,
 
 
 class OwnerCheck(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
-    """A channel's calls go out only while no other user's process listens at `target`
-    than listened when the check began (besides this user's and root's).
+    """A channel's calls go out only while no other user's process listens at `target`,
+    or holds a connection accepted there, than did when the check began (besides this
+    user's and root's).
 
     Why: a channel reconnects to whatever listens on the port after the engine restarts,
     and every call of a game carries its seat's token: a local user who took the port in
-    that moment could read the player's hand and move for them. Nothing listening, or a
-    target the check cannot follow (see `listening_uids`), is let go: such a call fails,
-    or goes where the player pointed it, as it did before the check."""
+    that moment could read the player's hand and move for them. The accepted connections
+    count too: gRPC reconnects in the background, and a squatter that accepted that
+    connection and closed its listener was sent the next call (the audit's re-test).
+    Nothing there, or a target the check cannot follow (see `listening_uids`), is let go:
+    such a call fails, or goes where the player pointed it, as it did before the check."""
 
     def __init__(self, target: str, proc_net: Path = Path("/proc/net")) -> None:
         self.target, self.proc_net = target, proc_net
-        self.trusted = listening_uids(target, proc_net) or set()
+        self.trusted = listening_uids(target, proc_net, accepted=True) or set()
 
     def _check(self) -> None:
-        others = strangers(listening_uids(self.target, self.proc_net) or set()) - self.trusted
+        there = listening_uids(self.target, self.proc_net, accepted=True) or set()
+        others = strangers(there) - self.trusted
         if others:
             users = ", ".join(str(uid) for uid in sorted(others))
-            raise Unavailable(f"not sent: a process of another user (uid {users}) listens "
-                              f"on {self.target} now, not the engine this client began with",
+            raise Unavailable(f"not sent: a process of another user (uid {users}) is on "
+                              f"{self.target} now, not the engine this client began with",
                               reason="untrusted-listener")
 
     def intercept_unary_unary(self, continuation: Callable[..., Any],
