@@ -37,7 +37,7 @@ LOOPBACK_V6 = ipaddress.IPv6Address("::1")
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-def _listeners(proc_net: Path, accepted: bool = False) -> list[tuple[Address, int, int]] | None:
+def _sockets(proc_net: Path, accepted: bool = False) -> list[tuple[Address, int, int]] | None:
     """(address, port, uid) of every listening TCP socket, and with `accepted` of every
     other socket too (one a listener accepted is bound where the listener was); None if
     /proc tells nothing."""
@@ -144,12 +144,12 @@ def listening_uids(target: str, proc_net: Path = Path("/proc/net"), *,
     addresses = _addresses(host, port)
     if addresses is None:
         return set()
-    listeners = _listeners(proc_net, accepted)
+    sockets = _sockets(proc_net, accepted)
     here = [address for address in addresses if _is_here(address)]
-    if listeners is None or not here:
+    if sockets is None or not here:
         return None
-    return {uid for listening, bound_port, uid in listeners for address in here
-            if bound_port == port and listening in _reached(address)}
+    return {uid for bound, bound_port, uid in sockets for address in here
+            if bound_port == port and bound in _reached(address)}
 
 
 def strangers(uids: set[int], engine_uid: int | None = None) -> set[int]:
