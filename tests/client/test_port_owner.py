@@ -125,6 +125,49 @@ def test_who_is_a_stranger() -> None:
     assert strangers({4243}, engine_uid=4242) == {4243}
 
 
+def _sent_through(check: port_owner.OwnerCheck) -> bool:
+    """Whether `check` lets a call go (to a continuation that only says it was sent)."""
+    try:
+        return bool(check.intercept_unary_unary(lambda details, request: True, None, None))
+    except Unavailable as refused:
+        assert refused.reason == "untrusted-listener"
+        return False
+
+
+def test_only_one_other_users_engine_alone_on_the_port_is_trusted(tmp_path: Path) -> None:
+    """Second re-test of the twenty-eighth audit: the check trusted every user with a
+    socket on the port when it began, so a squatter that listened beforehand on [::]:P
+    with IPV6_V6ONLY (beside the player's engine on 127.0.0.1:P, and reached by no
+    connection to it) or held a connection bound at [::1]:P was trusted, and took the
+    port's calls after the engine stopped. Only another user's engine alone there is
+    trusted now; beside this user's own, or a second stranger, none is."""
+    me = os.geteuid()
+
+    def checked(*rows: tuple[str, str, int],
+                target: str = "127.0.0.1:50051") -> port_owner.OwnerCheck:
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        folder.mkdir()
+        (folder / "tcp").write_text(HEADER + "".join(
+            _row(local, state, uid) for local, state, uid in rows if "[" not in local))
+        (folder / "tcp6").write_text(HEADER + "".join(
+            _row(local[1:-1], state, uid) for local, state, uid in rows if "[" in local))
+        return port_owner.OwnerCheck(target, folder)
+
+    engine = ("0100007F:C383", "0A", 4242)  # another user's engine on 127.0.0.1:50051
+    v6_only = ("[00000000000000000000000000000000:C383]", "0A", 65534)  # [::]:50051
+    held = ("[00000000000000000000000001000000:C383]", "01", 65534)  # [::1]:50051, connected
+    assert checked(engine).trusted == {4242} and _sent_through(checked(engine))
+    for rows, target in (([("0100007F:C383", "0A", me), v6_only], "127.0.0.1:50051"),
+                         ([engine, v6_only], "127.0.0.1:50051"),  # which one is the engine?
+                         ([("0100007F:C383", "0A", me), held], "localhost:50051")):
+        check = checked(*rows, target=target)
+        assert check.trusted == set(), rows
+        assert not _sent_through(check), rows  # the stranger is there now
+    # With the player's own engine alone at the start, only it (and root) is let through.
+    alone = checked(("0100007F:C383", "0A", me))
+    assert alone.trusted == set() and _sent_through(alone)
+
+
 # A gRPC server that answers every call UNIMPLEMENTED (health SERVING) and prints the
 # method and metadata of each call it got, as a squatter on the engine's port would. It
 # becomes the user given before it makes its socket (the interpreter may be in a home
