@@ -223,8 +223,9 @@ def test_an_invite_code_is_printed_as_text_not_markup(hostile: str) -> None:
     assert result.exit_code == 0, result.output
     _no_escape(result.output)
     told = result.output.replace("\n", "")
-    assert f"invite code: {INVITE}" in told
-    # Shell syntax and all (twenty-eighth audit): no command line is made of it.
+    # Shell syntax and all (twenty-eighth audit): no command line is made of it; it is
+    # shown quoted and cut.
+    assert f"(its first 64 characters: {INVITE[:64]!r})" in told
     assert "your friend runs" not in told and "tell your friend the code, not a command" in told
 
 
@@ -246,7 +247,14 @@ def test_the_line_a_friend_pastes_runs_nothing_of_the_servers(hostile: str,
     assert ran.stdout == code + "\n"
     emoji = runner.invoke(app, ["play", "--friend", "--target", hostile, "--wait", "1",
                                 "--name", "AB:smile:CD"], env={"COLUMNS": "80"})
-    assert "invite code: AB:smile:CD" in emoji.output and "your friend runs" not in emoji.output
+    assert "'AB:smile:CD'" in emoji.output and "your friend runs" not in emoji.output
+    # A second re-test: a code that is no plain code, printed whole, wrapped into a line
+    # of its own that read as ours (and ran `touch c2` pasted). Cut to 64, on one line.
+    spoof = ("x" * 67 + " your friend runs: BATTLELINE_INVITE=K3 battleline play --target "
+             "h:1;touch c2")
+    spoofed = runner.invoke(app, ["play", "--friend", "--target", hostile, "--wait", "1",
+                                  "--name", spoof], env={"COLUMNS": "80"})
+    assert "touch c2" not in spoofed.output and "your friend runs" not in spoofed.output
 
 
 class _Stalled(lobby_pb2_grpc.LobbyServiceServicer, game_pb2_grpc.GameServiceServicer,

@@ -522,14 +522,16 @@ def _tell_invite(console: Console, code: str, target: str) -> None:
     server's text: a hostile `$(...)` ran in the friend's shell, and even quoted, rich's
     wrapping broke the line where it chose (twenty-eighth audit). So the line is only
     for a plain code, the target quoted, never wrapped (a terminal copies a soft-wrapped
-    line whole), without emoji codes; a code of other characters is told as text only."""
-    console.print(f"invite code: [bold]{escape(code)}[/]", emoji=False)
+    line whole), without emoji codes. Any other code is shown quoted, cut, on one line:
+    printed whole and wrapped, its text drew a line of its own that looked like ours."""
     if PLAIN_CODE.fullmatch(code):
+        console.print(f"invite code: [bold]{code}[/]")
         console.print(f"your friend runs: {INVITE_ENV}={code} battleline play --target "
                       f"{escape(shlex.quote(target))}", soft_wrap=True, emoji=False)
     else:
-        console.print("[yellow]that is no invite code this engine's kind makes (letters and "
-                       "digits): tell your friend the code, not a command with it[/]")
+        console.print(f"[yellow]the engine's invite code is not one of letters and digits "
+                      f"(its first 64 characters: {escape(repr(code[:64]))}): tell your "
+                      "friend the code, not a command with it[/]", soft_wrap=True, emoji=False)
 
 
 def _keep(term: Terminal, kept: SavedSeats | None, handle: SeatHandle, against: str) -> None:
