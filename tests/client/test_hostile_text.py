@@ -311,30 +311,38 @@ def test_a_match_that_never_moves_ends_the_game_with_a_word_not_a_loop(mode: str
     assert stalled.views <= 4, stalled.views
     assert result.output.count("waiting for") <= 2, result.output
 class _Flapping(game_pb2_grpc.GameServiceServicer, watch_pb2_grpc.WatchServiceServicer):
-    """A stream that sends its snapshot, then fails UNAVAILABLE, every time it is opened;
-    the match goes on in every view. It counts the streams opened."""
+    """A stream that sends its snapshot (with `rewind`, one event before the last, then
+    the last again), then fails UNAVAILABLE, every time it is opened; the match goes on
+    in every view. It counts the streams opened."""
 
-    def __init__(self) -> None:
+    def __init__(self, rewind: bool) -> None:
+        self.rewind = rewind
         self.streams = 0
 
     def GetView(self, request: Any, context: Any) -> game_pb2.GetViewResponse:
         view = types_pb2.MatchView(match_id="m1", phase=types_pb2.MATCH_PHASE_PLAYING,
-                                   last_event_number=3)
+                                   last_event_number=6 if self.rewind else 3)
         return game_pb2.GetViewResponse(view=view)
 
     def Watch(self, request: Any, context: Any) -> Iterator[watch_pb2.WatchResponse]:
         self.streams += 1
         yield watch_pb2.WatchResponse(snapshot=types_pb2.MatchView(
-            match_id="m1", phase=types_pb2.MATCH_PHASE_PLAYING, last_event_number=3))
+            match_id="m1", phase=types_pb2.MATCH_PHASE_PLAYING,
+            last_event_number=5 if self.rewind else 3))
+        if self.rewind:
+            yield watch_pb2.WatchResponse(event=types_pb2.MatchEvent(number=6))
         context.abort(grpc.StatusCode.UNAVAILABLE, "gone again")
 
 
-def test_a_stream_that_fails_after_its_snapshot_each_time_is_given_up() -> None:
+@pytest.mark.parametrize("rewind", [False, True], ids=["snapshot", "rewound event"])
+def test_a_stream_that_fails_after_its_snapshot_each_time_is_given_up(rewind: bool) -> None:
     """Re-test of the twenty-eighth audit: any message, a snapshot sent again included,
     reset the count of reconnects, so a server failing each stream after its snapshot
-    had `watch` reconnect without end (130 streams and 910 printed lines in 10 s). Only a
-    new event counts as progress now, in both clients."""
-    flapping = _Flapping()
+    had `watch` reconnect without end (130 streams and 910 printed lines in 10 s); a
+    second re-test: a snapshot one event back, then that event again, passed for a new
+    event each time (133 streams in 10 s). Only an event newer than any before counts as
+    progress now, in both clients."""
+    flapping = _Flapping(rewind)
     server = grpc.server(futures.ThreadPoolExecutor(4))
     game_pb2_grpc.add_GameServiceServicer_to_server(flapping, server)
     watch_pb2_grpc.add_WatchServiceServicer_to_server(flapping, server)

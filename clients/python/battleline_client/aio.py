@@ -190,9 +190,10 @@ class AsyncClient:
                 call = self._watch.Watch(cursor.request(), metadata=common.metadata(token))
                 async for response in call:
                     printable(response)
+                    newest = cursor.newest
                     if not cursor.accept(response):
                         continue
-                    if failures and response.HasField("event"):  # not a snapshot again
+                    if failures and cursor.newest != newest:  # progress, not a replay
                         delays, failures = common.backoff(), 0
                     yield response
                 return  # the server ends the stream once the match is over

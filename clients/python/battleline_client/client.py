@@ -188,9 +188,10 @@ class Client:
         and anything already given is skipped, so each event is yielded exactly
         once (if the server no longer keeps the missing events, a fresh snapshot
         is yielded instead). Gives up with a typed error after `max_reconnects`
-        failures with no new event between them (a snapshot sent again is none: a
-        server that sent one and failed, each time, was reconnected to without end),
-        or at once on a code that retrying cannot fix.
+        failures with no event newer than any before between them (a snapshot sent
+        again is none, nor an event sent again after one: a server that did so and
+        failed, each time, was reconnected to without end), or at once on a code
+        that retrying cannot fix.
         """
         cursor = WatchCursor(match_id, include_views, resume_after)
         delays, failures = common.backoff(), 0
@@ -202,9 +203,10 @@ class Client:
                 call = self._watch.Watch(cursor.request(), metadata=common.metadata(token))
                 for response in call:
                     printable(response)
+                    newest = cursor.newest
                     if not cursor.accept(response):
                         continue
-                    if failures and response.HasField("event"):  # not a snapshot again
+                    if failures and cursor.newest != newest:  # progress, not a replay
                         delays, failures = common.backoff(), 0
                     yield response
                 return  # the server ends the stream once the match is over

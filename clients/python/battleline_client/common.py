@@ -333,7 +333,9 @@ class WatchCursor:
 
     `last` is the number of the last event the consumer has been given (or
     the snapshot's last_event_number); a reconnect asks for `resume_after=last`
-    and `accept` drops anything at or before it.
+    and `accept` drops anything at or before it. `newest` only rises: a stream that
+    raised it made progress (a snapshot can move `last` back, and a hostile server
+    sent the same event after it again and again as if it were new).
     """
 
     def __init__(self, match_id: str, include_views: bool = False,
@@ -341,6 +343,7 @@ class WatchCursor:
         self.match_id = match_id
         self.include_views = include_views
         self.last = resume_after
+        self.newest: int | None = None  # the highest event number given: never goes down
         self.finished = False
         self._games = 0  # games in the series, known once a snapshot arrived
         self._done = 0  # games of the series over so far
@@ -368,6 +371,7 @@ class WatchCursor:
         if self.last is not None and event.number <= self.last:
             return False
         self.last = event.number
+        self.newest = max(self.newest or 0, event.number)
         self._follow(event)
         if response.HasField("view"):
             self.finished = is_finished(response.view)
