@@ -236,7 +236,7 @@ def serve(
     if workers > 1 and not shared_port:
         with one_line_when_cannot_listen("serve", "--port"):
             port_locks = claim_shared_port(host, port, port_lock_dirs(os.environ))
-        if not port_locks:
+        if port and not port_locks:
             log.warning("no lock of port %d (no directory for it is this user's own): "
                         "two serves started at once on it are kept apart by a probe alone",
                         port)
