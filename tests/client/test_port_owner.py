@@ -166,6 +166,12 @@ def test_only_one_other_users_engine_alone_on_the_port_is_trusted(tmp_path: Path
     # With the player's own engine alone at the start, only it (and root) is let through.
     alone = checked(("0100007F:C383", "0A", me))
     assert alone.trusted == set() and _sent_through(alone)
+    # A third re-test: beside root's engine, for a player who is not root, the stranger
+    # was the one "other" user, and trusted.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(port_owner.os, "geteuid", lambda: 1000)
+        check = checked(("0100007F:C383", "0A", 0), v6_only)
+        assert check.trusted == set() and not _sent_through(check)
 
 
 # A gRPC server that answers every call UNIMPLEMENTED (health SERVING) and prints the
