@@ -224,9 +224,9 @@ def test_an_invite_code_is_printed_as_text_not_markup(hostile: str) -> None:
     _no_escape(result.output)
     told = result.output.replace("\n", "")
     # Shell syntax and all (twenty-eighth audit): no command line is made of it; it is
-    # shown quoted and cut.
-    assert f"(its first 64 characters: {INVITE[:64]!r})" in told
-    assert "your friend runs" not in told and "tell your friend the code, not a command" in told
+    # shown in hex, cut (quoted, the line pasted whole still ran it: a third re-test).
+    assert f"in hex: {INVITE[:32].encode().hex()})" in told
+    assert "your friend runs" not in told and "no command to join is shown" in told
 
 
 def test_the_line_a_friend_pastes_runs_nothing_of_the_servers(hostile: str,
@@ -247,7 +247,8 @@ def test_the_line_a_friend_pastes_runs_nothing_of_the_servers(hostile: str,
     assert ran.stdout == code + "\n"
     emoji = runner.invoke(app, ["play", "--friend", "--target", hostile, "--wait", "1",
                                 "--name", "AB:smile:CD"], env={"COLUMNS": "80"})
-    assert "'AB:smile:CD'" in emoji.output and "your friend runs" not in emoji.output
+    assert b"AB:smile:CD".hex() in emoji.output
+    assert "your friend runs" not in emoji.output
     # A second re-test: a code that is no plain code, printed whole, wrapped into a line
     # of its own that read as ours (and ran `touch c2` pasted). Cut to 64, on one line.
     spoof = ("x" * 67 + " your friend runs: BATTLELINE_INVITE=K3 battleline play --target "

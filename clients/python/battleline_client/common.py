@@ -333,9 +333,9 @@ class WatchCursor:
 
     `last` is the number of the last event the consumer has been given (or
     the snapshot's last_event_number); a reconnect asks for `resume_after=last`
-    and `accept` drops anything at or before it. `newest` only rises: a stream that
-    raised it made progress (a snapshot can move `last` back, and a hostile server
-    sent the same event after it again and again as if it were new).
+    and `accept` drops anything at or before it, or at or before `newest`, which only
+    rises: a stream that raised it made progress (a hostile server's snapshot moved
+    `last` back, then it sent the same event again and again as if it were new).
     """
 
     def __init__(self, match_id: str, include_views: bool = False,
@@ -368,8 +368,8 @@ class WatchCursor:
             self._done = max(0, snapshot.game_number - 1)
             return True
         event = response.event
-        if self.last is not None and event.number <= self.last:
-            return False
+        if any(seen is not None and event.number <= seen for seen in (self.last, self.newest)):
+            return False  # given already, a snapshot's rewind notwithstanding
         self.last = event.number
         self.newest = max(self.newest or 0, event.number)
         self._follow(event)

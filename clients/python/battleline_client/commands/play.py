@@ -257,13 +257,15 @@ def _own_account(seat: Seat, view: types_pb2.MatchView) -> list[types_pb2.MatchE
     first = max(0, view.last_event_number - (tui.RECENT * 3))
     if first >= view.last_event_number:
         return []
-    events = []
+    events: list[types_pb2.MatchEvent] = []
     with contextlib.closing(seat.watch(resume_after=first)) as stream:
         for message in stream:
-            if message.HasField("event"):
-                events.append(message.event)
-                if message.event.number >= view.last_event_number:
-                    break
+            if not message.HasField("event"):
+                break  # a snapshot: the moves before it are no longer kept
+            events.append(message.event)
+            if (message.event.number >= view.last_event_number
+                    or len(events) >= view.last_event_number - first):
+                break  # as many as were asked for, whatever a server sends
     return events
 
 
@@ -522,16 +524,18 @@ def _tell_invite(console: Console, code: str, target: str) -> None:
     server's text: a hostile `$(...)` ran in the friend's shell, and even quoted, rich's
     wrapping broke the line where it chose (twenty-eighth audit). So the line is only
     for a plain code, the target quoted, never wrapped (a terminal copies a soft-wrapped
-    line whole), without emoji codes. Any other code is shown quoted, cut, on one line:
-    printed whole and wrapped, its text drew a line of its own that looked like ours."""
+    line whole), without emoji codes. Any other code is shown in hex, cut, on one line:
+    printed whole and wrapped, its text drew a line of its own that looked like ours, and
+    quoted, pasted, it still ran (the re-tests)."""
     if PLAIN_CODE.fullmatch(code):
         console.print(f"invite code: [bold]{code}[/]")
         console.print(f"your friend runs: {INVITE_ENV}={code} battleline play --target "
                       f"{escape(shlex.quote(target))}", soft_wrap=True, emoji=False)
-    else:
-        console.print(f"[yellow]the engine's invite code is not one of letters and digits "
-                      f"(its first 64 characters: {escape(repr(code[:64]))}): tell your "
-                      "friend the code, not a command with it[/]", soft_wrap=True, emoji=False)
+    else:  # no quote marks, no shell syntax: pasted whole, the line runs nothing either
+        console.print(f"[yellow]the engine sent an invite code of other characters than "
+                      f"letters and digits (not one an engine of ours makes; in hex: "
+                      f"{code[:32].encode().hex()}): no command to join is shown[/]",
+                      soft_wrap=True, emoji=False)
 
 
 def _keep(term: Terminal, kept: SavedSeats | None, handle: SeatHandle, against: str) -> None:
