@@ -166,6 +166,14 @@ def test_only_one_other_users_engine_alone_on_the_port_is_trusted(tmp_path: Path
     # With the player's own engine alone at the start, only it (and root) is let through.
     alone = checked(("0100007F:C383", "0A", me))
     assert alone.trusted == set() and _sent_through(alone)
+    # A fourth re-test: a stranger alone at the start, the engine coming up beside it
+    # after, stayed trusted, and took the port's calls once the engine stopped again.
+    lone = checked(v6_only)
+    assert lone.trusted == {65534}
+    (lone.proc_net / "tcp").write_text(HEADER + _row("0100007F:C383", "0A", me))
+    assert not _sent_through(lone) and lone.trusted == set()  # beside it: trusted no more
+    (lone.proc_net / "tcp").write_text(HEADER)
+    assert not _sent_through(lone)  # the stranger alone again: still refused
     # A third re-test: beside root's engine, for a player who is not root, the stranger
     # was the one "other" user, and trusted.
     with pytest.MonkeyPatch.context() as patch:

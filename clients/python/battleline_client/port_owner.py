@@ -177,12 +177,12 @@ class OwnerCheck(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterce
     that moment could read the player's hand and move for them. The accepted connections
     count too: gRPC reconnects in the background, and a squatter that accepted that
     connection and closed its listener was sent the next call (the audit's re-test).
-    Another user is trusted only as the one listener there: beside this user's or
-    root's engine, or beside a second user, a stranger is a squatter waiting for the port
-    (one on [::]:P with IPV6_V6ONLY, which no connection to 127.0.0.1:P reaches, was
-    trusted so: the second and third re-tests). Nothing there, or a target the check
-    cannot follow (see `listening_uids`), is let go: such a call fails, or goes where
-    the player pointed it, as it did before the check."""
+    Another user is trusted only as the one listener there, and only while it stays so:
+    beside this user's or root's engine, or beside a second user, a stranger is a
+    squatter waiting for the port (one on [::]:P with IPV6_V6ONLY, which no connection
+    to 127.0.0.1:P reaches, was trusted so: the second to fourth re-tests). Nothing
+    there, or a target the check cannot follow (see `listening_uids`), is let go: such a
+    call fails, or goes where the player pointed it, as it did before the check."""
 
     def __init__(self, target: str, proc_net: Path = Path("/proc/net")) -> None:
         self.target, self.proc_net = target, proc_net
@@ -191,6 +191,9 @@ class OwnerCheck(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterce
         self.trusted = at_start if alone else set()
 
     def _check(self) -> None:
+        listening = listening_uids(self.target, self.proc_net) or set()
+        if listening - self.trusted:  # no longer alone: trusted no more (fourth re-test)
+            self.trusted = set()
         there = listening_uids(self.target, self.proc_net, accepted=True) or set()
         others = strangers(there) - self.trusted
         if others:
