@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from typer.testing import CliRunner
 
 from battleline_client import port_owner
 from battleline_client.cli import app
-from battleline_client.client import Client
+from battleline_client.client import Client, Seat
 from battleline_client.commands import options
 from battleline_client.commands import play as play_command
 from battleline_client.common import SeatHandle
@@ -326,6 +327,28 @@ def test_a_squatter_binding_after_the_check_gets_nothing(
     assert result.exit_code == 1
 
 
+@contextlib.contextmanager
+def _a_game_on_an_engine_of_ours(redis_url: str, checked: bool) -> Iterator[
+        tuple[int, LocalService, Seat]]:
+    """A local match on a real engine of this user's at a free port, played through the
+    commands' client (`checked`) or a plain one: (the port, the engine, the first seat).
+    The squatters of these tests run as another user: root only."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the squatter as another user")
+    port = free_port()
+    engine = LocalService(redis_url, port=port)
+    engine.start()
+    address = f"127.0.0.1:{port}"
+    client = options.client(address) if checked else Client(address)
+    try:
+        seat = client.seat(client.create(opponent="local", clock="none").seat)
+        seat.view()
+        yield port, engine, seat
+    finally:
+        client.close()
+        engine.stop()
+
+
 @pytest.mark.parametrize("checked", [True, False], ids=["the commands' client", "unchecked"])
 def test_a_game_going_on_sends_nothing_to_whoever_takes_the_stopped_engines_port(
         redis_url: str, tmp_path: Path, checked: bool) -> None:
@@ -334,31 +357,20 @@ def test_a_game_going_on_sends_nothing_to_whoever_takes_the_stopped_engines_port
     commands' client (`options.client`) sends nothing once another user's process listens
     there; an unchecked client (the control) sends it the token, the stream's reconnect
     included."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to run the squatter as another user")
-    port = free_port()
-    address = f"127.0.0.1:{port}"
-    engine = LocalService(redis_url, port=port)
-    engine.start()
     script = tmp_path / "squatter.py"
     script.write_text(SQUATTER)
     squatter = None
-    client = options.client(address) if checked else Client(address)
     try:
-        created = client.create(opponent="local", clock="none")
-        seat = client.seat(created.seat)
-        seat.view()
-        stream = seat.watch()
-        assert next(stream).HasField("snapshot")
-        engine.stop()
-        squatter = _squat(address, 65534, script)
-        with pytest.raises(BattleLineError) as refused:
-            seat.view()
-        with pytest.raises(BattleLineError) as stream_refused:
-            next(stream)
+        with _a_game_on_an_engine_of_ours(redis_url, checked) as (port, engine, seat):
+            stream = seat.watch()
+            assert next(stream).HasField("snapshot")
+            engine.stop()
+            squatter = _squat(f"127.0.0.1:{port}", 65534, script)
+            with pytest.raises(BattleLineError) as refused:
+                seat.view()
+            with pytest.raises(BattleLineError) as stream_refused:
+                next(stream)
     finally:
-        client.close()
-        engine.stop()
         if squatter is not None:
             squatter.kill()
     assert squatter is not None
@@ -367,10 +379,10 @@ def test_a_game_going_on_sends_nothing_to_whoever_takes_the_stopped_engines_port
         for error in (refused.value, stream_refused.value):
             assert isinstance(error, Unavailable) and error.reason == "untrusted-listener"
             assert "another user (uid 65534)" in error.message
-        assert created.seat.token not in calls, calls
+        assert seat.handle.token not in calls, calls
     else:
         # The view, and the view the stream's reconnect asks first (is the match over?)
-        assert calls.count(created.seat.token) >= 2, calls
+        assert calls.count(seat.handle.token) >= 2, calls
 
 
 # A squatter that takes the port as `uid` and accepts one connection (the channel's own
@@ -424,33 +436,23 @@ def test_a_connection_a_squatter_accepted_and_kept_is_sent_nothing(
     """Re-test of the fix above: gRPC reconnects in the background, and a squatter that
     accepted that connection and closed its listener was sent the next call, the check
     having found nothing listening. The connections accepted on the port count too."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to run the squatter as another user")
-    port, log_port = free_port(), free_port()
-    address = f"127.0.0.1:{port}"
-    engine = LocalService(redis_url, port=port)
-    engine.start()
     script = tmp_path / "relay.py"
     script.write_text(RELAY)
     squatter = None
-    client = options.client(address) if checked else Client(address)
     try:
-        seat = client.seat(client.create(opponent="local", clock="none").seat)
-        seat.view()
-        engine.stop()
-        with pytest.raises(BattleLineError):  # nothing there: the channel tries again
-            client.view(seat.handle.match_id, seat.handle.token, resend=False)
-        squatter = subprocess.Popen([sys.executable, str(script), str(port), str(log_port),
-                                     "65534"], stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True)
-        assert squatter.stdout is not None
-        for expected in ("ready", "accepted"):  # the channel's own reconnect, unasked
-            assert squatter.stdout.readline().strip() == expected
-        with contextlib.suppress(BattleLineError):
-            seat.view()
+        with _a_game_on_an_engine_of_ours(redis_url, checked) as (port, engine, seat):
+            engine.stop()
+            with pytest.raises(BattleLineError):  # nothing there: the channel tries again
+                seat.client.view(seat.handle.match_id, seat.handle.token, resend=False)
+            squatter = subprocess.Popen([sys.executable, str(script), str(port),
+                                         str(free_port()), "65534"], stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
+            assert squatter.stdout is not None
+            for expected in ("ready", "accepted"):  # the channel's own reconnect, unasked
+                assert squatter.stdout.readline().strip() == expected
+            with contextlib.suppress(BattleLineError):
+                seat.view()
     finally:
-        client.close()
-        engine.stop()
         if squatter is not None:
             squatter.kill()
     assert squatter is not None
