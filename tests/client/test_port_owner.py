@@ -169,12 +169,18 @@ def test_only_one_other_users_engine_alone_on_the_port_is_trusted(tmp_path: Path
     assert alone.trusted == set() and _sent_through(alone)
     # A fourth re-test: a stranger alone at the start, the engine coming up beside it
     # after, stayed trusted, and took the port's calls once the engine stopped again.
-    lone = checked(v6_only)
-    assert lone.trusted == {65534}
-    (lone.proc_net / "tcp").write_text(HEADER + _row("0100007F:C383", "0A", me))
+    lone = checked(engine)
+    assert lone.trusted == {4242}
+    (lone.proc_net / "tcp").write_text(HEADER + _row("0100007F:C383", "0A", 4242)
+                                       + _row("00000000:C383", "0A", me))
     assert not _sent_through(lone) and lone.trusted == set()  # beside it: trusted no more
-    (lone.proc_net / "tcp").write_text(HEADER)
+    (lone.proc_net / "tcp").write_text(HEADER + _row("0100007F:C383", "0A", 4242))
     assert not _sent_through(lone)  # the stranger alone again: still refused
+    # A fifth: alone on [::]:P (perhaps IPV6_V6ONLY, which /proc does not tell), a stranger
+    # is no listener a connection to 127.0.0.1:P surely reaches: never trusted (an engine
+    # coming up beside it during a check went unseen, and it kept its trust).
+    assert checked(v6_only).trusted == set()
+    assert checked(v6_only, target="[::1]:50051").trusted == {65534}  # IPv6 reaches it
     # A third re-test: beside root's engine, for a player who is not root, the stranger
     # was the one "other" user, and trusted.
     with pytest.MonkeyPatch.context() as patch:

@@ -77,15 +77,17 @@ def _is_here(address: Address) -> bool:
     return ipaddress.ip_address(str(source).split("%")[0]) == address
 
 
-def _reached(address: Address) -> set[Address]:
+def _reached(address: Address, surely: bool = False) -> set[Address]:
     """The listening addresses a connection to this machine's `address` may land on: its
     own (loopback for the unspecified one), the wildcards, IPv4 on a dual-stack socket
-    (its own address or wildcard written IPv4-mapped)."""
+    (its own address or wildcard written IPv4-mapped). `surely`: without IPv6's wildcard
+    for an IPv4 address, which a socket with IPV6_V6ONLY (not told in /proc) never takes."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     if isinstance(address, ipaddress.IPv4Address):
         own = LOOPBACK_V4 if address.is_unspecified else address
-        return {own, ANY_V4, ANY_V6, ipaddress.IPv6Address(f"::ffff:{own}"), ANY_V4_MAPPED}
+        mapped = {ipaddress.IPv6Address(f"::ffff:{own}"), ANY_V4_MAPPED}
+        return {own, ANY_V4, *mapped, *(() if surely else (ANY_V6,))}
     return {LOOPBACK_V6 if address.is_unspecified else address, ANY_V6}
 
 
@@ -123,13 +125,14 @@ def _addresses(host: str, port: int) -> set[Address] | None:
 
 
 def listening_uids(target: str, proc_net: Path = Path("/proc/net"), *,
-                   accepted: bool = False) -> set[int] | None:
+                   accepted: bool = False, surely: bool = False) -> set[int] | None:
     """The uids owning what a connection to `target` may reach on this machine; empty
     when nothing listens there now, or when nothing can be trusted there (an abstract
     unix socket, whose owner nothing tells; a form or a name the check cannot follow as
     gRPC would); None when the target leads elsewhere, or this system does not tell.
     With `accepted`, the owners of the connections accepted there too: a channel may hold
-    one a listener since gone accepted."""
+    one a listener since gone accepted. With `surely`, only the listeners a connection
+    surely reaches (see `_reached`)."""
     scheme = target.split(":", 1)[0].lower()
     if scheme == "unix":
         path = target.split(":", 1)[1].removeprefix("//")
@@ -149,7 +152,7 @@ def listening_uids(target: str, proc_net: Path = Path("/proc/net"), *,
     if sockets is None or not here:
         return None
     return {uid for bound, bound_port, uid in sockets for address in here
-            if bound_port == port and bound in _reached(address)}
+            if bound_port == port and bound in _reached(address, surely)}
 
 
 def strangers(uids: set[int], engine_uid: int | None = None) -> set[int]:
@@ -177,17 +180,20 @@ class OwnerCheck(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterce
     that moment could read the player's hand and move for them. The accepted connections
     count too: gRPC reconnects in the background, and a squatter that accepted that
     connection and closed its listener was sent the next call (the audit's re-test).
-    Another user is trusted only as the one listener there, and only while it stays so:
-    beside this user's or root's engine, or beside a second user, a stranger is a
-    squatter waiting for the port (one on [::]:P with IPV6_V6ONLY, which no connection
-    to 127.0.0.1:P reaches, was trusted so: the second to fourth re-tests). Nothing
-    there, or a target the check cannot follow (see `listening_uids`), is let go: such a
-    call fails, or goes where the player pointed it, as it did before the check."""
+    Another user is trusted only as the one listener there, one a connection surely
+    reaches, and only while it stays alone: beside this user's or root's engine, or
+    beside a second user, a stranger is a squatter waiting for the port (one on [::]:P
+    with IPV6_V6ONLY, which no connection to 127.0.0.1:P reaches, was trusted so: the
+    second to fifth re-tests; alone there, it stayed trusted when an engine came up
+    beside it during a check). Nothing there, or a target the check cannot follow (see
+    `listening_uids`), is let go: such a call fails, or goes where the player pointed it,
+    as it did before the check."""
 
     def __init__(self, target: str, proc_net: Path = Path("/proc/net")) -> None:
         self.target, self.proc_net = target, proc_net
         at_start = listening_uids(target, proc_net) or set()
-        alone = len(at_start) == 1 and strangers(at_start) == at_start
+        answering = listening_uids(target, proc_net, surely=True) or set()
+        alone = len(at_start) == 1 and strangers(at_start) == at_start == answering
         self.trusted = at_start if alone else set()
 
     def _check(self) -> None:
