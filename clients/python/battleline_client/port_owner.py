@@ -37,12 +37,14 @@ LOOPBACK_V6 = ipaddress.IPv6Address("::1")
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-def _sockets(proc_net: Path, accepted: bool = False) -> list[tuple[Address, int, int]] | None:
-    """(address, port, uid) of every listening TCP socket, and with `accepted` of every
-    other socket too (one a listener accepted is bound where the listener was); None if
-    /proc tells nothing."""
-    found: list[tuple[Address, int, int]] = []
-    told = False
+def _sockets(proc_net: Path, port: int,
+             accepted: bool = False) -> list[tuple[Address, int]] | None:
+    """(address, uid) of every listening TCP socket bound at `port`, and with `accepted`
+    of every other socket there too (one a listener accepted is bound where the listener
+    was); None if /proc tells nothing. Lines of other ports are passed over unsplit: a
+    machine with 50,000 sockets made each check of a game's calls take 0.35 s."""
+    found: list[tuple[Address, int]] = []
+    told, marker = False, f":{port:04X} "
     for name in ("tcp", "tcp6"):
         try:
             lines = (proc_net / name).read_text().splitlines()[1:]
@@ -50,14 +52,18 @@ def _sockets(proc_net: Path, accepted: bool = False) -> list[tuple[Address, int,
             continue
         told = True
         for line in lines:
+            if marker not in line:
+                continue
             fields = line.split()
             if len(fields) < 8 or not (accepted or fields[3] == LISTEN):
                 continue
             address_hex, port_hex = fields[1].split(":")
+            if int(port_hex, 16) != port:  # the marker was the other end's port
+                continue
             raw = bytes.fromhex(address_hex)  # 32-bit words, each in the host's byte order
             words = raw if sys.byteorder == "big" else b"".join(
                 raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-            found.append((ipaddress.ip_address(words), int(port_hex, 16), int(fields[7])))
+            found.append((ipaddress.ip_address(words), int(fields[7])))
     return found if told else None
 
 
@@ -147,12 +153,12 @@ def listening_uids(target: str, proc_net: Path = Path("/proc/net"), *,
     addresses = _addresses(host, port)
     if addresses is None:
         return set()
-    sockets = _sockets(proc_net, accepted)
+    sockets = _sockets(proc_net, port, accepted)
     here = [address for address in addresses if _is_here(address)]
     if sockets is None or not here:
         return None
-    return {uid for bound, bound_port, uid in sockets for address in here
-            if bound_port == port and bound in _reached(address, surely)}
+    return {uid for bound, uid in sockets for address in here
+            if bound in _reached(address, surely)}
 
 
 def strangers(uids: set[int], engine_uid: int | None = None) -> set[int]:
