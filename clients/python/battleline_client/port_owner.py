@@ -22,7 +22,7 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
 
@@ -37,13 +37,12 @@ LOOPBACK_V6 = ipaddress.IPv6Address("::1")
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-def _sockets(proc_net: Path, port: int,
-             accepted: bool = False) -> list[tuple[Address, int]] | None:
-    """(address, uid) of every listening TCP socket bound at `port`, and with `accepted`
-    of every other socket there too (one a listener accepted is bound where the listener
-    was); None if /proc tells nothing. Lines of other ports are passed over unsplit: a
-    machine with 50,000 sockets made each check of a game's calls take 0.35 s."""
-    found: list[tuple[Address, int]] = []
+def _sockets(proc_net: Path, port: int) -> list[tuple[Address, int, bool]] | None:
+    """(address, uid, listening) of every TCP socket bound at `port`, listening or not
+    (one a listener accepted is bound where the listener was); None if /proc tells
+    nothing. Lines of other ports are passed over unsplit: a machine with 50,000 sockets
+    made each check of a game's calls take 0.35 s."""
+    found: list[tuple[Address, int, bool]] = []
     told, marker = False, f":{port:04X} "
     for name in ("tcp", "tcp6"):
         try:
@@ -55,7 +54,7 @@ def _sockets(proc_net: Path, port: int,
             if marker not in line:
                 continue
             fields = line.split()
-            if len(fields) < 8 or not (accepted or fields[3] == LISTEN):
+            if len(fields) < 8:
                 continue
             address_hex, port_hex = fields[1].split(":")
             if int(port_hex, 16) != port:  # the marker was the other end's port
@@ -63,7 +62,7 @@ def _sockets(proc_net: Path, port: int,
             raw = bytes.fromhex(address_hex)  # 32-bit words, each in the host's byte order
             words = raw if sys.byteorder == "big" else b"".join(
                 raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-            found.append((ipaddress.ip_address(words), int(fields[7])))
+            found.append((ipaddress.ip_address(words), int(fields[7]), fields[3] == LISTEN))
     return found if told else None
 
 
@@ -130,35 +129,58 @@ def _addresses(host: str, port: int) -> set[Address] | None:
     return {ipaddress.ip_address(str(answer[4][0]).split("%")[0]) for answer in answers}
 
 
-def listening_uids(target: str, proc_net: Path = Path("/proc/net"), *,
-                   accepted: bool = False, surely: bool = False) -> set[int] | None:
+class Owners(NamedTuple):
+    """Who is on a target, from one reading: the listeners a connection may reach, those
+    it surely reaches (see `_reached`), and every socket there, the connections the
+    listeners accepted included (a channel may hold one a listener since gone accepted)."""
+
+    listening: set[int]
+    surely: set[int]
+    every: set[int]
+
+
+NOWHERE = Owners(set(), set(), set())
+
+
+def owners(target: str, proc_net: Path = Path("/proc/net")) -> Owners | None:
     """The uids owning what a connection to `target` may reach on this machine; empty
     when nothing listens there now, or when nothing can be trusted there (an abstract
     unix socket, whose owner nothing tells; a form or a name the check cannot follow as
-    gRPC would); None when the target leads elsewhere, or this system does not tell.
-    With `accepted`, the owners of the connections accepted there too: a channel may hold
-    one a listener since gone accepted. With `surely`, only the listeners a connection
-    surely reaches (see `_reached`)."""
+    gRPC would); None when the target leads elsewhere, or this system does not tell."""
     scheme = target.split(":", 1)[0].lower()
     if scheme == "unix":
         path = target.split(":", 1)[1].removeprefix("//")
         try:
-            return {os.stat(path).st_uid}
+            uid = {os.stat(path).st_uid}
         except OSError:
-            return set()
+            return NOWHERE
+        return Owners(uid, uid, uid)
     written = _PLAIN_TARGET.fullmatch(target)
     if written is None:
-        return set()
+        return NOWHERE
     host, port = written.group(1) or written.group(2), int(written.group(3))
     addresses = _addresses(host, port)
     if addresses is None:
-        return set()
-    sockets = _sockets(proc_net, port, accepted)
+        return NOWHERE
+    sockets = _sockets(proc_net, port)
     here = [address for address in addresses if _is_here(address)]
     if sockets is None or not here:
         return None
-    return {uid for bound, uid in sockets for address in here
-            if bound in _reached(address, surely)}
+
+    def uids(accepted: bool, surely: bool) -> set[int]:
+        return {uid for bound, uid, listening in sockets for address in here
+                if (accepted or listening) and bound in _reached(address, surely)}
+
+    return Owners(uids(False, False), uids(False, True), uids(True, False))
+
+
+def listening_uids(target: str, proc_net: Path = Path("/proc/net"), *,
+                   accepted: bool = False) -> set[int] | None:
+    """`owners` of `target`: its listeners, or with `accepted` every socket there."""
+    found = owners(target, proc_net)
+    if found is None:
+        return None
+    return found.every if accepted else found.listening
 
 
 def strangers(uids: set[int], engine_uid: int | None = None) -> set[int]:
@@ -197,17 +219,16 @@ class OwnerCheck(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterce
 
     def __init__(self, target: str, proc_net: Path = Path("/proc/net")) -> None:
         self.target, self.proc_net = target, proc_net
-        at_start = listening_uids(target, proc_net) or set()
-        answering = listening_uids(target, proc_net, surely=True) or set()
-        alone = len(at_start) == 1 and strangers(at_start) == at_start == answering
-        self.trusted = at_start if alone else set()
+        at_start = owners(target, proc_net) or NOWHERE
+        lone = at_start.listening
+        alone = len(lone) == 1 and strangers(lone) == lone == at_start.surely
+        self.trusted = lone if alone else set()
 
     def _check(self) -> None:
-        listening = listening_uids(self.target, self.proc_net) or set()
-        if listening - self.trusted:  # no longer alone: trusted no more (fourth re-test)
+        there = owners(self.target, self.proc_net) or NOWHERE  # one reading per call
+        if there.listening - self.trusted:  # no longer alone: trusted no more (4th re-test)
             self.trusted = set()
-        there = listening_uids(self.target, self.proc_net, accepted=True) or set()
-        others = strangers(there) - self.trusted
+        others = strangers(there.every) - self.trusted
         if others:
             users = ", ".join(str(uid) for uid in sorted(others))
             raise Unavailable(f"not sent: a process of another user (uid {users}) is on "
