@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import resource
 import signal
 import socket
@@ -402,7 +403,8 @@ def _engine_workers(pid: int) -> list[int]:
 def test_a_port_in_use_is_said_in_one_line(command: str, flag: str, redis_url: str) -> None:
     """A second `battleline serve` on a taken port (or any server command) says which
     address it cannot listen on and which options choose another, exits 1, and prints no
-    traceback (the engine's port once ended in a page of grpc internals)."""
+    traceback (the engine's port once ended in a page of grpc internals), nor a line
+    of gRPC's own log (its failed bind wrote one before ours)."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -420,6 +422,7 @@ def test_a_port_in_use_is_said_in_one_line(command: str, flag: str, redis_url: s
     what = "serve metrics on" if flag == "--metrics-port" else "listen on"
     assert f"cannot {what} 127.0.0.1:{port}" in said[0], said
     assert flag in said[0] and "Traceback" not in result.stderr, result.stderr
+    assert not re.search(r"^[DIWEF]\d{4} \d\d:\d\d", result.stderr, re.M), result.stderr
 
 
 def test_two_serves_started_at_once_cannot_both_claim_a_shared_port(tmp_path: Path) -> None:

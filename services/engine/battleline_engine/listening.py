@@ -177,8 +177,14 @@ def refuse_if_bound(host: str, port: int) -> None:
 
 
 def listen(server: grpc.aio.Server, address: str,
-           credentials: grpc.ServerCredentials | None = None) -> int:
-    """Bind `server` to `address` (with TLS given `credentials`); returns the port."""
+           credentials: grpc.ServerCredentials | None = None, *, shared: bool = False) -> int:
+    """Bind `server` to `address` (with TLS given `credentials`); returns the port.
+
+    A port not `shared` (SO_REUSEPORT, `serve --workers`, probed apart) is probed first:
+    gRPC's own failed bind prints a line of its internals before the one we print."""
+    if not shared and not address.startswith("unix:"):
+        host, _, port = address.rpartition(":")
+        refuse_if_bound(host.removeprefix("[").removesuffix("]"), int(port))
     try:
         port = (server.add_insecure_port(address) if credentials is None
                 else server.add_secure_port(address, credentials))

@@ -248,7 +248,8 @@ async def start_server(
     reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
         CappedReflectionServicer([*names, HEALTH_SERVICE, reflection.SERVICE_NAME]), server)
     credentials = _credentials(config)
-    port = listen(server, host_port(config.host, config.port), credentials)
+    port = listen(server, host_port(config.host, config.port), credentials,
+                  shared=config.reuse_port)
     engine = EngineServer(server, port, health, names, storage, config)
     # Until Redis has answered, nothing can be served.
     await engine._set_all(NOT_SERVING)
