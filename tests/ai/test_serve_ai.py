@@ -63,6 +63,13 @@ def test_serve_starts_an_ai_that_plays_and_dies_with_it(tmp_path: Path) -> None:
         # The workers log as serve was told to (a level given on serve's command line too).
         assert worker_args[worker_args.index("--log-level") + 1] == "warning"
         assert worker_args[worker_args.index("--log-format") + 1] == "text"
+        # It reached the engine by a socket in a directory of serve's own, not the loopback
+        # port another user could take once serve is gone (twenty-ninth audit: serve
+        # SIGKILLed, the dying AI sent its key to a squatter there in 5 runs of 5).
+        engine = worker_args[worker_args.index("--engine") + 1]
+        assert engine.startswith("unix:"), engine
+        folder = Path(engine.removeprefix("unix:")).parent.stat()
+        assert folder.st_mode & 0o777 == 0o700 and folder.st_uid == os.geteuid()
         redis = [p for p in children(process.pid)
                  if EMBEDDED_STORE in " ".join(command_line(p))]
         assert redis  # the embedded Redis must not outlive serve either

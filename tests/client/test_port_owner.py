@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from battleline_client.port_owner import listening_uids, may_take_token, strange
 from battleline_client.saved_seats import SavedSeats
 from battleline_host.local import LocalService
 from tests.processes import free_port
+from tests.squatters import SQUATTER, squat
 
 HEADER = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid\n"
 
@@ -189,52 +189,6 @@ def test_only_one_other_users_engine_alone_on_the_port_is_trusted(tmp_path: Path
         assert check.trusted == set() and not _sent_through(check)
 
 
-# A gRPC server that answers every call UNIMPLEMENTED (health SERVING) and prints the
-# method and metadata of each call it got, as a squatter on the engine's port would. It
-# becomes the user given before it makes its socket (the interpreter may be in a home
-# that user cannot read), so the kernel names that user as the listener's owner.
-SQUATTER = textwrap.dedent("""
-    import os, sys, time
-    from concurrent import futures
-    import grpc
-    from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-
-    class Log(grpc.GenericRpcHandler):
-        def service(self, details):
-            print(details.method, dict(details.invocation_metadata), flush=True)
-            return None
-
-    server = grpc.server(futures.ThreadPoolExecutor(4))
-    server.add_generic_rpc_handlers([Log()])
-    checks = health.HealthServicer()
-    checks.set("", health_pb2.HealthCheckResponse.SERVING)
-    health_pb2_grpc.add_HealthServicer_to_server(checks, server)
-    os.setgid(int(sys.argv[2]))
-    os.setuid(int(sys.argv[2]))
-    if sys.argv[3:] == ["later"]:  # binds when told to, on its input
-        print("waiting", flush=True)
-        sys.stdin.readline()
-    server.add_insecure_port(sys.argv[1])
-    server.start()
-    print("ready", flush=True)
-    time.sleep(120)
-""")
-
-
-def _squat(address: str, uid: int, script: Path, later: bool = False
-           ) -> subprocess.Popen[str]:
-    """The squatter on `address` as `uid`, listening once it returns; `later`: ready to
-    bind, which it does on a line of input (as a squatter racing a check does)."""
-    squatter = subprocess.Popen([sys.executable, str(script), address, str(uid),
-                                 *(["later"] if later else [])], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert squatter.stdout is not None
-    deadline = time.monotonic() + 30
-    while squatter.stdout.readline().strip() != ("waiting" if later else "ready"):
-        assert time.monotonic() < deadline and squatter.poll() is None, "squatter died"
-    return squatter
-
-
 def test_resuming_where_nothing_listens_keeps_the_games_and_says_so(tmp_path: Path) -> None:
     """The engine down: nothing is sent (see below), and `--resume` says the games are
     kept until it is back, rather than that none is left."""
@@ -272,7 +226,7 @@ def test_kept_tokens_go_to_no_other_users_process(tmp_path: Path, owner: str) ->
         pytest.skip("needs root to run the squatter as another user")
     address, state, token, script = _kept_seat(tmp_path)
     uid = 65534 if owner == "another user" else os.geteuid()
-    squatter = _squat(address, uid, script)
+    squatter = squat(address, uid, script)
     try:
         result = CliRunner().invoke(app, ["play", "--target", address, "--resume",
                                           "--state-dir", str(state)], terminal_width=200)
@@ -297,7 +251,7 @@ def test_a_squatter_binding_after_the_check_gets_nothing(
     if os.geteuid() != 0:
         pytest.skip("needs root to run the squatter as another user")
     address, state, token, script = _kept_seat(tmp_path)
-    squatter = _squat(address, 65534, script, later=True)
+    squatter = squat(address, 65534, script, later=True)
     checked, bound = threading.Event(), threading.Event()
 
     def check_then_let_it_bind(target: str, engine_uid: int | None) -> bool:
@@ -371,7 +325,7 @@ def test_a_game_going_on_sends_nothing_to_whoever_takes_the_stopped_engines_port
             stream = seat.watch()
             assert next(stream).HasField("snapshot")
             engine.stop()
-            squatter = _squat(f"127.0.0.1:{port}", 65534, script)
+            squatter = squat(f"127.0.0.1:{port}", 65534, script)
             with pytest.raises(BattleLineError) as refused:
                 seat.view()
             with pytest.raises(BattleLineError) as stream_refused:

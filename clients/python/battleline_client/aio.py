@@ -51,16 +51,20 @@ class AsyncClient:
                  credentials: grpc.ChannelCredentials | None = None,
                  timeout: float = common.DEFAULT_TIMEOUT_S,
                  observer: CallObserver | None = None,
-                 channel: grpc.aio.Channel | None = None) -> None:
-        """`channel`, if given, is used as it is (for interceptors or custom options);
-        else `target` must name an address as gRPC reads it (`common.checked_target`:
-        a port out of range or missing after its colon raises ValueError)."""
+                 channel: grpc.aio.Channel | None = None,
+                 interceptors: tuple[grpc.aio.ClientInterceptor, ...] = ()) -> None:
+        """`channel`, if given, is used as it is (for custom options); else `target` must
+        name an address as gRPC reads it (`common.checked_target`: a port out of range or
+        missing after its colon raises ValueError), and `interceptors` see every call."""
         self.target = target if channel else common.checked_target(target)
         self.timeout = timeout
         self.observer = observer
         if channel is None:
-            channel = (grpc.aio.secure_channel(target, credentials, CHANNEL_OPTIONS)
-                       if credentials else grpc.aio.insecure_channel(target, CHANNEL_OPTIONS))
+            chosen = list(interceptors) or None
+            channel = (grpc.aio.secure_channel(target, credentials, CHANNEL_OPTIONS,
+                                               interceptors=chosen) if credentials
+                       else grpc.aio.insecure_channel(target, CHANNEL_OPTIONS,
+                                                      interceptors=chosen))
         self.channel = channel
         self._lobby = lobby_pb2_grpc.LobbyServiceStub(self.channel)
         self._game = game_pb2_grpc.GameServiceStub(self.channel)

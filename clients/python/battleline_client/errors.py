@@ -20,7 +20,7 @@ from google.rpc import error_details_pb2, status_pb2
 from .printable import plain
 
 DOMAIN = "battleline.v1"
-_DETAILS_KEY = "grpc-status-details-bin"
+DETAILS_KEY = "grpc-status-details-bin"
 
 
 class BattleLineError(Exception):
@@ -121,7 +121,7 @@ def _status_details(trailing: Iterable[tuple[str, Any]] | None) -> tuple[str, fl
     so a hostile or broken server cannot turn its error into a client's traceback."""
     reason, retry = "", None
     for key, value in trailing or ():
-        if key != _DETAILS_KEY:
+        if key != DETAILS_KEY:
             continue
         try:
             status = status_pb2.Status.FromString(value)

@@ -25,9 +25,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import grpc
+import grpc.aio
+from google.rpc import error_details_pb2, status_pb2
 
-from .errors import Unavailable
+from .errors import DETAILS_KEY, Unavailable
 
+UNTRUSTED = "untrusted-listener"  # the reason of a call refused here
 LISTEN = "0A"  # the kernel's TCP_LISTEN, as /proc/net/tcp writes a socket's state
 ANY_V4 = ipaddress.IPv4Address("0.0.0.0")
 ANY_V6 = ipaddress.IPv6Address("::")
@@ -198,10 +201,11 @@ def may_take_token(target: str, engine_uid: int | None,
     return owners is None or (bool(owners) and not strangers(owners, engine_uid))
 
 
-class OwnerCheck(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
-    """A channel's calls go out only while no process of another user listens at
-    `target`, or holds a connection accepted there, than this user, root, and the one
-    other user whose engine alone listened there when the check began.
+class OwnerRule:
+    """A channel's calls (through `OwnerCheck` or `AsyncOwnerCheck`) go out only while no
+    process of another user listens at `target`, or holds a connection accepted there,
+    than this user, root, and the one other user whose server alone listened there when
+    the check began.
 
     Why: a channel reconnects to whatever listens on the port after the engine restarts,
     and every call of a game carries its seat's token: a local user who took the port in
@@ -217,32 +221,78 @@ class OwnerCheck(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterce
     `listening_uids`), is let go: such a call fails, or goes where the player pointed it,
     as it did before the check."""
 
-    def __init__(self, target: str, proc_net: Path = Path("/proc/net")) -> None:
+    def __init__(self, target: str, proc_net: Path = Path("/proc/net"), *,
+                 lone_trusted: bool = True) -> None:
+        """`lone_trusted` False: not even a lone other user (a server's channel, whose
+        key or secret acts for many seats, and which may start while its server is down)."""
         self.target, self.proc_net = target, proc_net
         at_start = owners(target, proc_net) or NOWHERE
         lone = at_start.listening
         alone = len(lone) == 1 and strangers(lone) == lone == at_start.surely
-        self.trusted = lone if alone else set()
+        self.trusted = lone if alone and lone_trusted else set()
 
-    def _check(self) -> None:
+    def refusal(self) -> str | None:
+        """Why a call may not go now (a stranger is on the target), or None."""
         there = owners(self.target, self.proc_net) or NOWHERE  # one reading per call
         if there.listening - self.trusted:  # no longer alone: trusted no more (4th re-test)
             self.trusted = set()
         others = strangers(there.every) - self.trusted
-        if others:
-            users = ", ".join(str(uid) for uid in sorted(others))
-            raise Unavailable(f"not sent: a process of another user (uid {users}) is on "
-                              f"{self.target} now, not the engine this client began with",
-                              reason="untrusted-listener")
+        if not others:
+            return None
+        users = ", ".join(str(uid) for uid in sorted(others))
+        return (f"not sent: a process of another user (uid {users}) is on {self.target} "
+                f"now, not the server this client began with")
+
+
+class OwnerCheck(OwnerRule, grpc.UnaryUnaryClientInterceptor,
+                 grpc.UnaryStreamClientInterceptor):
+    """`OwnerRule` on a sync channel: `Client(target, interceptors=(OwnerCheck(target),))`;
+    a refused call raises Unavailable (`untrusted-listener`)."""
+
+    def check(self) -> None:
+        refusal = self.refusal()
+        if refusal is not None:
+            raise Unavailable(refusal, reason=UNTRUSTED)
 
     def intercept_unary_unary(self, continuation: Callable[..., Any],
                               client_call_details: grpc.ClientCallDetails,
                               request: Any) -> Any:
-        self._check()
+        self.check()
         return continuation(client_call_details, request)
 
     def intercept_unary_stream(self, continuation: Callable[..., Any],
                                client_call_details: grpc.ClientCallDetails,
                                request: Any) -> Any:
-        self._check()
+        self.check()
         return continuation(client_call_details, request)
+
+
+class AsyncOwnerCheck(OwnerRule, grpc.aio.UnaryUnaryClientInterceptor,
+                      grpc.aio.UnaryStreamClientInterceptor):
+    """`OwnerRule` on an asyncio channel (`AsyncClient(target, interceptors=...)`, or
+    `grpc.aio.insecure_channel`'s): a refused call fails as gRPC's own do, UNAVAILABLE
+    with the reason `untrusted-listener`, so every caller handles it as it handles them.
+    The servers' inner channels carry what acts for many seats: the hosted AI's key to
+    the engine and to the AI service, the web gateway's secret (twenty-ninth audit)."""
+
+    def check(self) -> None:
+        refusal = self.refusal()
+        if refusal is None:
+            return
+        status = status_pb2.Status(code=grpc.StatusCode.UNAVAILABLE.value[0], message=refusal)
+        status.details.add().Pack(error_details_pb2.ErrorInfo(reason=UNTRUSTED))
+        raise grpc.aio.AioRpcError(
+            grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(),
+            grpc.aio.Metadata((DETAILS_KEY, status.SerializeToString())), details=refusal)
+
+    async def intercept_unary_unary(self, continuation: Callable[..., Any],
+                                    client_call_details: grpc.aio.ClientCallDetails,
+                                    request: Any) -> Any:
+        self.check()
+        return await continuation(client_call_details, request)
+
+    async def intercept_unary_stream(self, continuation: Callable[..., Any],
+                                     client_call_details: grpc.aio.ClientCallDetails,
+                                     request: Any) -> Any:
+        self.check()
+        return await continuation(client_call_details, request)

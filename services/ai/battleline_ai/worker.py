@@ -57,7 +57,9 @@ from battleline_client.errors import (
     NotYourTurn,
     PermissionDenied,
     StaleVersion,
+    Unavailable,
 )
+from battleline_client.port_owner import UNTRUSTED, AsyncOwnerCheck
 from battleline_engine import logs
 from battleline_engine.logs import LogFormat, LogLevel
 from battleline_engine.storage import Storage
@@ -132,7 +134,11 @@ class AiWorker:
         """Serve requests until `stop()`; unfinished matches stay pending for others."""
         self.storage = Storage.from_url(self.config.redis_url)
         self._start_searchers()
-        self.client = AsyncClient(self.config.engine)
+        # Its key acts for every AI seat: none of it to another user's process that took
+        # the engine's port while the engine was down (twenty-ninth audit).
+        self.client = AsyncClient(self.config.engine,
+                                  interceptors=(AsyncOwnerCheck(self.config.engine,
+                                                                lone_trusted=False),))
         await self.storage.ai.ensure_group()
         log.info("ai worker %s: engine %s", self.name, self.config.engine)
         heartbeat = asyncio.create_task(self._heartbeat())
@@ -258,9 +264,14 @@ class AiWorker:
                     entry_id, match_id, err)
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as err:
             # Left pending and no longer kept fresh: reclaimed (by anyone) after claim_idle_s.
-            log.exception("ai worker %s: match %s failed; left for reclaim", self.name, match_id)
+            if isinstance(err, Unavailable) and err.reason == UNTRUSTED:
+                log.error("ai worker %s: match %s: %s; left for reclaim", self.name,
+                          match_id, err.message)
+            else:
+                log.exception("ai worker %s: match %s failed; left for reclaim", self.name,
+                              match_id)
             return
         await self.storage.ai.ack(entry_id)
         log.info("ai worker %s: match %s %s", self.name, match_id, outcome)

@@ -26,6 +26,7 @@ import grpc.aio
 
 from battleline.v1 import ai_pb2, ai_pb2_grpc, game_pb2
 from battleline.v1 import types_pb2 as pb
+from battleline_client.port_owner import AsyncOwnerCheck
 
 from . import views
 from .auth import AI_OWNER
@@ -82,7 +83,10 @@ class HintClient:
                           "hints and reviews need the AI service: start the engine with "
                           "--ai-address")
         if self._stub is None:
-            self._stub = ai_pb2_grpc.AiServiceStub(grpc.aio.insecure_channel(self.address))
+            # Each call carries the AI's key and a seat's view, hand included: none to
+            # another user's process on the AI's port (twenty-ninth audit).
+            self._stub = ai_pb2_grpc.AiServiceStub(grpc.aio.insecure_channel(
+                self.address, interceptors=[AsyncOwnerCheck(self.address, lone_trusted=False)]))
         return self._stub
 
     @staticmethod

@@ -156,16 +156,21 @@ def _port_lock(folder: Path, port: int) -> IO[bytes] | None:
 def refuse_if_bound(host: str, port: int) -> None:
     """Raise CannotListen if some socket holds `host:port`, one bound with SO_REUSEPORT
     included: a probe without it is refused while any such socket is bound."""
+    import contextlib
     import errno
     import socket
 
     if port == 0:
         return
-    try:
-        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                       flags=socket.AI_PASSIVE)
-    except OSError:  # a host that names nothing: gRPC's bind says so
-        return
+    # gRPC binds `localhost` as both loopbacks, whatever the system's resolver says (here
+    # 127.0.0.1 alone): another user on [::1] was let be, and clients of localhost sent
+    # there (twenty-ninth audit).
+    names = ["127.0.0.1", "::1"] if host.lower().rstrip(".") == "localhost" else [host]
+    addresses = []
+    for name in names:
+        with contextlib.suppress(OSError):  # a host that names nothing: gRPC's bind says so
+            addresses += socket.getaddrinfo(name, port, type=socket.SOCK_STREAM,
+                                            flags=socket.AI_PASSIVE)
     for family, kind, proto, _, address in addresses:
         try:
             with socket.socket(family, kind, proto) as probe:
@@ -183,8 +188,8 @@ def listen(server: grpc.aio.Server, address: str,
     A port not `shared` (SO_REUSEPORT, `serve --workers`, probed apart) is probed first:
     gRPC's own failed bind prints a line of its internals before the one we print."""
     if not shared and not address.startswith("unix:"):
-        host, _, port = address.rpartition(":")
-        refuse_if_bound(host.removeprefix("[").removesuffix("]"), int(port))
+        host, _, number = address.rpartition(":")
+        refuse_if_bound(host.removeprefix("[").removesuffix("]"), int(number))
     try:
         port = (server.add_insecure_port(address) if credentials is None
                 else server.add_secure_port(address, credentials))

@@ -73,6 +73,9 @@ class ServerConfig:
     # connections over them; `battleline serve --workers N`). Off, a second engine on
     # the same port fails to start instead of silently sharing it.
     reuse_port: bool = False
+    # A unix socket the engine also listens on, for `serve`'s own web gateway and AI (in
+    # a directory of its own, 0700): see EngineServer.inner_address.
+    inner_socket: Path | None = None
     # Collect garbage less often and freeze what start-up loaded (`tune_gc`); False
     # leaves the collector as CPython sets it.
     tune_gc: bool = True
@@ -118,6 +121,16 @@ class EngineServer:
     def address(self) -> str:
         """host:port to dial."""
         return host_port(self.config.host, self.port)
+
+    @property
+    def inner_address(self) -> str:
+        """Where the parts of one `serve` dial the engine: its unix socket where it has
+        one. Its loopback port could be another local user's while the engine is down
+        (after a crash, the AI still running), or on the [::1] side of `--host
+        localhost` when the engine bound 127.0.0.1 alone: the AI's key, the gateway's
+        secret and the browsers' tokens went there (twenty-ninth audit)."""
+        socket = self.config.inner_socket
+        return f"unix:{socket}" if socket is not None else self.address
 
     async def _set_all(self, status: int) -> None:  # a HealthCheckResponse.ServingStatus
         for name in ["", *self.service_names]:
@@ -250,6 +263,8 @@ async def start_server(
     credentials = _credentials(config)
     port = listen(server, host_port(config.host, config.port), credentials,
                   shared=config.reuse_port)
+    if config.inner_socket is not None:
+        listen(server, f"unix:{config.inner_socket}")
     engine = EngineServer(server, port, health, names, storage, config)
     # Until Redis has answered, nothing can be served.
     await engine._set_all(NOT_SERVING)

@@ -37,6 +37,7 @@ from protobuf.wkt import Any as DetailAny
 from starlette.types import Receive, Scope, Send
 
 from battleline.v1 import game_pb2, lobby_pb2, record_pb2, watch_pb2
+from battleline_client.port_owner import AsyncOwnerCheck
 from battleline_engine.auth import FORWARDED_FOR, GATEWAY_CLIENT, GATEWAY_SECRET, address_key
 from battleline_engine.errors import Refusal
 from battleline_engine.ratelimit import OpenCounts
@@ -85,7 +86,10 @@ class Upstream:
     """
 
     def __init__(self, engine_address: str, secret: str = "") -> None:
-        self.channel = grpc.aio.insecure_channel(engine_address)
+        # Its calls carry the secret and browsers' tokens: none to another user's process
+        # on the engine's port (`AsyncOwnerCheck`; twenty-ninth audit).
+        self.channel = grpc.aio.insecure_channel(
+            engine_address, interceptors=[AsyncOwnerCheck(engine_address, lone_trusted=False)])
         self.closing = False
         self.secret = secret
 

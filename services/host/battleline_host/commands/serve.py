@@ -223,6 +223,7 @@ def serve(
     descriptors = _raise_descriptor_limit()
     embedded: EmbeddedRedis | None = None
     ai_socket: Path | None = None  # the AI started here serves AiService on it
+    inner_socket: Path | None = None  # this engine's for the AI and web page started here
     redis_url = cluster_url(redis_url, redis_cluster)
     # Checked before anything starts (an embedded Redis would start and stop again).
     if open_limits and not is_loopback_host(host):
@@ -301,6 +302,8 @@ def serve(
         worker_args = [*shared_options(ctx), "--ai-address", ai_address, "--workers", "1",
                        "--no-ai", "--no-web", "--shared-port"]
         extra = Workers(workers - 1, worker_args, redis_url, config)
+        if not shared_port:  # the AI and web page here reach this engine by it
+            inner_socket = private_socket_dir("engine") / "engine.sock"
         with one_line_when_cannot_listen("serve", "--port, --web-port and --metrics-port"):
             asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention,
                              grace, config, ai_workers, ai_socket, None if no_web else web_port,
@@ -309,12 +312,14 @@ def serve(
                              redis_lean=redis_client == "lean",
                              redis_batch_s=redis_batch_ms / 1000,
                              shared_port=shared_port or workers > 1, workers=extra,
-                             child_log=child_log, metrics_host=metrics_host or host))
+                             child_log=child_log, metrics_host=metrics_host or host,
+                             inner_socket=inner_socket))
     finally:
         if embedded is not None:
             embedded.stop()
-        if ai_socket is not None:
-            remove_socket_dir(ai_socket.parent)
+        for socket in (ai_socket, inner_socket):
+            if socket is not None:
+                remove_socket_dir(socket.parent)
         for lock in port_locks:
             lock.close()
 
@@ -328,7 +333,7 @@ async def _run(
     max_calls: int = MAX_CALLS,
     redis_lean: bool = True, redis_batch_s: float = 0.002,
     shared_port: bool = False, workers: Workers | None = None, child_log: Sequence[str] = (),
-    metrics_host: str = "127.0.0.1",
+    metrics_host: str = "127.0.0.1", inner_socket: Path | None = None,
 ) -> None:
     from battleline_engine import metrics_http
     from battleline_engine.server import ServerConfig, start_server
@@ -343,6 +348,7 @@ async def _run(
     server_config = ServerConfig(
         host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, grace_s=grace,
         reuse_port=shared_port, max_connections=max_connections, max_concurrent_rpcs=max_calls,
+        inner_socket=inner_socket,
     )
     engine = await start_server(server_config, storage, default_services(storage, config))
     ai: HostedAi | None = None
@@ -360,11 +366,12 @@ async def _run(
         # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
         print(f"battleline engine listening on {engine.address}", flush=True)
         if ai_workers:
-            ai = HostedAi(engine.address, redis_url, config.ai_key, ai_workers, ai_socket,
-                          child_log)
+            ai = HostedAi(engine.inner_address, redis_url, config.ai_key, ai_workers,
+                          ai_socket, child_log)
             ai_watch = asyncio.create_task(ai.supervise())
         if web_port is not None:
-            web = WebGateway(engine.address, host, web_port, engine_secret=config.gateway_secret,
+            web = WebGateway(engine.inner_address, host, web_port,
+                             engine_secret=config.gateway_secret,
                              limits=web_limits or WebLimits())
             await web.start()
             print(f"battleline web page at {web.url}", flush=True)

@@ -1,0 +1,187 @@
+"""Twenty-ninth audit: the servers' own channels sent what acts for many seats to another
+local user's process on the port they dial. The hosted AI's worker sent its key (every AI
+seat's token) to a squatter on a restarting engine's port, and serve's own AI did so after
+serve was killed; the web gateway sent browsers' tokens and its secret; the engine sent
+the AI's key and a seat's hand to a squatter on the AI service's port; and under `serve
+--host localhost` a squatter on [::1] got all of them while serve ran. Now each such
+channel checks who is on its target before every call (`AsyncOwnerCheck`, trusting only
+its own user and root), serve's AI and web page dial the engine's unix socket in a
+directory of its own, and serve refuses a `localhost` port taken on either loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import grpc.aio
+import pytest
+
+from battleline.v1 import ai_pb2, game_pb2
+from battleline_client.aio import AsyncClient
+from battleline_client.client import Client
+from battleline_client.errors import BattleLineError, Unavailable
+from battleline_client.port_owner import UNTRUSTED, AsyncOwnerCheck
+from battleline_engine.errors import Kind, Refusal
+from battleline_engine.hints import HintClient
+from battleline_gateway.bridge import Upstream
+from battleline_host.local import LocalService
+from tests.ai.service_harness import AI_KEY, WITH_AI, start_worker, stop
+from tests.processes import BATTLELINE, free_port
+from tests.squatters import SQUATTER, squat
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="needs root to run the squatter as another user")
+STRANGER = 65534
+SECRET = "gateway-secret-0123456789abcdef"
+
+
+@pytest.fixture
+def squatting(tmp_path: Path) -> Iterator[tuple[str, list[subprocess.Popen[str]]]]:
+    """A free loopback address, and the squatters a test starts there (killed after it)."""
+    script = tmp_path / "squatter.py"
+    script.write_text(SQUATTER)
+    started: list[subprocess.Popen[str]] = []
+    yield f"127.0.0.1:{free_port()}", started
+    for squatter in started:
+        squatter.kill()
+
+
+def _calls(squatter: subprocess.Popen[str]) -> str:
+    """Every call the squatter got, with its metadata."""
+    squatter.kill()
+    return squatter.communicate(timeout=10)[0]
+
+
+def _squat(address: str, tmp_path: Path, started: list[subprocess.Popen[str]]
+           ) -> subprocess.Popen[str]:
+    squatter = squat(address, STRANGER, tmp_path / "squatter.py")
+    started.append(squatter)
+    return squatter
+
+
+@pytest.mark.parametrize("checked", [True, False], ids=["with its check", "unchecked"])
+def test_the_asyncio_client_sends_nothing_to_whoever_takes_a_stopped_engines_port(
+        redis_url: str, tmp_path: Path, checked: bool,
+        squatting: tuple[str, list[subprocess.Popen[str]]]) -> None:
+    """The twenty-eighth audit left the asyncio client without the check the commands'
+    client has; with `AsyncOwnerCheck` a game's next call is refused, not sent (the
+    unchecked client, the control, sends the squatter the seat's token)."""
+    address, started = squatting
+    engine = LocalService(redis_url, port=int(address.rsplit(":", 1)[1]))
+    engine.start()
+
+    async def a_game_then_a_squatter() -> tuple[str, BattleLineError]:
+        interceptors = (AsyncOwnerCheck(address),) if checked else ()
+        async with AsyncClient(address, interceptors=interceptors) as client:
+            seat = client.seat((await client.create(opponent="local", clock="none")).seat)
+            await seat.view()
+            await asyncio.to_thread(engine.stop)
+            await asyncio.to_thread(_squat, address, tmp_path, started)
+            with pytest.raises(BattleLineError) as refused:
+                await seat.view()
+            return seat.handle.token, refused.value
+
+    try:
+        token, error = asyncio.run(a_game_then_a_squatter())
+    finally:
+        engine.stop()
+    calls = _calls(started[0])
+    if checked:
+        assert isinstance(error, Unavailable) and error.reason == UNTRUSTED, error
+        assert f"uid {STRANGER}" in error.message and token not in calls, calls
+    else:
+        assert token in calls, calls
+
+
+def test_the_hosted_ai_sends_its_key_to_no_other_users_process(
+        redis_url: str, tmp_path: Path,
+        squatting: tuple[str, list[subprocess.Popen[str]]]) -> None:
+    """An AI match asked while the engine ran; the engine stopped, another user's process
+    took its port: the worker that takes the request (`battleline ai --engine`) sends it
+    nothing, and says why (the audit: the key 45 times in one restart)."""
+    address, started = squatting
+    with LocalService(redis_url, port=int(address.rsplit(":", 1)[1]), config=WITH_AI), \
+            Client(address) as client:
+        client.create(opponent="ai", ai_level=1, clock="none")
+    squatter = _squat(address, tmp_path, started)
+    log = tmp_path / "worker.log"
+    worker = start_worker(address, redis_url, log)
+    said = f"another user (uid {STRANGER})"
+    try:
+        deadline = time.monotonic() + 60
+        while said not in log.read_text() and time.monotonic() < deadline:
+            assert worker.poll() is None, log.read_text()
+            time.sleep(0.1)
+    finally:
+        stop(worker)
+    calls = _calls(squatter)
+    assert said in log.read_text(), log.read_text()
+    assert AI_KEY not in calls and "/battleline.v1." not in calls, calls
+
+
+def test_the_web_gateways_channel_sends_a_squatter_nothing(
+        tmp_path: Path, squatting: tuple[str, list[subprocess.Popen[str]]]) -> None:
+    """`battleline web --engine` forwarded browsers' tokens and its secret (which lifts
+    every per-client limit) to a squatter on the engine's port while it was down."""
+    address, started = squatting
+    squatter = _squat(address, tmp_path, started)
+
+    async def forward() -> grpc.aio.AioRpcError:
+        upstream = Upstream(address, SECRET)
+        call = upstream.channel.unary_unary(
+            "/battleline.v1.GameService/GetView",
+            request_serializer=game_pb2.GetViewRequest.SerializeToString,
+            response_deserializer=game_pb2.GetViewResponse.FromString)
+        try:
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await call(game_pb2.GetViewRequest(match_id="m0000000001"),
+                           metadata=(("authorization", "Bearer browser-token"),
+                                     ("x-battleline-gateway-secret", SECRET)), timeout=10)
+            return refused.value
+        finally:
+            await upstream.close(0)
+
+    error = asyncio.run(forward())
+    calls = _calls(squatter)
+    assert error.code() == grpc.StatusCode.UNAVAILABLE, error
+    assert f"uid {STRANGER}" in (error.details() or ""), error
+    assert SECRET not in calls and "browser-token" not in calls and "/battleline" not in calls
+
+
+def test_the_engines_hints_send_the_ai_key_to_no_squatter(
+        tmp_path: Path, squatting: tuple[str, list[subprocess.Popen[str]]]) -> None:
+    """The engine's channel to an AI service on a loopback port (`--ai-address`) sent
+    the AI's key and the asking seat's view, hand included, to a squatter there."""
+    address, started = squatting
+    squatter = _squat(address, tmp_path, started)
+    hints = HintClient(address, AI_KEY)
+    busy: list[bool] = []
+
+    async def ask() -> None:
+        await hints.suggest(ai_pb2.SuggestRequest(), 10, "owner", lambda: busy.append(True))
+
+    with pytest.raises(Refusal) as refused:
+        asyncio.run(ask())
+    calls = _calls(squatter)
+    assert refused.value.kind == Kind.UNAVAILABLE and not busy, refused.value
+    assert AI_KEY not in calls and "/battleline" not in calls, calls
+
+
+def test_serve_on_localhost_refuses_a_port_taken_on_either_loopback(
+        tmp_path: Path, squatting: tuple[str, list[subprocess.Popen[str]]]) -> None:
+    """Under `--host localhost` serve bound 127.0.0.1 and ran beside another user's
+    process on [::1]:P, where its own AI, its web page and localhost's clients went."""
+    address, started = squatting
+    port = address.rsplit(":", 1)[1]
+    _squat(f"[::1]:{port}", tmp_path, started)
+    result = subprocess.run(
+        [BATTLELINE, "serve", "--host", "localhost", "--port", port, "--no-web",
+         "--no-ai", "--data-dir", str(tmp_path / "data")],
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert f"cannot listen on localhost:{port}" in result.stderr, result.stderr
