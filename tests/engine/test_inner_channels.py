@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,3 +187,57 @@ def test_serve_on_localhost_refuses_a_port_taken_on_either_loopback(
         capture_output=True, text=True, timeout=60)
     assert result.returncode == 1, result.stderr
     assert f"cannot listen on localhost:{port}" in result.stderr, result.stderr
+
+
+def test_the_engines_hints_send_nothing_to_a_socket_another_user_made(
+        tmp_path: Path, squatting: tuple[str, list[subprocess.Popen[str]]]) -> None:
+    """An AI service's socket in a directory everyone may write (`--ai-address
+    unix:/tmp/shared/ai.sock`): another user made it before the AI started, and got the
+    AI's key on each hint. The socket's owner is checked as a listener's is."""
+    _, started = squatting
+    shared = Path(tempfile.mkdtemp(prefix="battleline-tests-shared-"))  # pytest's is 0700
+    try:
+        shared.chmod(0o1777)
+        squatter = _squat(f"unix:{shared / 'ai.sock'}", tmp_path, started)
+        hints = HintClient(f"unix:{shared / 'ai.sock'}", AI_KEY)
+
+        async def ask() -> None:
+            await hints.suggest(ai_pb2.SuggestRequest(), 10, "owner", lambda: None)
+
+        with pytest.raises(Refusal) as refused:
+            asyncio.run(ask())
+        calls = _calls(squatter)
+    finally:
+        shutil.rmtree(shared)
+    assert refused.value.kind == Kind.UNAVAILABLE, refused.value
+    assert AI_KEY not in calls and "/battleline" not in calls, calls
+
+
+def test_the_ai_service_serves_on_no_socket_others_may_make_or_replace(tmp_path: Path) -> None:
+    """`battleline ai --socket` in a directory others may write is refused before
+    anything starts; the directory `serve` makes for it is not."""
+    from battleline_engine.socket_dirs import (
+        others_may_enter,
+        private_socket_dir,
+        remove_socket_dir,
+    )
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    result = subprocess.run(
+        [BATTLELINE, "ai", "--socket", str(shared / "ai.sock"), "--engine", "127.0.0.1:1"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "BATTLELINE_AI_KEY": AI_KEY, "REDIS_URL": "redis://127.0.0.1:1"})
+    assert result.returncode == 2 and "another user may make or replace" in result.stderr, \
+        result.stderr
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, STRANGER, STRANGER)
+    assert others_may_enter(theirs / "ai.sock")
+    assert others_may_enter(Path("/tmp/ai.sock"))  # 1777: anyone may make that name
+    private = private_socket_dir("tests")
+    try:
+        assert not others_may_enter(private / "ai.sock")  # 0700 in /tmp: sticky, ours
+    finally:
+        remove_socket_dir(private)

@@ -58,7 +58,7 @@ def ai(
     socket: Annotated[Path | None, typer.Option(
         envvar="BATTLELINE_AI_SOCKET",
         help="Serve the AiService RPC on this Unix socket instead (in a directory only "
-             "this user may enter).")] = None,
+             "this user may write).")] = None,
     log_level: LogLevelOption = LogLevel.INFO,
     log_format: LogFormatOption = LogFormat.JSON,
 ) -> None:
@@ -75,6 +75,7 @@ def ai(
     from battleline_ai.worker import KEY_ENV
     from battleline_engine import logs
     from battleline_engine.listening import host_port
+    from battleline_engine.socket_dirs import others_may_enter
 
     checked_redis_url(ctx, "--redis-url", redis_url)
     redis_url = cluster_url(redis_url, redis_cluster) or redis_url
@@ -84,6 +85,10 @@ def ai(
                                  "the same one)")
     if socket is not None and port is not None:
         raise typer.BadParameter("--socket or --port, not both")
+    if socket is not None and others_may_enter(socket):
+        raise typer.BadParameter(f"--socket {socket}: another user may make or replace a "
+                                 "socket there (a directory others may write, or theirs): "
+                                 "choose a directory only this user may write")
     logs.configure(log_level, log_format)
     rpc_address = (f"unix:{socket}" if socket is not None
                    else None if port is None else host_port(host, port))
