@@ -425,6 +425,22 @@ def test_a_port_in_use_is_said_in_one_line(command: str, flag: str, redis_url: s
     assert not re.search(r"^[DIWEF]\d{4} \d\d:\d\d", result.stderr, re.M), result.stderr
 
 
+def test_a_workers_metrics_port_in_use_is_said_in_one_line(redis_url: str) -> None:
+    """`serve --workers 2 --metrics-port M` with M + 1 taken (the second engine's) ended
+    in a traceback once that engine failed (twenty-ninth audit): now it is found first."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        second = taken.getsockname()[1]
+        result = subprocess.run(
+            [BATTLELINE, "serve", "--port", "0", "--no-ai", "--no-web", "--workers", "2",
+             "--metrics-port", str(second - 1)], capture_output=True, text=True,
+            timeout=60, env={**os.environ, "REDIS_URL": redis_url})
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert f"cannot listen on 127.0.0.1:{second}" in result.stderr, result.stderr
+    assert "--metrics-port" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_two_serves_started_at_once_cannot_both_claim_a_shared_port(tmp_path: Path) -> None:
     """Two `serve --workers 2` started 0.3 s apart both passed the probe before either
     bound (eighteenth audit: 8 of 12 matches read back unknown): the first holds a lock

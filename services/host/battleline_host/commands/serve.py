@@ -28,6 +28,7 @@ from battleline_engine.listening import (
     claim_shared_port,
     is_loopback_host,
     port_lock_dirs,
+    refuse_if_bound,
 )
 from battleline_engine.socket_dirs import private_socket_dir, remove_socket_dir
 from battleline_gateway.limits import WebLimits
@@ -241,6 +242,10 @@ def serve(
             log.warning("no lock of port %d (no directory for it is this user's own): "
                         "two serves started at once on it are kept apart by a probe alone",
                         port)
+        if metrics_port:  # the other engines' (M + i): one taken ended in a traceback
+            with one_line_when_cannot_listen("serve", "--metrics-port"):
+                for i in range(1, workers):
+                    refuse_if_bound(metrics_host or host, metrics_port + i)
     if not redis_url:
         embedded = EmbeddedRedis(data_dir)
         with _own_data_dir():
