@@ -307,7 +307,7 @@ def serve(
         worker_args = [*shared_options(ctx), "--ai-address", ai_address, "--workers", "1",
                        "--no-ai", "--no-web", "--shared-port"]
         extra = Workers(workers - 1, worker_args, redis_url, config)
-        if not shared_port:  # the AI and web page here reach this engine by it
+        if ai_workers or not no_web:  # they reach this engine by it, not by its port
             inner_socket = private_socket_dir("engine") / "engine.sock"
         with one_line_when_cannot_listen("serve", "--port, --web-port and --metrics-port"):
             asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention,
