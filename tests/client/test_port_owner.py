@@ -80,8 +80,16 @@ def test_the_owners_of_what_a_loopback_target_reaches(tmp_path: Path) -> None:
                      "foo.localhost:50051", "localhost.:50051"):
         assert 1001 in listening_uids(spelling, proc_net), spelling  # type: ignore[operator]
     assert listening_uids("localhost:8000", proc_net) == {1005, 1006}  # ::1 too, always
+    # gRPC's names for addresses: each address followed as if written alone (a re-test
+    # of the twenty-ninth audit: the servers' check let them all go).
     for form in ("ipv4:127.0.0.1:50051", "ipv4:///127.0.0.1:50051", "IPV4:127.0.0.1:50051",
-                 "dns:///localhost:50051", "DNS:///localhost:50051", "127.0.0.%31:50051",
+                 "dns:///localhost:50051", "DNS:///localhost:50051", "dns:127.0.0.1:50051",
+                 "ipv4:198.51.100.7:1,127.0.0.1:50051", "ipv6:[::ffff:127.0.0.1]:50051"):
+        assert listening_uids(form, proc_net) == {1001}, form
+    assert listening_uids("ipv6:[::1]:8000,[::1]:9000", proc_net) == {1005, 1006}
+    assert listening_uids("ipv4:198.51.100.7:50051", proc_net) is None  # elsewhere
+    for form in ("127.0.0.%31:50051", "dns:///127.0.0.%31:50051", "dns://8.8.8.8/localhost:1",
+                 "ipv4:127.0.0.1:50051,127.0.0.%31:1",
                  "[fe80::1%eth0]:50051", "Unix-Abstract:engine", "no-such-name.invalid:1",
                  # numbers the system's resolver reads otherwise than gRPC's (a fifth
                  # round: `0127.0.0.1` was octal 87.0.0.1 to the check, 127.0.0.1 to gRPC)
@@ -89,6 +97,10 @@ def test_the_owners_of_what_a_loopback_target_reaches(tmp_path: Path) -> None:
                  "127.0.0.010:50051"):
         assert listening_uids(form, proc_net) == set(), form
         assert not may_take_token(form, None, proc_net), form
+        # A server's channel sends nothing there; the player's goes where they chose.
+        refusal = port_owner.OwnerRule(form, proc_net, strict=True).refusal() or ""
+        assert "cannot follow" in refusal, form
+        assert port_owner.OwnerRule(form, proc_net).refusal() is None, form
     # Elsewhere, or not told: None (nothing to check).
     assert listening_uids("198.51.100.7:50051", proc_net) is None
     assert listening_uids("127.0.0.1:50051", tmp_path / "missing") is None

@@ -126,15 +126,17 @@ def test_the_hosted_ai_sends_its_key_to_no_other_users_process(
     assert AI_KEY not in calls and "/battleline.v1." not in calls, calls
 
 
+@pytest.mark.parametrize("form", ["", "dns:///", "ipv4:"])
 def test_the_web_gateways_channel_sends_a_squatter_nothing(
-        tmp_path: Path, squatting: tuple[str, list[subprocess.Popen[str]]]) -> None:
+        tmp_path: Path, squatting: tuple[str, list[subprocess.Popen[str]]], form: str) -> None:
     """`battleline web --engine` forwarded browsers' tokens and its secret (which lifts
-    every per-client limit) to a squatter on the engine's port while it was down."""
+    every per-client limit) to a squatter on the engine's port while it was down; its
+    re-test, with the engine named in gRPC's other forms (`dns:///`, `ipv4:`)."""
     address, started = squatting
     squatter = _squat(address, tmp_path, started)
 
     async def forward() -> grpc.aio.AioRpcError:
-        upstream = Upstream(address, SECRET)
+        upstream = Upstream(form + address, SECRET)
         call = upstream.channel.unary_unary(
             "/battleline.v1.GameService/GetView",
             request_serializer=game_pb2.GetViewRequest.SerializeToString,

@@ -135,21 +135,29 @@ def _addresses(host: str, port: int) -> set[Address] | None:
 class Owners(NamedTuple):
     """Who is on a target, from one reading: the listeners a connection may reach, those
     it surely reaches (see `_reached`), and every socket there, the connections the
-    listeners accepted included (a channel may hold one a listener since gone accepted)."""
+    listeners accepted included (a channel may hold one a listener since gone accepted);
+    `followed` False for a target the check cannot follow as gRPC would."""
 
     listening: set[int]
     surely: set[int]
     every: set[int]
+    followed: bool = True
 
 
 NOWHERE = Owners(set(), set(), set())
+UNFOLLOWED = Owners(set(), set(), set(), followed=False)
+
+# gRPC's names for addresses, schemes in any case: `dns:HOST:PORT` or `dns:///HOST:PORT`,
+# `ipv4:A:P,B:P` and `ipv6:[A]:P,...` (also after `///`). Each address is followed as if
+# written alone; a DNS authority (`dns://server/...`) asks a resolver the check cannot.
+_NAMED = re.compile(r"(?i:(dns|ipv4|ipv6):)(?:///)?(.+)")
 
 
 def owners(target: str, proc_net: Path = Path("/proc/net")) -> Owners | None:
     """The uids owning what a connection to `target` may reach on this machine; empty
-    when nothing listens there now, or when nothing can be trusted there (an abstract
-    unix socket, whose owner nothing tells; a form or a name the check cannot follow as
-    gRPC would); None when the target leads elsewhere, or this system does not tell."""
+    when nothing listens there now; UNFOLLOWED for an abstract unix socket (whose owner
+    nothing tells) or a form or a name the check cannot follow as gRPC would; None when
+    the target leads elsewhere, or this system does not tell."""
     scheme = target.split(":", 1)[0].lower()
     if scheme == "unix":
         path = target.split(":", 1)[1].removeprefix("//")
@@ -158,13 +166,29 @@ def owners(target: str, proc_net: Path = Path("/proc/net")) -> Owners | None:
         except OSError:
             return NOWHERE
         return Owners(uid, uid, uid)
+    named = _NAMED.fullmatch(target)
+    addresses = [target] if named is None else (
+        [named.group(2)] if named.group(1).lower() == "dns" else named.group(2).split(","))
+    found = [_plain_owners(address, proc_net) for address in addresses]
+    if UNFOLLOWED in found:
+        return UNFOLLOWED
+    here = [owned for owned in found if owned is not None]
+    if not here:
+        return None
+    return Owners(set().union(*(owned.listening for owned in here)),
+                  set().union(*(owned.surely for owned in here)),
+                  set().union(*(owned.every for owned in here)))
+
+
+def _plain_owners(target: str, proc_net: Path) -> Owners | None:
+    """`owners` of one plain HOST:PORT."""
     written = _PLAIN_TARGET.fullmatch(target)
     if written is None:
-        return NOWHERE
+        return UNFOLLOWED
     host, port = written.group(1) or written.group(2), int(written.group(3))
     addresses = _addresses(host, port)
     if addresses is None:
-        return NOWHERE
+        return UNFOLLOWED
     sockets = _sockets(proc_net, port)
     here = [address for address in addresses if _is_here(address)]
     if sockets is None or not here:
@@ -222,18 +246,23 @@ class OwnerRule:
     as it did before the check."""
 
     def __init__(self, target: str, proc_net: Path = Path("/proc/net"), *,
-                 lone_trusted: bool = True) -> None:
-        """`lone_trusted` False: not even a lone other user (a server's channel, whose
-        key or secret acts for many seats, and which may start while its server is down)."""
-        self.target, self.proc_net = target, proc_net
+                 strict: bool = False) -> None:
+        """`strict`, for a server's channel (whose key or secret acts for many seats, and
+        which may start while its server is down): no lone other user is trusted, and
+        no call goes to a target the check cannot follow (a re-test: `dns:///` and
+        `ipv4:` forms went unchecked)."""
+        self.target, self.proc_net, self.strict = target, proc_net, strict
         at_start = owners(target, proc_net) or NOWHERE
         lone = at_start.listening
         alone = len(lone) == 1 and strangers(lone) == lone == at_start.surely
-        self.trusted = lone if alone and lone_trusted else set()
+        self.trusted = lone if alone and not strict else set()
 
     def refusal(self) -> str | None:
         """Why a call may not go now (a stranger is on the target), or None."""
         there = owners(self.target, self.proc_net) or NOWHERE  # one reading per call
+        if self.strict and not there.followed:
+            return (f"not sent: {self.target} is in a form the check of who listens there "
+                    f"cannot follow: write HOST:PORT (a name or an address) or unix:PATH")
         if there.listening - self.trusted:  # no longer alone: trusted no more (4th re-test)
             self.trusted = set()
         others = strangers(there.every) - self.trusted

@@ -138,7 +138,7 @@ class AiWorker:
         # the engine's port while the engine was down (twenty-ninth audit).
         self.client = AsyncClient(self.config.engine,
                                   interceptors=(AsyncOwnerCheck(self.config.engine,
-                                                                lone_trusted=False),))
+                                                                strict=True),))
         await self.storage.ai.ensure_group()
         log.info("ai worker %s: engine %s", self.name, self.config.engine)
         heartbeat = asyncio.create_task(self._heartbeat())

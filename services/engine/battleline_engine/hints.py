@@ -86,7 +86,7 @@ class HintClient:
             # Each call carries the AI's key and a seat's view, hand included: none to
             # another user's process on the AI's port (twenty-ninth audit).
             self._stub = ai_pb2_grpc.AiServiceStub(grpc.aio.insecure_channel(
-                self.address, interceptors=[AsyncOwnerCheck(self.address, lone_trusted=False)]))
+                self.address, interceptors=[AsyncOwnerCheck(self.address, strict=True)]))
         return self._stub
 
     @staticmethod

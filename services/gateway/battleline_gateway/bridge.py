@@ -89,7 +89,7 @@ class Upstream:
         # Its calls carry the secret and browsers' tokens: none to another user's process
         # on the engine's port (`AsyncOwnerCheck`; twenty-ninth audit).
         self.channel = grpc.aio.insecure_channel(
-            engine_address, interceptors=[AsyncOwnerCheck(engine_address, lone_trusted=False)])
+            engine_address, interceptors=[AsyncOwnerCheck(engine_address, strict=True)])
         self.closing = False
         self.secret = secret
 
