@@ -27,13 +27,13 @@ from battleline.v1 import ai_pb2, game_pb2
 from battleline_client.aio import AsyncClient
 from battleline_client.client import Client
 from battleline_client.errors import BattleLineError, Unavailable
-from battleline_client.port_owner import UNTRUSTED, AsyncOwnerCheck
+from battleline_client.port_owner import UNTRUSTED, AsyncOwnerCheck, OwnerCheck
 from battleline_engine.errors import Kind, Refusal
 from battleline_engine.hints import HintClient
 from battleline_gateway.bridge import Upstream
 from battleline_host.local import LocalService
 from tests.ai.service_harness import AI_KEY, WITH_AI, start_worker, stop
-from tests.processes import BATTLELINE, free_port
+from tests.processes import BATTLELINE, free_port, start_serve, stop_serve
 from tests.squatters import SQUATTER, squat
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -243,3 +243,28 @@ def test_the_ai_service_serves_on_no_socket_others_may_make_or_replace(tmp_path:
         assert not others_may_enter(private / "ai.sock")  # 0700 in /tmp: sticky, ours
     finally:
         remove_socket_dir(private)
+
+
+def test_serve_also_listens_on_a_socket_for_the_parts_run_apart(tmp_path: Path) -> None:
+    """The check before a call cannot close the race with a squatter that binds the port
+    in the instant after it (the re-test won it for the gateway and the hints): parts run
+    apart on this machine dial `serve --socket PATH` instead (`--engine unix:PATH`),
+    which no other user can take in a directory only this user may write."""
+    folder = tmp_path / "engine"
+    folder.mkdir(mode=0o700)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    refused = subprocess.run(
+        [BATTLELINE, "serve", "--no-ai", "--no-web", "--socket", str(shared / "e.sock")],
+        capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "another user may make or replace" in refused.stderr
+    process, _ = start_serve("--no-ai", "--no-web", "--data-dir", str(tmp_path / "data"),
+                             "--socket", str(folder / "engine.sock"))
+    try:
+        with Client(f"unix:{folder / 'engine.sock'}",
+                    interceptors=(OwnerCheck(f"unix:{folder / 'engine.sock'}"),)) as client:
+            seat = client.seat(client.create(opponent="local", clock="none").seat)
+            assert seat.view().legal_actions
+    finally:
+        stop_serve(process)

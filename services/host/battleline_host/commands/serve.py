@@ -30,7 +30,11 @@ from battleline_engine.listening import (
     port_lock_dirs,
     refuse_if_bound,
 )
-from battleline_engine.socket_dirs import private_socket_dir, remove_socket_dir
+from battleline_engine.socket_dirs import (
+    others_may_enter,
+    private_socket_dir,
+    remove_socket_dir,
+)
 from battleline_gateway.limits import WebLimits
 
 from .listening import one_line_when_cannot_listen
@@ -186,6 +190,13 @@ def serve(
     no_web: Annotated[bool, typer.Option(
         "--no-web", envvar="BATTLELINE_NO_WEB", help="Do not serve the web page."
     )] = False,
+    socket: Annotated[Path | None, typer.Option(
+        envvar="BATTLELINE_SOCKET",
+        help="Also listen on this Unix socket, in a directory only this user may write, "
+             "for `battleline ai` and `battleline web` run apart on this machine "
+             "(--engine unix:PATH): another user may take a loopback port while the "
+             "engine restarts.",
+    )] = None,
     ai_address: Annotated[str, typer.Option(
         envvar="BATTLELINE_AI_ADDRESS",
         help="AI service (battleline ai --port) for hints; default: the AI started here.",
@@ -230,6 +241,9 @@ def serve(
     if open_limits and not is_loopback_host(host):
         raise typer.BadParameter("--open-limits serves loopback only (--host 127.0.0.1): "
                                  "a public engine needs its abuse limits")
+    if socket is not None and others_may_enter(socket):
+        raise typer.BadParameter(f"--socket {socket}: another user may make or replace a "
+                                 "socket there (a directory others may write, or theirs)")
     if clock not in ("per-move", "per-game"):
         raise typer.BadParameter("--clock: per-move or per-game")
     if redis_client not in ("lean", "redis-py"):
@@ -307,7 +321,9 @@ def serve(
         worker_args = [*shared_options(ctx), "--ai-address", ai_address, "--workers", "1",
                        "--no-ai", "--no-web", "--shared-port"]
         extra = Workers(workers - 1, worker_args, redis_url, config)
-        if ai_workers or not no_web:  # they reach this engine by it, not by its port
+        if socket is not None:  # the AI and web page here reach this engine by it too
+            inner_socket = socket
+        elif ai_workers or not no_web:  # they reach this engine by it, not by its port
             inner_socket = private_socket_dir("engine") / "engine.sock"
         with one_line_when_cannot_listen("serve", "--port, --web-port and --metrics-port"):
             asyncio.run(_run(redis_url, port, host, tls_cert, tls_key, metrics_port, retention,
@@ -322,9 +338,9 @@ def serve(
     finally:
         if embedded is not None:
             embedded.stop()
-        for socket in (ai_socket, inner_socket):
-            if socket is not None:
-                remove_socket_dir(socket.parent)
+        for made in (ai_socket, None if socket else inner_socket):
+            if made is not None:
+                remove_socket_dir(made.parent)
         for lock in port_locks:
             lock.close()
 
@@ -406,8 +422,8 @@ async def _run(
 # serve's options that stay with the first engine of --workers: the others bind the port
 # it gives them, and share its Redis (by environment), AI and web page.
 NOT_SHARED = frozenset({
-    "port", "metrics_port", "data_dir", "redis_url", "redis_cluster", "no_ai", "ai_workers",
-    "ai_address", "no_web", "web_port", "web_max_connections",
+    "port", "metrics_port", "socket", "data_dir", "redis_url", "redis_cluster", "no_ai",
+    "ai_workers", "ai_address", "no_web", "web_port", "web_max_connections",
     "web_max_connections_per_address", "web_request_timeout", "web_request_rate", "workers",
     "shared_port",
 })
