@@ -14,6 +14,7 @@ import asyncio
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -268,3 +269,43 @@ def test_serve_also_listens_on_a_socket_for_the_parts_run_apart(tmp_path: Path) 
             assert seat.view().legal_actions
     finally:
         stop_serve(process)
+
+
+# Another user's listener on IPv6's wildcard with IPV6_V6ONLY, at the port given.
+V6_ONLY_HOLDER = """
+import os, socket, sys, time
+os.setuid(int(sys.argv[2]))  # first: a socket is owned by whoever made it
+holder = socket.socket(socket.AF_INET6)
+holder.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+holder.bind(("::", int(sys.argv[1])))
+holder.listen()
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_v6_only_listener_beside_the_engine_stops_no_call(redis_url: str) -> None:
+    """The re-test: another user listening on [::]:P with IPV6_V6ONLY beside the engine
+    on 127.0.0.1:P (which no connection to it reaches) stopped every checked call of the
+    AI's workers and a gateway while it was there. Beside a listener of this user's the
+    kernel allows no other kind there, so it is passed over; once the engine is gone it
+    counts again."""
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    holder = subprocess.Popen([sys.executable, "-c", V6_ONLY_HOLDER, str(port),
+                               str(STRANGER)], stdout=subprocess.PIPE, text=True)
+    engine = LocalService(redis_url, port=port)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        engine.start()
+        with Client(address, interceptors=(OwnerCheck(address),)) as client:
+            seat = client.seat(client.create(opponent="local", clock="none").seat)
+            assert seat.view().legal_actions  # the holder is there, and no call stopped
+            engine.stop()
+            with pytest.raises(Unavailable) as refused:
+                seat.view()
+            assert refused.value.reason == UNTRUSTED
+    finally:
+        engine.stop()
+        holder.kill()
+        holder.wait(10)

@@ -47,7 +47,7 @@ def _sockets(proc_net: Path, port: int) -> list[tuple[Address, int, bool]] | Non
     made each check of a game's calls take 0.35 s."""
     found: list[tuple[Address, int, bool]] = []
     told, marker = False, f":{port:04X} "
-    for name in ("tcp", "tcp6"):
+    for name in ("tcp6", "tcp"):  # in this order: see `_plain_owners`
         try:
             lines = (proc_net / name).read_text().splitlines()[1:]
         except OSError:
@@ -194,9 +194,22 @@ def _plain_owners(target: str, proc_net: Path) -> Owners | None:
     if sockets is None or not here:
         return None
 
+    ours = {os.geteuid(), 0}
+
+    def v6_only(address: Address) -> bool:
+        """Whether another user's socket on IPv6's wildcard takes no connection to IPv4's
+        `address`: it has IPV6_V6ONLY (which /proc does not tell) when a listener of this
+        user's or root's is surely reached there, since the kernel refuses the two binds
+        otherwise; tcp6 was read first, so one seen beside it was there before it bound,
+        or is gone. Counted, such a socket stopped every call while it was there."""
+        return address.version == 4 and any(
+            listening and uid in ours and bound in _reached(address, surely=True)
+            for bound, uid, listening in sockets)
+
     def uids(accepted: bool, surely: bool) -> set[int]:
-        return {uid for bound, uid, listening in sockets for address in here
-                if (accepted or listening) and bound in _reached(address, surely)}
+        return {uid for address in here for bound, uid, listening in sockets
+                if (accepted or listening) and bound in _reached(address, surely)
+                and not (bound == ANY_V6 and uid not in ours and v6_only(address))}
 
     return Owners(uids(False, False), uids(False, True), uids(True, False))
 
