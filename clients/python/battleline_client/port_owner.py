@@ -1,6 +1,7 @@
 """Who listens where a target leads on this machine: a seat's token goes back only to an
 engine run by this user, by root (who may read everything anyway), or by the user whose
-engine issued it.
+engine issued it; the servers' own channels (the AI's key, the web gateway's secret) go
+to this user's and root's only.
 
 Why: on a shared machine any local user may bind 127.0.0.1:50051 while the player's own
 `battleline serve` is down, and `battleline play` sent whatever answered there the
@@ -9,8 +10,9 @@ and move for them (twenty-seventh audit). Linux names a listening socket's owner
 /proc/net/tcp and tcp6, and a unix socket's owner is its file's. A host is this
 machine however it is written (a name, any loopback spelling, one of its interfaces'
 addresses, the unspecified address); one elsewhere, or a system that does not tell,
-leaves nothing to check. Only a plain HOST:PORT (or a `unix:` path) is followed: the
-other forms gRPC reads were ways past a check that read them otherwise.
+leaves nothing to check. A plain HOST:PORT, a `unix:` path and gRPC's `dns:`, `ipv4:`
+and `ipv6:` names are followed; the other forms gRPC reads were ways past a check that
+read them otherwise, and get nothing from a server's channel.
 """
 
 from __future__ import annotations
@@ -254,9 +256,9 @@ class OwnerRule:
     beside a second user, a stranger is a squatter waiting for the port (one on [::]:P
     with IPV6_V6ONLY, which no connection to 127.0.0.1:P reaches, was trusted so: the
     second to fifth re-tests; alone there, it stayed trusted when an engine came up
-    beside it during a check). Nothing there, or a target the check cannot follow (see
-    `listening_uids`), is let go: such a call fails, or goes where the player pointed it,
-    as it did before the check."""
+    beside it during a check). Nothing there, or (unless `strict`) a target the check
+    cannot follow (see `owners`), is let go: such a call fails, or goes where the player
+    pointed it, as it did before the check."""
 
     def __init__(self, target: str, proc_net: Path = Path("/proc/net"), *,
                  strict: bool = False) -> None:

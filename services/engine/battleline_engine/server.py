@@ -74,7 +74,8 @@ class ServerConfig:
     # the same port fails to start instead of silently sharing it.
     reuse_port: bool = False
     # A unix socket the engine also listens on, for `serve`'s own web gateway and AI (in
-    # a directory of its own, 0700): see EngineServer.inner_address.
+    # a directory of its own, 0700) and for those run apart (`serve --socket`): see
+    # EngineServer.inner_address.
     inner_socket: Path | None = None
     # Collect garbage less often and freeze what start-up loaded (`tune_gc`); False
     # leaves the collector as CPython sets it.
