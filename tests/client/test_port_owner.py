@@ -64,6 +64,9 @@ def test_the_owners_of_what_a_loopback_target_reaches(tmp_path: Path) -> None:
     assert listening_uids("127.0.0.1:50051", proc_net) == {1001}
     assert listening_uids("127.0.0.1:50052", proc_net) == set()  # 127.0.0.2 is not reached
     assert listening_uids("127.0.0.2:50052", proc_net) == {1002}
+    # Written IPv4-mapped, as loopback to gRPC and not to Python 3.11 (a re-test of the
+    # twenty-ninth audit: it was elsewhere to the check, and went unchecked).
+    assert listening_uids("[::ffff:7f00:2]:50052", proc_net) == {1002}
     assert listening_uids("127.0.0.1:6000", proc_net) == {1003}  # the wildcard
     assert listening_uids("127.0.0.1:7000", proc_net) == set()  # nothing listens
     # ... but a listener since gone accepted a connection there (a channel may hold it)

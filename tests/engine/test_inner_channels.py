@@ -219,11 +219,8 @@ def test_the_engines_hints_send_nothing_to_a_socket_another_user_made(
 def test_the_ai_service_serves_on_no_socket_others_may_make_or_replace(tmp_path: Path) -> None:
     """`battleline ai --socket` in a directory others may write is refused before
     anything starts; the directory `serve` makes for it is not."""
-    from battleline_engine.socket_dirs import (
-        others_may_enter,
-        private_socket_dir,
-        remove_socket_dir,
-    )
+    from battleline_client.port_owner import others_may_enter
+    from battleline_engine.socket_dirs import private_socket_dir, remove_socket_dir
 
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -239,10 +236,31 @@ def test_the_ai_service_serves_on_no_socket_others_may_make_or_replace(tmp_path:
     os.chown(theirs, STRANGER, STRANGER)
     assert others_may_enter(theirs / "ai.sock")
     assert others_may_enter(Path("/tmp/ai.sock"))  # 1777: anyone may make that name
+    # Its re-test: a directory not there yet (whoever makes it first owns it), another
+    # user's link in /tmp to a directory of ours (it may point it anywhere at any time).
+    assert others_may_enter(tmp_path / "not-yet" / "ai.sock")
     private = private_socket_dir("tests")
+    link = Path(tempfile.gettempdir()) / f"battleline-tests-link-{os.getpid()}"
     try:
         assert not others_may_enter(private / "ai.sock")  # 0700 in /tmp: sticky, ours
+        link.symlink_to(private)
+        assert not others_may_enter(link / "ai.sock")  # our link to our directory
+        os.lchown(link, STRANGER, STRANGER)
+        assert others_may_enter(link / "ai.sock")
+        refused = subprocess.run(
+            [BATTLELINE, "serve", "--no-ai", "--no-web", "--socket", str(link / "e.sock")],
+            capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2, refused.stderr
+        assert "another user may make or replace" in refused.stderr
+        # The servers' channels refuse such a path at every call too (the link flipped
+        # between the other user's socket and nothing got the AI's key 3 runs of 3).
+        check = AsyncOwnerCheck(f"unix:{link / 'ai.sock'}", strict=True)
+        assert "another user may make or replace" in (check.refusal() or "")
+        for form in ("%65ngine.sock", "engine.sock?x=1", "engine.sock#f"):  # gRPC decodes
+            check = AsyncOwnerCheck(f"unix:{private / form}", strict=True)
+            assert "cannot follow" in (check.refusal() or ""), form
     finally:
+        link.unlink(missing_ok=True)
         remove_socket_dir(private)
 
 

@@ -21,6 +21,7 @@ import ipaddress
 import os
 import re
 import socket
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +76,8 @@ def _is_here(address: Address) -> bool:
     """Whether `address` is this machine's: loopback, unspecified (a connection to it
     goes to loopback), or one of its interfaces' (the kernel routes to it from itself,
     as its own source address; binding would not tell, under ip_nonlocal_bind)."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped  # not loopback to Python 3.11 (::ffff:127.0.0.2)
     if address.is_loopback or address.is_unspecified:
         return True
     family = socket.AF_INET if address.version == 4 else socket.AF_INET6
@@ -134,6 +137,34 @@ def _addresses(host: str, port: int) -> set[Address] | None:
     return {ipaddress.ip_address(str(answer[4][0]).split("%")[0]) for answer in answers}
 
 
+def others_may_enter(socket_path: Path) -> bool:
+    """Whether another user (neither this one nor root) could have made, or could make or
+    replace, a unix socket at `socket_path`: a directory on its way, as written or as its
+    links lead, that is missing, someone else's, or writable by others (the socket's own
+    directory at all, one above it without the sticky bit), or a link someone else made.
+
+    Why: an AI service's socket in /tmp (1777) was made by another user before the AI
+    started, and the engine sent it the AI's key and seats' hands (twenty-ninth audit);
+    its re-test went through another user's symbolic link in /tmp, flipped between its
+    own socket and nothing, and through a directory named before it existed."""
+    ours = {os.geteuid(), 0}
+    written = Path(os.path.abspath(socket_path))
+    for path in (written, Path(os.path.realpath(written))):
+        for depth, folder in enumerate(path.parents):
+            try:
+                info = folder.lstat()
+            except OSError:
+                return True  # not there: whoever makes it first owns it
+            if info.st_uid not in ours:
+                return True
+            if stat.S_ISLNK(info.st_mode):
+                continue  # ours; where it leads is the second pass's
+            writable = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            if writable and (depth == 0 or not info.st_mode & stat.S_ISVTX):
+                return True
+    return False
+
+
 class Owners(NamedTuple):
     """Who is on a target, from one reading: the listeners a connection may reach, those
     it surely reaches (see `_reached`), and every socket there, the connections the
@@ -163,6 +194,8 @@ def owners(target: str, proc_net: Path = Path("/proc/net")) -> Owners | None:
     scheme = target.split(":", 1)[0].lower()
     if scheme == "unix":
         path = target.split(":", 1)[1].removeprefix("//")
+        if any(mark in path for mark in "%?#"):  # gRPC decodes escapes, drops the rest
+            return UNFOLLOWED
         try:
             uid = {os.stat(path).st_uid}
         except OSError:
@@ -267,6 +300,8 @@ class OwnerRule:
         no call goes to a target the check cannot follow (a re-test: `dns:///` and
         `ipv4:` forms went unchecked)."""
         self.target, self.proc_net, self.strict = target, proc_net, strict
+        unix = target.split(":", 1)
+        self.socket = Path(unix[1].removeprefix("//")) if unix[0].lower() == "unix" else None
         at_start = owners(target, proc_net) or NOWHERE
         lone = at_start.listening
         alone = len(lone) == 1 and strangers(lone) == lone == at_start.surely
@@ -278,6 +313,9 @@ class OwnerRule:
         if self.strict and not there.followed:
             return (f"not sent: {self.target} is in a form the check of who listens there "
                     f"cannot follow: write HOST:PORT (a name or an address) or unix:PATH")
+        if self.strict and self.socket is not None and others_may_enter(self.socket):
+            return (f"not sent: another user may make or replace the socket {self.socket} "
+                    f"(a directory others may write, or theirs, or their link)")
         if there.listening - self.trusted:  # no longer alone: trusted no more (4th re-test)
             self.trusted = set()
         others = strangers(there.every) - self.trusted

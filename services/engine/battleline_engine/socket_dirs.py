@@ -86,23 +86,3 @@ def _running(pid: int) -> bool:
     except PermissionError:  # another user's process has that PID
         return True
     return True
-
-
-def others_may_enter(socket_path: Path) -> bool:
-    """Whether another user (neither this one nor root) could have made, or could make,
-    a socket at `socket_path`: its directory is someone else's or others may write in it,
-    or a directory above it could be renamed by them (someone else's, or writable by
-    others without the sticky bit). An AI service's socket in /tmp (1777) was made by
-    another user before the AI started, and the engine sent it the AI's key and seats'
-    hands (twenty-ninth audit)."""
-    me = os.geteuid()
-    for depth, folder in enumerate(socket_path.absolute().parents):
-        try:
-            info = folder.stat()
-        except OSError:
-            return False  # not there yet: made by whoever serves on it, checked then
-        writable = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-        if info.st_uid not in (me, 0) or (writable and (
-                depth == 0 or not info.st_mode & stat.S_ISVTX)):
-            return True
-    return False

@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from battleline_client.port_owner import others_may_enter
+
 from .listening import one_line_when_cannot_listen
 from .options import (
     LogFormat,
@@ -75,7 +77,6 @@ def ai(
     from battleline_ai.worker import KEY_ENV
     from battleline_engine import logs
     from battleline_engine.listening import host_port
-    from battleline_engine.socket_dirs import others_may_enter
 
     checked_redis_url(ctx, "--redis-url", redis_url)
     redis_url = cluster_url(redis_url, redis_cluster) or redis_url

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from typer.core import TyperOption
 
+from battleline_client.port_owner import others_may_enter
 from battleline_client.processes import dying_with_parent, keep_running, stop_processes
 from battleline_engine.listening import (
     MAX_CALLS,
@@ -30,11 +31,7 @@ from battleline_engine.listening import (
     port_lock_dirs,
     refuse_if_bound,
 )
-from battleline_engine.socket_dirs import (
-    others_may_enter,
-    private_socket_dir,
-    remove_socket_dir,
-)
+from battleline_engine.socket_dirs import private_socket_dir, remove_socket_dir
 from battleline_gateway.limits import WebLimits
 
 from .listening import one_line_when_cannot_listen
