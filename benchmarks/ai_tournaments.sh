@@ -149,17 +149,17 @@ level5() {  # level5 OPPONENT SEED: 400 games, logged as level5_vs_OPPONENT_seed
   battleline tournament --a ismcts:level=5 --b "$1" --games 400 --workers 1 --seed "$2" \
     --json "$out/level5_vs_$1_seed$2.json" --log "$out/logs/level5_vs_$1_seed$2.jsonl"
 }
-for seed in 71401 71601 71801 72001 72201 72401 72601 72801 73001 73201 73401 73601 73801 74001 74201 74401 74601 74801 75001 75201 75401 75601 75801 76001 76201 76401 76601 76801 77001 77201 77401; do
+for seed in 71401 71601 71801 72001 72201 72401 72601 72801 73001 73201 73401 73601 73801 74001 74201 74401 74601 74801 75001 75201 75401 75601 75801 76001 76201 76401 76601 76801 77001 77201 77401 77601 77801; do
   level5 prob $seed
 done
-for seed in 81201 81401 81601 81801 82001 82201 82401 82601 82801 83001 83201 83401 83601 83801 84001 84201 84401 84601 84801 85001 85201 85401 85601 85801 86001; do
+for seed in 81201 81401 81601 81801 82001 82201 82401 82601 82801 83001 83201 83401 83601 83801 84001 84201 84401 84601 84801 85001 85201 85401 85601 85801 86001 86201; do
   level5 heuristic $seed
 done
 battleline tournament --a targets --b heuristic --games 400 --workers 1 --seed 91001 \
   --json $out/targets_vs_heuristic.json --log $out/logs/targets_vs_heuristic.jsonl
 battleline tournament --a targets --b prob --games 400 --workers 1 --seed 91101 \
   --json $out/targets_vs_prob.json --log $out/logs/targets_vs_prob.jsonl
-for seed in 92001 92201 92401 92601 92801 93001 93201 93401 93601 93801 94001 94201 94401 94601 94801 95001; do
+for seed in 92001 92201 92401 92601 92801 93001 93201 93401 93601 93801 94001 94201 94401 94601 94801 95001 95201; do
   level5 targets $seed
 done
 battleline tournament --a ismcts:level=5,rollout=prob,depth=2,iterations=400 --b targets \
