@@ -247,6 +247,13 @@ def test_the_ai_service_serves_on_no_socket_others_may_make_or_replace(tmp_path:
         assert not others_may_enter(link / "ai.sock")  # our link to our directory
         os.lchown(link, STRANGER, STRANGER)
         assert others_may_enter(link / "ai.sock")
+        # The third re-test: that link reached inside a link of ours, or before a `..`
+        # (which a path's text drops, and the kernel follows the link for).
+        ours = private / "ours"
+        ours.symlink_to(link)
+        assert others_may_enter(ours / "ai.sock")
+        assert others_may_enter(Path(f"{link}/../{private.name}/ai.sock"))
+        assert not others_may_enter(Path(f"{private}/../{private.name}/ai.sock"))
         refused = subprocess.run(
             [BATTLELINE, "serve", "--no-ai", "--no-web", "--socket", str(link / "e.sock")],
             capture_output=True, text=True, timeout=60)

@@ -23,6 +23,7 @@ import re
 import socket
 import stat
 import sys
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -34,6 +35,7 @@ from google.rpc import error_details_pb2, status_pb2
 from .errors import DETAILS_KEY, Unavailable
 
 UNTRUSTED = "untrusted-listener"  # the reason of a call refused here
+MAX_LINKS = 40  # links followed on the way to a socket, as the kernel's own limit
 LISTEN = "0A"  # the kernel's TCP_LISTEN, as /proc/net/tcp writes a socket's state
 ANY_V4 = ipaddress.IPv4Address("0.0.0.0")
 ANY_V6 = ipaddress.IPv6Address("::")
@@ -139,29 +141,56 @@ def _addresses(host: str, port: int) -> set[Address] | None:
 
 def others_may_enter(socket_path: Path) -> bool:
     """Whether another user (neither this one nor root) could have made, or could make or
-    replace, a unix socket at `socket_path`: a directory on its way, as written or as its
-    links lead, that is missing, someone else's, or writable by others (the socket's own
-    directory at all, one above it without the sticky bit), or a link someone else made.
+    replace, a unix socket at `socket_path`: an entry the kernel looks up on the way to
+    it (each directory, each link, as it follows them, `..` included) that is missing,
+    someone else's, or in a directory others may write (the socket's own at all, one
+    above it without the sticky bit).
 
     Why: an AI service's socket in /tmp (1777) was made by another user before the AI
     started, and the engine sent it the AI's key and seats' hands (twenty-ninth audit);
-    its re-test went through another user's symbolic link in /tmp, flipped between its
-    own socket and nothing, and through a directory named before it existed."""
+    its re-tests went through another user's link (written, inside a link of ours, or
+    before a `..`), flipped between its own socket and nothing, and through a directory
+    named before it existed."""
     ours = {os.geteuid(), 0}
-    written = Path(os.path.abspath(socket_path))
-    for path in (written, Path(os.path.realpath(written))):
-        for depth, folder in enumerate(path.parents):
-            try:
-                info = folder.lstat()
-            except OSError:
-                return True  # not there: whoever makes it first owns it
-            if info.st_uid not in ours:
+    written = str(socket_path if socket_path.is_absolute() else Path.cwd() / socket_path)
+    pending = deque(written.split("/"))
+    folder, links = Path("/"), 0
+    while pending:
+        name = pending.popleft()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            folder = folder.parent
+            continue
+        last = all(rest in ("", ".") for rest in pending)  # the socket itself
+        try:
+            around = folder.lstat()
+        except OSError:
+            return True
+        writable = around.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        if around.st_uid not in ours or (writable and (
+                last or not around.st_mode & stat.S_ISVTX)):
+            return True
+        try:
+            entry = (folder / name).lstat()
+        except FileNotFoundError:
+            return not last  # a directory not there: whoever makes it first owns it
+        except OSError:
+            return True
+        if entry.st_uid not in ours:
+            return True
+        if stat.S_ISLNK(entry.st_mode):
+            links += 1
+            target = os.readlink(folder / name)
+            if links > MAX_LINKS:
                 return True
-            if stat.S_ISLNK(info.st_mode):
-                continue  # ours; where it leads is the second pass's
-            writable = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-            if writable and (depth == 0 or not info.st_mode & stat.S_ISVTX):
+            if target.startswith("/"):
+                folder = Path("/")
+            pending.extendleft(reversed(target.split("/")))
+        elif not last:
+            if not stat.S_ISDIR(entry.st_mode):
                 return True
+            folder = folder / name
     return False
 
 
