@@ -194,6 +194,16 @@ def others_may_enter(socket_path: Path) -> bool:
     return False
 
 
+def unsafe_socket(socket_path: Path) -> str | None:
+    """Why another user may make or replace a socket at `socket_path` (`others_may_enter`),
+    in words for an operator, or None."""
+    if not others_may_enter(socket_path):
+        return None
+    return (f"another user may make or replace the socket {socket_path} (a directory on "
+            f"its way missing, theirs, their link, or one others may write): choose a "
+            f"directory only this user may write")
+
+
 class Owners(NamedTuple):
     """Who is on a target, from one reading: the listeners a connection may reach, those
     it surely reaches (see `_reached`), and every socket there, the connections the
@@ -342,9 +352,9 @@ class OwnerRule:
         if self.strict and not there.followed:
             return (f"not sent: {self.target} is in a form the check of who listens there "
                     f"cannot follow: write HOST:PORT (a name or an address) or unix:PATH")
-        if self.strict and self.socket is not None and others_may_enter(self.socket):
-            return (f"not sent: another user may make or replace the socket {self.socket} "
-                    f"(a directory others may write, or theirs, or their link)")
+        unsafe = unsafe_socket(self.socket) if self.strict and self.socket else None
+        if unsafe is not None:
+            return f"not sent: {unsafe}"
         if there.listening - self.trusted:  # no longer alone: trusted no more (4th re-test)
             self.trusted = set()
         others = strangers(there.every) - self.trusted

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from battleline_client.port_owner import others_may_enter
+from battleline_client.port_owner import unsafe_socket
 
 from .listening import one_line_when_cannot_listen
 from .options import (
@@ -86,10 +86,9 @@ def ai(
                                  "the same one)")
     if socket is not None and port is not None:
         raise typer.BadParameter("--socket or --port, not both")
-    if socket is not None and others_may_enter(socket):
-        raise typer.BadParameter(f"--socket {socket}: another user may make or replace a "
-                                 "socket there (a directory others may write, or theirs): "
-                                 "choose a directory only this user may write")
+    unsafe = unsafe_socket(socket) if socket is not None else None
+    if unsafe is not None:
+        raise typer.BadParameter(f"--socket: {unsafe}")
     logs.configure(log_level, log_format)
     rpc_address = (f"unix:{socket}" if socket is not None
                    else None if port is None else host_port(host, port))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from typer.core import TyperOption
 
-from battleline_client.port_owner import others_may_enter
+from battleline_client.port_owner import unsafe_socket
 from battleline_client.processes import dying_with_parent, keep_running, stop_processes
 from battleline_engine.listening import (
     MAX_CALLS,
@@ -238,9 +238,9 @@ def serve(
     if open_limits and not is_loopback_host(host):
         raise typer.BadParameter("--open-limits serves loopback only (--host 127.0.0.1): "
                                  "a public engine needs its abuse limits")
-    if socket is not None and others_may_enter(socket):
-        raise typer.BadParameter(f"--socket {socket}: another user may make or replace a "
-                                 "socket there (a directory others may write, or theirs)")
+    unsafe = unsafe_socket(socket) if socket is not None else None
+    if unsafe is not None:
+        raise typer.BadParameter(f"--socket: {unsafe}")
     if clock not in ("per-move", "per-game"):
         raise typer.BadParameter("--clock: per-move or per-game")
     if redis_client not in ("lean", "redis-py"):
