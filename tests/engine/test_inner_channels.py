@@ -271,6 +271,28 @@ def test_the_ai_service_serves_on_no_socket_others_may_make_or_replace(tmp_path:
         remove_socket_dir(private)
 
 
+def test_a_socket_path_the_check_cannot_read_is_refused_not_raised(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fourth re-test: a relative path from a working directory since removed raised
+    (a traceback from `serve --socket`, a bare exception from a server's channel) instead
+    of being refused; so did a link gone between its lstat and its readlink."""
+    from battleline_client.port_owner import others_may_enter
+
+    gone = tmp_path / "gone"
+    gone.mkdir(mode=0o700)
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert others_may_enter(Path("engine.sock"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "link").symlink_to(tmp_path)
+
+    def vanished(path: object) -> str:
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(os, "readlink", vanished)
+    assert others_may_enter(tmp_path / "link" / "engine.sock")
+
+
 def test_serve_also_listens_on_a_socket_for_the_parts_run_apart(tmp_path: Path) -> None:
     """The check before a call cannot close the race with a squatter that binds the port
     in the instant after it (the re-test won it for the gateway and the hints): parts run

@@ -152,7 +152,10 @@ def others_may_enter(socket_path: Path) -> bool:
     before a `..`), flipped between its own socket and nothing, and through a directory
     named before it existed."""
     ours = {os.geteuid(), 0}
-    written = str(socket_path if socket_path.is_absolute() else Path.cwd() / socket_path)
+    try:  # a working directory since removed: nothing to say where a relative path leads
+        written = str(socket_path if socket_path.is_absolute() else Path.cwd() / socket_path)
+    except OSError:
+        return True
     pending = deque(written.split("/"))
     folder, links = Path("/"), 0
     while pending:
@@ -181,7 +184,10 @@ def others_may_enter(socket_path: Path) -> bool:
             return True
         if stat.S_ISLNK(entry.st_mode):
             links += 1
-            target = os.readlink(folder / name)
+            try:
+                target = os.readlink(folder / name)
+            except OSError:  # gone since its lstat
+                return True
             if links > MAX_LINKS:
                 return True
             if target.startswith("/"):
@@ -200,8 +206,8 @@ def unsafe_socket(socket_path: Path) -> str | None:
     if not others_may_enter(socket_path):
         return None
     return (f"another user may make or replace the socket {socket_path} (a directory on "
-            f"its way missing, theirs, their link, or one others may write): choose a "
-            f"directory only this user may write")
+            f"its way missing, theirs, their link, one others may write, or too many "
+            f"links): choose a directory only this user may write")
 
 
 class Owners(NamedTuple):
