@@ -231,14 +231,19 @@ UNFOLLOWED = Owners(set(), set(), set(), followed=False)
 _NAMED = re.compile(r"(?i:(dns|ipv4|ipv6):)(?:///)?(.+)")
 
 
+def _unix_path(target: str) -> str | None:
+    """The path of a `unix:` target (`unix:PATH` or `unix://PATH`), None for another."""
+    scheme, _, rest = target.partition(":")
+    return rest.removeprefix("//") if scheme.lower() == "unix" else None
+
+
 def owners(target: str, proc_net: Path = Path("/proc/net")) -> Owners | None:
     """The uids owning what a connection to `target` may reach on this machine; empty
     when nothing listens there now; UNFOLLOWED for an abstract unix socket (whose owner
     nothing tells) or a form or a name the check cannot follow as gRPC would; None when
     the target leads elsewhere, or this system does not tell."""
-    scheme = target.split(":", 1)[0].lower()
-    if scheme == "unix":
-        path = target.split(":", 1)[1].removeprefix("//")
+    path = _unix_path(target)
+    if path is not None:
         if any(mark in path for mark in "%?#"):  # gRPC decodes escapes, drops the rest
             return UNFOLLOWED
         try:
@@ -286,10 +291,12 @@ def _plain_owners(target: str, proc_net: Path) -> Owners | None:
             listening and uid in ours and bound in _reached(address, surely=True)
             for bound, uid, listening in sockets)
 
+    shadowed = {address for address in here if v6_only(address)}
+
     def uids(accepted: bool, surely: bool) -> set[int]:
         return {uid for address in here for bound, uid, listening in sockets
                 if (accepted or listening) and bound in _reached(address, surely)
-                and not (bound == ANY_V6 and uid not in ours and v6_only(address))}
+                and not (bound == ANY_V6 and uid not in ours and address in shadowed)}
 
     return Owners(uids(False, False), uids(False, True), uids(True, False))
 
@@ -345,8 +352,8 @@ class OwnerRule:
         no call goes to a target the check cannot follow (a re-test: `dns:///` and
         `ipv4:` forms went unchecked)."""
         self.target, self.proc_net, self.strict = target, proc_net, strict
-        unix = target.split(":", 1)
-        self.socket = Path(unix[1].removeprefix("//")) if unix[0].lower() == "unix" else None
+        path = _unix_path(target)
+        self.socket = Path(path) if path is not None else None
         at_start = owners(target, proc_net) or NOWHERE
         lone = at_start.listening
         alone = len(lone) == 1 and strangers(lone) == lone == at_start.surely

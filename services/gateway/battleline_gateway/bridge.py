@@ -37,6 +37,7 @@ from protobuf.wkt import Any as DetailAny
 from starlette.types import Receive, Scope, Send
 
 from battleline.v1 import game_pb2, lobby_pb2, record_pb2, watch_pb2
+from battleline_client.errors import DETAILS_KEY
 from battleline_client.port_owner import AsyncOwnerCheck
 from battleline_engine.auth import FORWARDED_FOR, GATEWAY_CLIENT, GATEWAY_SECRET, address_key
 from battleline_engine.errors import Refusal
@@ -52,7 +53,6 @@ PUBLIC_SERVICES: tuple[ModuleType, ...] = (lobby_pb2, game_pb2, watch_pb2, recor
 
 # Request headers passed on to the engine: the seat token.
 FORWARDED_HEADERS = ("authorization",)
-_DETAILS_KEY = "grpc-status-details-bin"
 # What a call cut by the gateway's shutdown gets: a Watch resumes from its last event.
 RESTARTING = ConnectError(Code.UNAVAILABLE, "the web gateway is restarting: call again")
 # gRPC carries a text header's value in printable ASCII only, and the engine takes 16 KiB
@@ -404,7 +404,7 @@ def refused(refusal: Refusal) -> ConnectError:
 def _details(metadata: Iterable[tuple[str, str | bytes]]) -> list[ErrorDetail] | None:
     """The rich details of a gRPC status's trailing metadata; None without any."""
     for key, value in metadata:
-        if key == _DETAILS_KEY and isinstance(value, bytes):
+        if key == DETAILS_KEY and isinstance(value, bytes):
             status = status_pb2.Status.FromString(value)
             return [ErrorDetail(DetailAny(type_url=item.type_url, value=item.value))
                     for item in status.details]
