@@ -64,22 +64,63 @@ def _sockets(proc_net: Path, port: int) -> list[tuple[Address, int, bool]] | Non
             fields = line.split()
             if len(fields) < 8:
                 continue
-            address_hex, port_hex = fields[1].split(":")
-            if int(port_hex, 16) != port:  # the marker was the other end's port
+            address, bound_port = _endpoint(fields[1])
+            if bound_port != port:  # the marker was the other end's port
                 continue
-            raw = bytes.fromhex(address_hex)  # 32-bit words, each in the host's byte order
-            words = raw if sys.byteorder == "big" else b"".join(
-                raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-            found.append((ipaddress.ip_address(words), int(fields[7]), fields[3] == LISTEN))
+            found.append((address, int(fields[7]), fields[3] == LISTEN))
     return found if told else None
+
+
+def _endpoint(field: str) -> tuple[Address, int]:
+    """An address and port as /proc/net/tcp writes them: 32-bit words, each in the host's
+    byte order, then the port, in hex."""
+    address_hex, port_hex = field.split(":")
+    raw = bytes.fromhex(address_hex)
+    words = raw if sys.byteorder == "big" else b"".join(
+        raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    return ipaddress.ip_address(words), int(port_hex, 16)
+
+
+def _unmapped(address: Address) -> Address:
+    """IPv4 as itself, however a dual-stack socket writes it (::ffff:127.0.0.1)."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def peer_uid(connection: socket.socket, proc_net: Path = Path("/proc/net")) -> int | None:
+    """The owner of the socket at the other end of `connection` (TCP, made from here) when
+    that end is on this machine too; None when it is elsewhere, or /proc does not tell.
+
+    Read once connected and before anything is sent, it names who will read what is sent,
+    with no instant between the check and the connection for another user to take the
+    port in (a check before connecting leaves one: the twenty-ninth audit's re-test). The
+    kernel names a connection a listener accepted (or holds in its queue) after the
+    listener's owner."""
+    ours, theirs = connection.getsockname(), connection.getpeername()
+    wanted = ((_unmapped(ipaddress.ip_address(theirs[0].split("%")[0])), theirs[1]),
+              (_unmapped(ipaddress.ip_address(ours[0].split("%")[0])), ours[1]))
+    marker = f":{theirs[1]:04X} "
+    for name in ("tcp6", "tcp"):
+        try:
+            lines = (proc_net / name).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if marker not in line or len(fields) < 8:
+                continue
+            (local, local_port), (remote, remote_port) = map(_endpoint, fields[1:3])
+            if ((_unmapped(local), local_port), (_unmapped(remote), remote_port)) == wanted:
+                return int(fields[7])
+    return None
 
 
 def _is_here(address: Address) -> bool:
     """Whether `address` is this machine's: loopback, unspecified (a connection to it
     goes to loopback), or one of its interfaces' (the kernel routes to it from itself,
     as its own source address; binding would not tell, under ip_nonlocal_bind)."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped  # not loopback to Python 3.11 (::ffff:127.0.0.2)
+    address = _unmapped(address)  # not loopback to Python 3.11 (::ffff:127.0.0.2)
     if address.is_loopback or address.is_unspecified:
         return True
     family = socket.AF_INET if address.version == 4 else socket.AF_INET6
@@ -97,8 +138,7 @@ def _reached(address: Address, surely: bool = False) -> set[Address]:
     own (loopback for the unspecified one), the wildcards, IPv4 on a dual-stack socket
     (its own address or wildcard written IPv4-mapped). `surely`: without IPv6's wildcard
     for an IPv4 address, which a socket with IPV6_V6ONLY (not told in /proc) never takes."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    address = _unmapped(address)
     if isinstance(address, ipaddress.IPv4Address):
         own = LOOPBACK_V4 if address.is_unspecified else address
         mapped = {ipaddress.IPv6Address(f"::ffff:{own}"), ANY_V4_MAPPED}

@@ -39,6 +39,8 @@ from redis.asyncio.connection import parse_url
 
 from battleline_client.backoff import backoff
 
+from .listener_pin import ListenerPin
+
 CONNECT_TIMEOUT_S = 5.0
 # While commands are in flight, the next batch waits for their replies at most this long
 # (0: every command leaves at the end of its turn of the event loop, batched or not).
@@ -149,9 +151,12 @@ def _error(reply: hiredis.ReplyError) -> redis.exceptions.RedisError:
 class FastRedis:
     """One pipelined connection to a (non-cluster, non-TLS) Redis, made on first use."""
 
-    def __init__(self, url: str, batch_interval_s: float = BATCH_INTERVAL_S) -> None:
+    def __init__(self, url: str, batch_interval_s: float = BATCH_INTERVAL_S,
+                 pin: ListenerPin | None = None) -> None:
+        """`pin`: who may have accepted a TCP connection before AUTH is sent on it."""
         options = parse_url(url)
         self.batch_interval_s = batch_interval_s
+        self.pin = pin or ListenerPin()
         self.host: str = options.get("host", "localhost")
         self.port: int = int(options.get("port", 6379))
         self.path: str | None = options.get("path")
@@ -184,9 +189,14 @@ class FastRedis:
                     opening = loop.create_unix_connection(made, self.path)
                 else:
                     opening = loop.create_connection(made, self.host, self.port)
-                _, protocol = await asyncio.wait_for(opening, CONNECT_TIMEOUT_S)
+                transport, protocol = await asyncio.wait_for(opening, CONNECT_TIMEOUT_S)
             except (OSError, TimeoutError) as err:
                 raise redis.exceptions.ConnectionError(f"cannot reach Redis: {err}") from err
+            try:
+                self.pin.check(transport.get_extra_info("socket"))
+            except redis.exceptions.ConnectionError:
+                transport.abort()
+                raise
             setup: list[tuple[Any, ...]] = []
             if self.password is not None:
                 setup.append(("AUTH", self.username, self.password) if self.username

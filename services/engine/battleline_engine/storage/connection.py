@@ -20,6 +20,7 @@ import redis.asyncio as aioredis
 import redis.exceptions
 
 from ..fastredis import BATCH_INTERVAL_S, FastRedis
+from ..listener_pin import ListenerPin
 
 if TYPE_CHECKING:
     from redis.commands.core import AsyncScript
@@ -91,7 +92,9 @@ class Connection:
         Cluster: the cluster client discovers the others and `cluster` mode is on.
         `lean`: the commands of every action go on a FastRedis connection (plain
         redis:// and unix:// URLs), batched by `batch_interval_s`; else on redis-py.
+        Every TCP connection is checked by one `ListenerPin` before anything is sent.
         """
+        pin = ListenerPin()
         if is_cluster_url(url):
             cluster_client = aioredis.RedisCluster.from_url(
                 url.replace("+cluster", "", 1), decode_responses=False, health_check_interval=30
@@ -101,16 +104,19 @@ class Connection:
             tls = issubclass(cluster_client.connection_kwargs.get(
                 "connection_class", aioredis.Connection), aioredis.SSLConnection)
             _use_connection_class(cluster_client,
-                                  _ResetSafeSSLConnection if tls else _ResetSafeConnection)
+                                  _ResetSafeSSLConnection if tls else _ResetSafeConnection,
+                                  pin)
             return cls(cluster_client, cluster=True)
         # Bounded and blocking: under a burst of concurrent calls, commands wait for one
         # of the pooled connections instead of each opening a socket (which fails under
         # load with 1000 concurrent matches).
+        tcp = url.startswith("redis://")  # else the URL's own class: a unix socket, TLS
         pool = aioredis.BlockingConnectionPool.from_url(
             url, max_connections=64, timeout=20, decode_responses=False,
             health_check_interval=30,
+            **({"connection_class": _CheckedConnection, "listener_pin": pin} if tcp else {}),
         )
-        fast = (FastRedis(url, batch_interval_s) if lean and FastRedis.supports(url)
+        fast = (FastRedis(url, batch_interval_s, pin) if lean and FastRedis.supports(url)
                 else None)
         return cls(aioredis.Redis(connection_pool=pool), fast=fast)
 
@@ -136,7 +142,26 @@ class Connection:
         await self.redis.aclose()
 
 
-class _ResetSafeConnection(aioredis.Connection):
+class _CheckedConnection(aioredis.Connection):
+    """A TCP connection that sends nothing (AUTH is its first command) before its
+    `ListenerPin` has checked who accepted it."""
+
+    def __init__(self, *, listener_pin: ListenerPin, **kwargs: Any) -> None:
+        self.listener_pin = listener_pin
+        super().__init__(**kwargs)
+
+    async def _connect(self) -> None:
+        await super()._connect()
+        assert self._writer is not None  # set by a connection made
+        try:
+            self.listener_pin.check(self._writer.transport.get_extra_info("socket"))
+        except redis.exceptions.ConnectionError:
+            self._writer.transport.abort()
+            self._reader = self._writer = None
+            raise
+
+
+class _ResetSafeConnection(_CheckedConnection):
     """A write on a connection that the peer reset (a restarted Redis Cluster node) can
     fail inside asyncio's transport with AttributeError or TypeError instead of
     ConnectionError (redis-py issue 4287), which skips the cluster client's retry and
@@ -156,14 +181,17 @@ class _ResetSafeSSLConnection(_ResetSafeConnection, aioredis.SSLConnection):
     """`_ResetSafeConnection` over TLS (`rediss+cluster://`)."""
 
 
-def _use_connection_class(client: aioredis.RedisCluster, connection_class: type) -> None:
-    """The async cluster client has no `connection_class` option: set it on the shared
-    node settings (nodes found later) and on the start-up nodes (made already)."""
-    client.connection_kwargs["connection_class"] = connection_class
+def _use_connection_class(client: aioredis.RedisCluster, connection_class: type,
+                          pin: ListenerPin) -> None:
+    """The async cluster client has no `connection_class` option: set it (and the pin its
+    connections check with) on the shared node settings (nodes found later) and on the
+    start-up nodes (made already)."""
     manager = client.nodes_manager
-    manager.connection_kwargs["connection_class"] = connection_class
+    for kwargs in (client.connection_kwargs, manager.connection_kwargs):
+        kwargs.update(connection_class=connection_class, listener_pin=pin)
     for node in manager.startup_nodes.values():
         node.connection_class = connection_class
+        node.connection_kwargs["listener_pin"] = pin
 
 
 def is_cluster_url(url: str) -> bool:

