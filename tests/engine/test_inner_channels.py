@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,7 @@ from battleline_client.errors import BattleLineError, Unavailable
 from battleline_client.port_owner import UNTRUSTED, AsyncOwnerCheck, OwnerCheck
 from battleline_engine.errors import Kind, Refusal
 from battleline_engine.hints import HintClient
+from battleline_engine.listening import CannotListen
 from battleline_gateway.bridge import Upstream
 from battleline_host.local import LocalService
 from tests.ai.service_harness import AI_KEY, WITH_AI, start_worker, stop
@@ -331,28 +333,29 @@ time.sleep(120)
 """
 
 
-def test_a_v6_only_listener_beside_the_engine_stops_no_call(redis_url: str) -> None:
+def test_a_v6_only_listener_beside_ours_stops_no_call_and_keeps_the_engine_off(
+        redis_url: str) -> None:
     """The re-test: another user listening on [::]:P with IPV6_V6ONLY beside the engine
     on 127.0.0.1:P (which no connection to it reaches) stopped every checked call of the
     AI's workers and a gateway while it was there. Beside a listener of this user's the
-    kernel allows no other kind there, so it is passed over; once the engine is gone it
-    counts again."""
+    kernel allows no other kind there, so it is passed over; once ours is gone it counts
+    again. The engine itself no longer starts beside it: it holds ::1 at its port too,
+    where `localhost` leads first, and the holder's wildcard has it."""
     port = free_port()
     address = f"127.0.0.1:{port}"
     holder = subprocess.Popen([sys.executable, "-c", V6_ONLY_HOLDER, str(port),
                                str(STRANGER)], stdout=subprocess.PIPE, text=True)
-    engine = LocalService(redis_url, port=port)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-        engine.start()
-        with Client(address, interceptors=(OwnerCheck(address),)) as client:
-            seat = client.seat(client.create(opponent="local", clock="none").seat)
-            assert seat.view().legal_actions  # the holder is there, and no call stopped
-            engine.stop()
-            with pytest.raises(Unavailable) as refused:
-                seat.view()
-            assert refused.value.reason == UNTRUSTED
+        taken = rf"cannot listen on {address} \(\[::1\]:{port} is taken\)"
+        with pytest.raises(CannotListen, match=taken):
+            LocalService(redis_url, port=port).start()
+        ours = socket.create_server(("127.0.0.1", port))
+        check = OwnerCheck(address)
+        assert check.refusal() is None  # the holder is there, and no call is stopped
+        ours.close()
+        refusal = check.refusal()
+        assert refusal is not None and f"uid {STRANGER}" in refusal, refusal
     finally:
-        engine.stop()
         holder.kill()
         holder.wait(10)

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import socket
+
     import grpc
     import grpc.aio
 
@@ -164,8 +166,10 @@ def refuse_if_bound(host: str, port: int) -> None:
         return
     # gRPC binds `localhost` as both loopbacks, whatever the system's resolver says (here
     # 127.0.0.1 alone): another user on [::1] was let be, and clients of localhost sent
-    # there (twenty-ninth audit).
-    names = ["127.0.0.1", "::1"] if host.lower().rstrip(".") == "localhost" else [host]
+    # there (twenty-ninth audit). A server on 127.0.0.1 holds ::1 too (`loopback_twin`).
+    twin = loopback_twin(host)
+    names = (["127.0.0.1", "::1"] if host.lower().rstrip(".") == "localhost"
+             else [host, *([twin] if twin else [])])
     addresses = []
     for name in names:
         with contextlib.suppress(OSError):  # a host that names nothing: gRPC's bind says so
@@ -178,7 +182,10 @@ def refuse_if_bound(host: str, port: int) -> None:
                 probe.bind(address)
         except OSError as err:  # another error (no IPv6 here...): gRPC's bind will tell
             if err.errno == errno.EADDRINUSE:
-                raise CannotListen(f"cannot listen on {host_port(host, port)}") from None
+                taken = host_port(address[0], port)
+                beside = "" if taken == host_port(host, port) else f" ({taken} is taken)"
+                raise CannotListen(f"cannot listen on {host_port(host, port)}{beside}"
+                                   ) from None
 
 
 def listen(server: grpc.aio.Server, address: str,
@@ -187,14 +194,67 @@ def listen(server: grpc.aio.Server, address: str,
 
     A port not `shared` (SO_REUSEPORT, `serve --workers`, probed apart) is probed first:
     gRPC's own failed bind prints a line of its internals before the one we print."""
+    host = address.rpartition(":")[0].removeprefix("[").removesuffix("]")
     if not shared and not address.startswith("unix:"):
-        host, _, number = address.rpartition(":")
-        refuse_if_bound(host.removeprefix("[").removesuffix("]"), int(number))
-    try:
-        port = (server.add_insecure_port(address) if credentials is None
-                else server.add_secure_port(address, credentials))
-    except RuntimeError:  # grpc: "Failed to bind to address ..."
-        port = 0
-    if port == 0:
-        raise CannotListen(f"cannot listen on {address}")
+        refuse_if_bound(host, int(address.rpartition(":")[2]))
+
+    def bind(where: str) -> int:
+        try:
+            port = (server.add_insecure_port(where) if credentials is None
+                    else server.add_secure_port(where, credentials))
+        except RuntimeError:  # grpc: "Failed to bind to address ..."
+            port = 0
+        if port == 0:
+            raise CannotListen(f"cannot listen on {where}")
+        return port
+
+    port = bind(address)
+    twin = None if address.startswith("unix:") else loopback_twin(host)
+    if twin is not None:
+        bind(host_port(twin, port))
     return port
+
+
+def loopback_twin(host: str) -> str | None:
+    """The IPv6 loopback, held beside IPv4's by a server bound to 127.0.0.1 (or, for the
+    web page, `localhost`): `localhost` leads browsers and gRPC clients to ::1 first,
+    where another local user could otherwise serve at the same port and be sent what was
+    meant for this server (the web page's stored tokens: the twenty-ninth audit's
+    "Left"). None for other hosts, or where this machine has no IPv6 loopback."""
+    import socket
+
+    if host.lower().rstrip(".") not in ("127.0.0.1", "localhost"):
+        return None
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return None
+    return "::1"
+
+
+def bound_sockets(host: str, port: int) -> list[socket.socket]:
+    """Sockets bound (not yet listening) to `host:port` and, beside IPv4's loopback, to
+    its `loopback_twin` at the same port: for a server that binds its own (the web page's
+    uvicorn). Raises CannotListen if either is taken."""
+    import socket
+
+    where = "127.0.0.1" if host.lower().rstrip(".") == "localhost" else host
+    bound: list[socket.socket] = []
+    try:
+        for name in (where, loopback_twin(where)):
+            if name is None:
+                continue
+            sock = socket.socket(socket.AF_INET6 if ":" in name else socket.AF_INET)
+            bound.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if name != where:  # the twin: IPv6 alone (`::` stays dual-stack)
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((name, port))
+            port = sock.getsockname()[1]  # the one picked for port 0, the twin's too
+    except OSError as err:
+        for sock in bound:
+            sock.close()
+        raise CannotListen(f"cannot listen on {host_port(name or where, port)}: "
+                           f"{err.strerror}") from None
+    return bound

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -13,7 +14,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from battleline_engine.auth import Callers, address_key
-from battleline_engine.listening import CannotListen, answered_names
+from battleline_engine.listening import CannotListen, answered_names, bound_sockets
 from battleline_engine.ratelimit import HeldConnections
 
 from .bridge import EngineBridge, Upstream
@@ -241,19 +242,23 @@ class WebGateway:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Listen; returns once the port is bound (CannotListen if it cannot be)."""
-        self._task = asyncio.create_task(self._serve())
+        """Listen; returns once the port is bound (CannotListen if it cannot be). On
+        127.0.0.1 or `localhost` the page holds ::1 at its port too (`loopback_twin`): a
+        browser asked for `localhost` goes there first, and another user's page there
+        would share the page's origin, and so read the seats' tokens it stores."""
+        config = self._server.config
+        sockets = bound_sockets(config.host, config.port)
+        self._task = asyncio.create_task(self._serve(sockets))
         while not self._server.started:
             if self._task.done():
-                config = self._server.config
                 raise CannotListen(f"cannot listen on {config.host}:{config.port}")
             await asyncio.sleep(0.02)
 
-    async def _serve(self) -> None:
-        # uvicorn exits (SystemExit) when it cannot bind; from a task that would end the
+    async def _serve(self, sockets: list[socket.socket]) -> None:
+        # uvicorn exits (SystemExit) when it cannot listen; from a task that would end the
         # whole event loop, not only the gateway's start.
         with contextlib.suppress(SystemExit):
-            await self._server.serve()
+            await self._server.serve(sockets=sockets)
 
     @property
     def url(self) -> str:

@@ -1,0 +1,75 @@
+"""A server on 127.0.0.1 holds ::1 at its port too, so no other local user can serve there.
+
+`localhost` leads browsers and gRPC clients to ::1 first. The web page and the engine
+listened on 127.0.0.1 alone: another user serving [::1] at the same port got what was
+meant for them, a page of the same origin (`http://localhost:PORT`, and so the seats'
+tokens the page stores) included (the twenty-ninth audit's "Left").
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from urllib.parse import urlsplit
+
+import pytest
+
+from battleline_engine.listening import CannotListen, bound_sockets, loopback_twin
+from tests.engine.harness import Client, Engine
+from tests.gateway.plain_http import request
+
+pytestmark = pytest.mark.skipif(loopback_twin("127.0.0.1") is None,
+                                reason="this machine has no IPv6 loopback")
+
+
+def _taken_on_ipv6_loopback(port: int) -> bool:
+    """Whether another listener could not bind [::1]:`port` now."""
+    with socket.socket(socket.AF_INET6) as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            other.bind(("::1", port))
+            other.listen()
+        except OSError as err:
+            return err.errno == errno.EADDRINUSE
+    return False
+
+
+def test_the_web_page_on_ipv4_loopback_answers_on_ipv6_loopback_too(gateway: str) -> None:
+    port = urlsplit(gateway).port
+    assert port is not None and urlsplit(gateway).hostname == "127.0.0.1"
+    status, _, body = request(f"http://[::1]:{port}/", "GET", "/",
+                              headers={"Host": f"localhost:{port}"})
+    assert status == 200 and b"<html" in body.lower()
+    assert _taken_on_ipv6_loopback(port)
+
+
+def test_the_engine_on_ipv4_loopback_answers_on_ipv6_loopback_too(engine: Engine) -> None:
+    host, _, port = engine.address.rpartition(":")
+    assert host == "127.0.0.1"
+    created = Client.to(f"[::1]:{port}").create()
+    assert Client.to(engine.address).view(created.match_id, created.seat_token).match_id \
+        == created.match_id
+    assert _taken_on_ipv6_loopback(int(port))
+
+
+def test_a_port_taken_on_ipv6_loopback_is_refused_not_shared() -> None:
+    """Another listener on [::1]:P: the page does not start on 127.0.0.1:P beside it."""
+    with socket.socket(socket.AF_INET6) as other:
+        other.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        other.bind(("::1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        with pytest.raises(CannotListen, match=rf"cannot listen on \[::1\]:{port}"):
+            bound_sockets("127.0.0.1", port)
+
+
+def test_other_hosts_hold_nothing_beside_them() -> None:
+    """`::` stays one dual-stack socket; a host not IPv4's loopback holds no twin."""
+    for host in ("::", "0.0.0.0", "::1", "127.0.0.2"):
+        assert loopback_twin(host) is None
+    sockets = bound_sockets("::", 0)
+    try:
+        assert len(sockets) == 1
+        assert sockets[0].getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) == 0
+    finally:
+        sockets[0].close()
