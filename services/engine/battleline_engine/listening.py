@@ -182,7 +182,7 @@ def refuse_if_bound(host: str, port: int) -> None:
                 probe.bind(address)
         except OSError as err:  # another error (no IPv6 here...): gRPC's bind will tell
             if err.errno == errno.EADDRINUSE:
-                taken = host_port(address[0], port)
+                taken = host_port(str(address[0]), port)
                 beside = "" if taken == host_port(host, port) else f" ({taken} is taken)"
                 raise CannotListen(f"cannot listen on {host_port(host, port)}{beside}"
                                    ) from None
