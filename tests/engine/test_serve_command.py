@@ -602,7 +602,8 @@ def test_an_unreachable_redis_is_logged_in_one_line_not_a_traceback_each_time(
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("url", ["redis://127.0.0.1:99999/0", "http://127.0.0.1:6379/0"])
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:99999/0", "http://127.0.0.1:6379/0",
+                                 " redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0\t"])
 def test_a_malformed_redis_url_is_refused_in_one_line(url: str) -> None:
     env = {**os.environ, "REDIS_URL": url}
     result = subprocess.run([BATTLELINE, "serve", "--no-web", "--port", "0"], env=env,

@@ -8,13 +8,16 @@ tokens the page stores) included (the twenty-ninth audit's "Left").
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import socket
 from urllib.parse import urlsplit
 
+import grpc
+import grpc.aio
 import pytest
 
-from battleline_engine.listening import CannotListen, bound_sockets, loopback_twin
+from battleline_engine.listening import CannotListen, bound_sockets, listen, loopback_twin
 from tests.engine.harness import Client, Engine
 from tests.gateway.plain_http import request
 
@@ -60,16 +63,54 @@ def test_a_port_taken_on_ipv6_loopback_is_refused_not_shared() -> None:
         other.listen()
         port = other.getsockname()[1]
         with pytest.raises(CannotListen, match=rf"cannot listen on \[::1\]:{port}"):
-            bound_sockets("127.0.0.1", port)
+            bound_sockets("127.0.0.1", port, 8)
 
 
 def test_other_hosts_hold_nothing_beside_them() -> None:
-    """`::` stays one dual-stack socket; a host not IPv4's loopback holds no twin."""
-    for host in ("::", "0.0.0.0", "::1", "127.0.0.2"):
+    """`::` stays one dual-stack socket; a host not IPv4's loopback holds no twin (gRPC
+    binds `localhost` as both loopbacks itself: a twin beside it kept `serve --host
+    localhost` from starting, a re-test)."""
+    for host in ("::", "0.0.0.0", "::1", "127.0.0.2", "localhost"):
         assert loopback_twin(host) is None
-    sockets = bound_sockets("::", 0)
+    sockets = bound_sockets("::", 0, 8)
     try:
         assert len(sockets) == 1
         assert sockets[0].getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) == 0
     finally:
         sockets[0].close()
+
+
+def test_a_grpc_server_on_localhost_starts_on_both_loopbacks() -> None:
+    async def bound() -> int:
+        server = grpc.aio.server()
+        port = listen(server, "localhost:0")
+        await server.start()
+        try:
+            assert _taken_on_ipv6_loopback(port)
+            with socket.create_connection(("127.0.0.1", port)):
+                pass
+            return port
+        finally:
+            await server.stop(None)
+
+    assert asyncio.run(bound()) > 0
+
+
+def test_the_page_listens_before_another_socket_bound_beside_it_can() -> None:
+    """A socket of another's bound at [::1]:P with SO_REUSEADDR, waiting to listen once the
+    page has bound (a re-test won that race 3 of 4 times, and serve ended in a
+    traceback): the page's sockets listen as they are bound, so it is the other's
+    `listen` that fails."""
+    with socket.socket(socket.AF_INET6) as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        other.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        other.bind(("::1", 0))
+        port = other.getsockname()[1]
+        page = bound_sockets("127.0.0.1", port, 8)
+        try:
+            with pytest.raises(OSError) as refused:
+                other.listen()
+            assert refused.value.errno == errno.EADDRINUSE
+        finally:
+            for sock in page:
+                sock.close()

@@ -23,6 +23,7 @@ import re
 import socket
 import stat
 import sys
+import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,8 @@ from .errors import DETAILS_KEY, Unavailable
 UNTRUSTED = "untrusted-listener"  # the reason of a call refused here
 MAX_LINKS = 40  # links followed on the way to a socket, as the kernel's own limit
 LISTEN = "0A"  # the kernel's TCP_LISTEN, as /proc/net/tcp writes a socket's state
+UNHELD = -1  # `peer_uid`: a connection to this machine that no socket holds
+UNHELD_READS = 3  # readings of /proc (1 ms apart) before a connection counts as unheld
 ANY_V4 = ipaddress.IPv4Address("0.0.0.0")
 ANY_V6 = ipaddress.IPv6Address("::")
 ANY_V4_MAPPED = ipaddress.IPv6Address("::ffff:0.0.0.0")  # IPv4's wildcard, dual-stack
@@ -90,30 +93,43 @@ def _unmapped(address: Address) -> Address:
 
 def peer_uid(connection: socket.socket, proc_net: Path = Path("/proc/net")) -> int | None:
     """The owner of the socket at the other end of `connection` (TCP, made from here) when
-    that end is on this machine too; None when it is elsewhere, or /proc does not tell.
+    that end is on this machine too; `UNHELD` when it is, but no socket holds it; None
+    when it is elsewhere, or /proc does not tell.
 
     Read once connected and before anything is sent, it names who will read what is sent,
     with no instant between the check and the connection for another user to take the
     port in (a check before connecting leaves one: the twenty-ninth audit's re-test). The
     kernel names a connection a listener accepted (or holds in its queue) after the
-    listener's owner."""
+    listener's owner. One whose queue was full answered with a SYN cookie: the
+    connection is made, and nothing holds it until data comes (a re-test's squatter got
+    past a check that let that pass)."""
     ours, theirs = connection.getsockname(), connection.getpeername()
-    wanted = ((_unmapped(ipaddress.ip_address(theirs[0].split("%")[0])), theirs[1]),
+    peer = _unmapped(ipaddress.ip_address(theirs[0].split("%")[0]))
+    if not _is_here(peer):
+        return None
+    wanted = ((peer, theirs[1]),
               (_unmapped(ipaddress.ip_address(ours[0].split("%")[0])), ours[1]))
     marker = f":{theirs[1]:04X} "
-    for name in ("tcp6", "tcp"):
-        try:
-            lines = (proc_net / name).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if marker not in line or len(fields) < 8:
+    for attempt in range(UNHELD_READS):
+        if attempt:
+            time.sleep(0.001)  # the listener's side of a connection just made
+        told = False
+        for name in ("tcp6", "tcp"):
+            try:
+                lines = (proc_net / name).read_text().splitlines()[1:]
+            except OSError:
                 continue
-            (local, local_port), (remote, remote_port) = map(_endpoint, fields[1:3])
-            if ((_unmapped(local), local_port), (_unmapped(remote), remote_port)) == wanted:
-                return int(fields[7])
-    return None
+            told = True
+            for line in lines:
+                fields = line.split()
+                if marker not in line or len(fields) < 8:
+                    continue
+                (local, local_port), (remote, remote_port) = map(_endpoint, fields[1:3])
+                if ((_unmapped(local), local_port), (_unmapped(remote), remote_port)) == wanted:
+                    return int(fields[7])
+        if not told:
+            return None
+    return UNHELD
 
 
 def _is_here(address: Address) -> bool:

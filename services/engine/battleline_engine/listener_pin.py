@@ -19,7 +19,7 @@ from pathlib import Path
 
 import redis.exceptions
 
-from battleline_client.port_owner import peer_uid
+from battleline_client.port_owner import UNHELD, peer_uid
 
 
 class ListenerPin:
@@ -40,10 +40,17 @@ class ListenerPin:
         yet; the caller closes it."""
         if connection is None or connection.family not in (socket.AF_INET, socket.AF_INET6):
             return
-        uid = peer_uid(connection, self.proc_net)
+        try:
+            host, port = connection.getpeername()[:2]
+            uid = peer_uid(connection, self.proc_net)
+        except OSError as err:  # reset meanwhile
+            raise redis.exceptions.ConnectionError(f"connection to Redis lost: {err}") from err
         if uid is None:  # elsewhere, or /proc tells nothing
             return
-        host, port = connection.getpeername()[:2]
+        if uid == UNHELD:
+            raise redis.exceptions.ConnectionError(
+                f"not sent: no process holds the connection to Redis at {host}:{port} yet "
+                f"(a listener whose queue is full: who it is cannot be told)")
         first = self.owners.setdefault(port, uid)
         if uid not in (first, os.getuid(), 0):
             raise redis.exceptions.ConnectionError(

@@ -216,14 +216,15 @@ def listen(server: grpc.aio.Server, address: str,
 
 
 def loopback_twin(host: str) -> str | None:
-    """The IPv6 loopback, held beside IPv4's by a server bound to 127.0.0.1 (or, for the
-    web page, `localhost`): `localhost` leads browsers and gRPC clients to ::1 first,
-    where another local user could otherwise serve at the same port and be sent what was
-    meant for this server (the web page's stored tokens: the twenty-ninth audit's
-    "Left"). None for other hosts, or where this machine has no IPv6 loopback."""
+    """The IPv6 loopback, held beside IPv4's by a server bound to 127.0.0.1: `localhost`
+    leads browsers and gRPC clients to ::1 first, where another local user could
+    otherwise serve at the same port and be sent what was meant for this server (the web
+    page's stored tokens: the twenty-ninth audit's "Left"). None for other hosts (gRPC
+    binds `localhost` as both loopbacks itself), or where this machine has no IPv6
+    loopback."""
     import socket
 
-    if host.lower().rstrip(".") not in ("127.0.0.1", "localhost"):
+    if host != "127.0.0.1":
         return None
     try:
         with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
@@ -233,10 +234,12 @@ def loopback_twin(host: str) -> str | None:
     return "::1"
 
 
-def bound_sockets(host: str, port: int) -> list[socket.socket]:
-    """Sockets bound (not yet listening) to `host:port` and, beside IPv4's loopback, to
-    its `loopback_twin` at the same port: for a server that binds its own (the web page's
-    uvicorn). Raises CannotListen if either is taken."""
+def bound_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
+    """Sockets listening on `host:port` (`localhost`: 127.0.0.1) and, beside IPv4's
+    loopback, on its `loopback_twin` at the same port: for a server that takes its
+    sockets made (the web page's uvicorn). Each listens as soon as it is bound: another
+    user's socket bound there too (SO_REUSEADDR) that listened first made uvicorn's own
+    `listen` fail with a traceback (a re-test). Raises CannotListen if either is taken."""
     import socket
 
     where = "127.0.0.1" if host.lower().rstrip(".") == "localhost" else host
@@ -251,6 +254,7 @@ def bound_sockets(host: str, port: int) -> list[socket.socket]:
             if name != where:  # the twin: IPv6 alone (`::` stays dual-stack)
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             sock.bind((name, port))
+            sock.listen(backlog)
             port = sock.getsockname()[1]  # the one picked for port 0, the twin's too
     except OSError as err:
         for sock in bound:

@@ -247,7 +247,7 @@ class WebGateway:
         browser asked for `localhost` goes there first, and another user's page there
         would share the page's origin, and so read the seats' tokens it stores."""
         config = self._server.config
-        sockets = bound_sockets(config.host, config.port)
+        sockets = bound_sockets(config.host, config.port, config.backlog)
         self._task = asyncio.create_task(self._serve(sockets))
         while not self._server.started:
             if self._task.done():

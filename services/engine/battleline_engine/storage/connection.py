@@ -31,11 +31,12 @@ _ID_RE: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 # Transient: the store (or, on Redis Cluster, the node of the match's slot) cannot answer
-# now. ClusterDownError covers a restarting master; TryAgain a slot being migrated.
+# now. ClusterDownError covers a restarting master; TryAgain a slot being migrated;
+# RedisClusterUnreachableError no node answering (a re-test: INTERNAL, with a traceback).
 STORE_UNAVAILABLE: Final = (
     redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
     redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError,
-    redis.exceptions.SlotNotCoveredError,
+    redis.exceptions.SlotNotCoveredError, redis.exceptions.RedisClusterUnreachableError,
 )
 
 
@@ -94,6 +95,8 @@ class Connection:
         redis:// and unix:// URLs), batched by `batch_interval_s`; else on redis-py.
         Every TCP connection is checked by one `ListenerPin` before anything is sent.
         """
+        scheme, separator, rest = url.partition("://")
+        url = scheme.lower() + separator + rest  # `REDIS://` read as redis-py reads it
         pin = ListenerPin()
         if is_cluster_url(url):
             cluster_client = aioredis.RedisCluster.from_url(

@@ -105,6 +105,10 @@ def checked_redis_url(ctx: typer.Context, option: str, url: str | None) -> None:
 
     if not url:
         return
+    if url != url.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        # urlsplit drops them before the scheme; redis-py does not (a traceback)
+        raise typer.BadParameter(f"{option}: a URL without spaces or control characters "
+                                 "around or in it")
     parts = urlsplit(url)
     if parts.scheme not in REDIS_SCHEMES:
         raise typer.BadParameter(f"{option}: a redis://, rediss://, redis+cluster:// or "
