@@ -1,12 +1,12 @@
 """Who the engine and the AI worker may send the store's password and data to over TCP:
 a Redis on this machine run by this user, by root, or by the user whose Redis the first
-connection to that address met.
+connection to that port met.
 
 Why: redis-py and FastRedis reconnect on their own after a Redis restarts, and their
 first words on a new connection are AUTH with the password. Another local user who took
 a loopback port in that moment was sent the password (and then every match's state):
 the twenty-ninth audit's "Left". The check reads who accepted the connection once it is
-made and before anything is sent (`port_owner.peer_uid`), so no one can take the port
+made and before anything is sent (`tcp_table.peer_uid`), so no one can take the port
 between the check and the connection. A Redis elsewhere is not on this machine's /proc
 and is left to TLS (`rediss://`), as a unix socket is to its directory's permissions.
 """
@@ -23,7 +23,7 @@ from battleline_client.tcp_table import UNHELD, peer_uid
 
 
 class ListenerPin:
-    """The owner first met at each Redis address, and the check of every later connection
+    """The owner first met at each Redis port, and the check of every later connection
     against it. One per store client: every connection of its pools and its lean
     connection share it."""
 
