@@ -111,7 +111,11 @@ def test_a_connection_flood_leaves_the_process_serving(redis_url: str, tmp_path:
     log = tmp_path / "serve.log"
     with (_serve(redis_url, log, "--web-port", "0") as (pid, address, page),
           _new_channel(address) as existing, contextlib.ExitStack() as held):
-        assert _health(existing) == SERVING
+        # serve says it listens before its first ping of Redis: NOT_SERVING till then
+        deadline = time.monotonic() + 10
+        while _health(existing) != SERVING:
+            assert time.monotonic() < deadline, "serve never became SERVING"
+            time.sleep(0.1)
         before = _descriptors(pid)
         host, port = address.rsplit(":", 1)
         sockets = _flood((host, int(port)), held)

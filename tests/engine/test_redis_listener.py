@@ -237,3 +237,12 @@ def test_a_connection_no_socket_holds_yet_is_refused(tmp_path: Path) -> None:
         with pytest.raises(redis.exceptions.ConnectionError, match="no process holds"):
             ListenerPin(proc_net).check(connection)
         ListenerPin().check(connection)
+
+
+def test_a_url_cannot_name_the_pin() -> None:
+    """redis-py passes a URL's unknown options to its connections: `?listener_pin=x` made
+    the pin a string (a re-test)."""
+    connection = Connection.from_url("redis://127.0.0.1:6379/0?listener_pin=x")
+    pool = connection.redis.connection_pool
+    assert isinstance(pool.connection_kwargs["listener_pin"], ListenerPin)
+    asyncio.run(connection.close())

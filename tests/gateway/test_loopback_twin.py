@@ -114,3 +114,14 @@ def test_the_page_listens_before_another_socket_bound_beside_it_can() -> None:
         finally:
             for sock in page:
                 sock.close()
+
+
+def test_ipv4_loopback_written_otherwise_holds_its_twin_too() -> None:
+    """`--host ::ffff:127.0.0.1` left [::1] to another user (a re-test); `[::1]` in
+    brackets, as a URL writes it, is bound as ::1 (it failed as a name)."""
+    assert loopback_twin("::ffff:127.0.0.1") == "::1"
+    sockets = bound_sockets("[::1]", 0, 8)
+    try:
+        assert [sock.getsockname()[0] for sock in sockets] == ["::1"]
+    finally:
+        sockets[0].close()

@@ -62,7 +62,7 @@ from battleline_client.errors import (
 from battleline_client.port_owner import UNTRUSTED, AsyncOwnerCheck
 from battleline_engine import logs
 from battleline_engine.logs import LogFormat, LogLevel
-from battleline_engine.storage import Storage
+from battleline_engine.storage import Storage, log_failure
 
 from .budget import move_deadline
 from .decide import (
@@ -236,8 +236,8 @@ class AiWorker:
                 ids = [i for i in self.active if i in mine]
                 if ids:
                     await self.storage.ai.claim(self.name, ids)
-            except Exception:  # Redis away for a moment: try again next beat
-                log.exception("ai worker %s: heartbeat failed", self.name)
+            except Exception as err:  # Redis away for a moment: try again next beat
+                log_failure(log, f"ai worker {self.name}: heartbeat", err)
 
     async def _serve(self, entry_id: str, fields: dict[str, str]) -> None:
         match_id = fields.get("match", "")

@@ -222,9 +222,16 @@ def loopback_twin(host: str) -> str | None:
     page's stored tokens: the twenty-ninth audit's "Left"). None for other hosts (gRPC
     binds `localhost` as both loopbacks itself), or where this machine has no IPv6
     loopback."""
+    import ipaddress
     import socket
 
-    if host != "127.0.0.1":
+    try:  # IPv4's loopback however written as an address (::ffff:127.0.0.1, a re-test)
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address != ipaddress.IPv4Address("127.0.0.1"):
         return None
     try:
         with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
@@ -242,7 +249,8 @@ def bound_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
     `listen` fail with a traceback (a re-test). Raises CannotListen if either is taken."""
     import socket
 
-    where = "127.0.0.1" if host.lower().rstrip(".") == "localhost" else host
+    bare = host.removeprefix("[").removesuffix("]")  # `--host [::1]` (a re-test)
+    where = "127.0.0.1" if bare.lower().rstrip(".") == "localhost" else bare
     bound: list[socket.socket] = []
     try:
         for name in (where, loopback_twin(where)):

@@ -14,7 +14,12 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from battleline_engine.auth import Callers, address_key
-from battleline_engine.listening import CannotListen, answered_names, bound_sockets
+from battleline_engine.listening import (
+    CannotListen,
+    answered_names,
+    bound_sockets,
+    bracketed,
+)
 from battleline_engine.ratelimit import HeldConnections
 
 from .bridge import EngineBridge, Upstream
@@ -264,7 +269,7 @@ class WebGateway:
     def url(self) -> str:
         """The page's address (with the real port when started on port 0)."""
         host, port = self._server.servers[0].sockets[0].getsockname()[:2]
-        return f"http://{host}:{port}/"
+        return f"http://{bracketed(host)}:{port}/"
 
     async def stop(self, grace_s: float = 1.0) -> None:
         """Take no new requests, give running calls `grace_s`, then cut the rest

@@ -117,8 +117,10 @@ class Connection:
         pool = aioredis.BlockingConnectionPool.from_url(
             url, max_connections=64, timeout=20, decode_responses=False,
             health_check_interval=30,
-            **({"connection_class": _CheckedConnection, "listener_pin": pin} if tcp else {}),
+            **({"connection_class": _CheckedConnection} if tcp else {}),
         )
+        if tcp:  # after the URL's own options: `?listener_pin=` there is not a pin
+            pool.connection_kwargs["listener_pin"] = pin
         fast = (FastRedis(url, batch_interval_s, pin) if lean and FastRedis.supports(url)
                 else None)
         return cls(aioredis.Redis(connection_pool=pool), fast=fast)
