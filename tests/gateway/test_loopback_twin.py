@@ -18,6 +18,7 @@ import grpc.aio
 import pytest
 
 from battleline_engine.listening import CannotListen, bound_sockets, listen, loopback_twin
+from battleline_gateway import server as gateway_server
 from tests.engine.harness import Client, Engine
 from tests.gateway.plain_http import request
 
@@ -63,7 +64,7 @@ def test_a_port_taken_on_ipv6_loopback_is_refused_not_shared() -> None:
         other.listen()
         port = other.getsockname()[1]
         with pytest.raises(CannotListen, match=rf"cannot listen on \[::1\]:{port}"):
-            bound_sockets("127.0.0.1", port, 8)
+            bound_sockets("127.0.0.1", port)
 
 
 def test_other_hosts_hold_nothing_beside_them() -> None:
@@ -72,7 +73,7 @@ def test_other_hosts_hold_nothing_beside_them() -> None:
     localhost` from starting, a re-test)."""
     for host in ("::", "0.0.0.0", "::1", "127.0.0.2", "localhost"):
         assert loopback_twin(host) is None
-    sockets = bound_sockets("::", 0, 8)
+    sockets = bound_sockets("::", 0)
     try:
         assert len(sockets) == 1
         assert sockets[0].getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) == 0
@@ -96,31 +97,38 @@ def test_a_grpc_server_on_localhost_starts_on_both_loopbacks() -> None:
     assert asyncio.run(bound()) > 0
 
 
-def test_the_page_listens_before_another_socket_bound_beside_it_can() -> None:
-    """A socket of another's bound at [::1]:P with SO_REUSEADDR, waiting to listen once the
-    page has bound (a re-test won that race 3 of 4 times, and serve ended in a
-    traceback): the page's sockets listen as they are bound, so it is the other's
-    `listen` that fails."""
-    with socket.socket(socket.AF_INET6) as other:
-        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        other.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        other.bind(("::1", 0))
-        port = other.getsockname()[1]
-        page = bound_sockets("127.0.0.1", port, 8)
-        try:
-            with pytest.raises(OSError) as refused:
-                other.listen()
-            assert refused.value.errno == errno.EADDRINUSE
-        finally:
-            for sock in page:
-                sock.close()
+def test_a_socket_that_listens_before_the_page_stops_its_start_in_one_line(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A socket of another's bound at [::1]:P with SO_REUSEADDR listens once the page has
+    bound, before it listens (a re-test won that race 3 of 4 times, and serve ended in a
+    traceback): the page does not start, and says so as CannotListen."""
+    other = socket.socket(socket.AF_INET6)
+    other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    other.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    other.bind(("::1", 0))
+    port = other.getsockname()[1]
+
+    def bound_then_beaten(host: str, at: int) -> list[socket.socket]:
+        made = bound_sockets(host, at)
+        other.listen()
+        return made
+
+    async def start() -> None:
+        await gateway_server.WebGateway(engine.address, port=port).start()
+
+    monkeypatch.setattr(gateway_server, "bound_sockets", bound_then_beaten)
+    try:
+        with pytest.raises(CannotListen, match=f"cannot listen on 127.0.0.1:{port}"):
+            asyncio.run(start())
+    finally:
+        other.close()
 
 
 def test_ipv4_loopback_written_otherwise_holds_its_twin_too() -> None:
     """`--host ::ffff:127.0.0.1` left [::1] to another user (a re-test); `[::1]` in
     brackets, as a URL writes it, is bound as ::1 (it failed as a name)."""
     assert loopback_twin("::ffff:127.0.0.1") == "::1"
-    sockets = bound_sockets("[::1]", 0, 8)
+    sockets = bound_sockets("[::1]", 0)
     try:
         assert [sock.getsockname()[0] for sock in sockets] == ["::1"]
     finally:

@@ -241,12 +241,14 @@ def loopback_twin(host: str) -> str | None:
     return "::1"
 
 
-def bound_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
-    """Sockets listening on `host:port` (`localhost`: 127.0.0.1) and, beside IPv4's
-    loopback, on its `loopback_twin` at the same port: for a server that takes its
-    sockets made (the web page's uvicorn). Each listens as soon as it is bound: another
-    user's socket bound there too (SO_REUSEADDR) that listened first made uvicorn's own
-    `listen` fail with a traceback (a re-test). Raises CannotListen if either is taken."""
+def bound_sockets(host: str, port: int) -> list[socket.socket]:
+    """Sockets bound (not yet listening) to `host:port` (`localhost`: 127.0.0.1) and,
+    beside IPv4's loopback, to its `loopback_twin` at the same port: for a server that
+    takes its sockets made (the web page's uvicorn). Raises CannotListen if either is
+    taken. (Another socket bound there too, with SO_REUSEADDR, that listens first makes
+    the server's own `listen` fail: its caller says so in one line. Listening here at
+    once made the page's refusals race their connections' close: 3 of 18 runs of a rate
+    test lost a 429's body to a reset.)"""
     import socket
 
     bare = host.removeprefix("[").removesuffix("]")  # `--host [::1]` (a re-test)
@@ -262,7 +264,6 @@ def bound_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
             if name != where:  # the twin: IPv6 alone (`::` stays dual-stack)
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             sock.bind((name, port))
-            sock.listen(backlog)
             port = sock.getsockname()[1]  # the one picked for port 0, the twin's too
     except OSError as err:
         for sock in bound:
