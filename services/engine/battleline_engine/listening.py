@@ -246,9 +246,7 @@ def bound_sockets(host: str, port: int) -> list[socket.socket]:
     beside IPv4's loopback, to its `loopback_twin` at the same port: for a server that
     takes its sockets made (the web page's uvicorn). Raises CannotListen if either is
     taken. (Another socket bound there too, with SO_REUSEADDR, that listens first makes
-    the server's own `listen` fail: its caller says so in one line. Listening here at
-    once made the page's refusals race their connections' close: 3 of 18 runs of a rate
-    test lost a 429's body to a reset.)"""
+    the server's own `listen` fail: its caller says so in one line.)"""
     import socket
 
     bare = host.removeprefix("[").removesuffix("]")  # `--host [::1]` (a re-test)
