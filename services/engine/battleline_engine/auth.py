@@ -11,6 +11,8 @@ from urllib.parse import unquote
 
 import grpc
 
+from battleline_client.tcp_table import unmapped
+
 from .errors import Kind, Refusal
 from .ratelimit import RateLimiter
 from .storage import STORE_UNAVAILABLE, Storage, hash_token
@@ -97,11 +99,9 @@ def address_key(host: str) -> str:
     local user may likewise send from any of 127.0.0.0/8's 16 million addresses.
     """
     try:
-        address = ipaddress.ip_address(host)
+        address = unmapped(ipaddress.ip_address(host))
     except ValueError:
         return host
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
     if address.is_loopback:
         return LOOPBACK
     if isinstance(address, ipaddress.IPv6Address):

@@ -192,11 +192,7 @@ class FastRedis:
                 transport, protocol = await asyncio.wait_for(opening, CONNECT_TIMEOUT_S)
             except (OSError, TimeoutError) as err:
                 raise redis.exceptions.ConnectionError(f"cannot reach Redis: {err}") from err
-            try:
-                self.pin.check(transport.get_extra_info("socket"))
-            except redis.exceptions.ConnectionError:
-                transport.abort()
-                raise
+            self.pin.admit(transport)
             setup: list[tuple[Any, ...]] = []
             if self.password is not None:
                 setup.append(("AUTH", self.username, self.password) if self.username

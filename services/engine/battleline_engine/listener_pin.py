@@ -13,6 +13,7 @@ and is left to TLS (`rediss://`), as a unix socket is to its directory's permiss
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from pathlib import Path
@@ -32,6 +33,14 @@ class ListenerPin:
         # port: the uid met there first. By port, not address: `localhost` may go to ::1
         # one time and to 127.0.0.1 the next, each taken by a different user.
         self.owners: dict[int, int] = {}
+
+    def admit(self, transport: asyncio.WriteTransport) -> None:
+        """`check` a connection just made, and abort it (nothing sent) if refused."""
+        try:
+            self.check(transport.get_extra_info("socket"))
+        except redis.exceptions.ConnectionError:
+            transport.abort()
+            raise
 
     def check(self, connection: socket.socket | None) -> None:
         """Raise ConnectionError (the store unreachable: callers retry, and answer

@@ -194,9 +194,10 @@ def listen(server: grpc.aio.Server, address: str,
 
     A port not `shared` (SO_REUSEPORT, `serve --workers`, probed apart) is probed first:
     gRPC's own failed bind prints a line of its internals before the one we print."""
-    host = address.rpartition(":")[0].removeprefix("[").removesuffix("]")
+    written_host, _, number = address.rpartition(":")
+    host = written_host.removeprefix("[").removesuffix("]")
     if not shared and not address.startswith("unix:"):
-        refuse_if_bound(host, int(address.rpartition(":")[2]))
+        refuse_if_bound(host, int(number))
 
     def bind(where: str) -> int:
         try:
@@ -225,12 +226,12 @@ def loopback_twin(host: str) -> str | None:
     import ipaddress
     import socket
 
+    from battleline_client.tcp_table import unmapped
+
     try:  # IPv4's loopback however written as an address (::ffff:127.0.0.1, a re-test)
-        address = ipaddress.ip_address(host)
+        address = unmapped(ipaddress.ip_address(host))
     except ValueError:
         return None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
     if address != ipaddress.IPv4Address("127.0.0.1"):
         return None
     try:

@@ -159,9 +159,8 @@ class _CheckedConnection(aioredis.Connection):
         await super()._connect()
         assert self._writer is not None  # set by a connection made
         try:
-            self.listener_pin.check(self._writer.transport.get_extra_info("socket"))
+            self.listener_pin.admit(self._writer.transport)
         except redis.exceptions.ConnectionError:
-            self._writer.transport.abort()
             self._reader = self._writer = None
             raise
 
