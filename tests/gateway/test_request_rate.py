@@ -62,10 +62,13 @@ def _late_failing_submit() -> bytes:
     return head + b'"a", ' * count + tail
 
 
-def _status(url: str, path: str = LIST, forwarded_for: str | None = None,
-            ) -> tuple[int, dict[str, str], bytes]:
+def _status(url: str, path: str = LIST, forwarded_for: str | None = None, *,
+            body: bool = True) -> tuple[int, dict[str, str], bytes]:
     """The status, headers and body of a POST of `{}` (a GET of a page file: any other
-    path) from the proxy, for the browser `forwarded_for` if given."""
+    path) from the proxy, for the browser `forwarded_for` if given. `body=False`: left
+    unread (b""), as a refusal's can be lost to a reset: the gateway answers 429 before
+    it reads the request's body, and closing with that body unread resets the connection
+    (seen in about 1 run in 7 since the page binds its own sockets)."""
     headers = {"x-forwarded-for": forwarded_for} if forwarded_for else {}
     request = urllib.request.Request(url + path, headers=headers)
     if path.startswith("battleline.v1."):
@@ -73,28 +76,15 @@ def _status(url: str, path: str = LIST, forwarded_for: str | None = None,
         request.add_header("content-type", "application/json")
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, dict(response.headers), response.read()
+            return response.status, dict(response.headers), response.read() if body else b""
     except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
+        with error:
+            return error.code, dict(error.headers), error.read() if body else b""
 
 
 def _codes(url: str, forwarded_for: str | None, times: int) -> list[int]:
-    """The statuses alone: a refusal's body can be lost to a reset (the gateway answers
-    429 before it reads the request's body, and closing with that body unread resets
-    the connection; seen in about 1 run in 7 since the page binds its own sockets)."""
-    return [_code(url, forwarded_for) for _ in range(times)]
-
-
-def _code(url: str, forwarded_for: str | None) -> int:
-    request = urllib.request.Request(url + LIST, data=b"{}", method="POST", headers={
-        "content-type": "application/json",
-        **({"x-forwarded-for": forwarded_for} if forwarded_for else {})})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        error.close()
-        return int(error.code)
+    """The statuses alone (see `_status`'s `body`)."""
+    return [_status(url, forwarded_for=forwarded_for, body=False)[0] for _ in range(times)]
 
 
 def _loop_cpu_s(gateway: GatewayThread) -> float:
