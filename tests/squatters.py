@@ -9,6 +9,8 @@ import textwrap
 import time
 from pathlib import Path
 
+STRANGER = 65534  # `nobody`: the other local user the tests run as
+
 # A gRPC server that answers every call UNIMPLEMENTED (health SERVING) and prints the
 # method and metadata of each call it got, as a squatter on the engine's port would. It
 # becomes the user given before it makes its socket (the interpreter may be in a home

@@ -37,11 +37,10 @@ from battleline_gateway.bridge import Upstream
 from battleline_host.local import LocalService
 from tests.ai.service_harness import AI_KEY, WITH_AI, start_worker, stop
 from tests.processes import BATTLELINE, free_port, start_serve, stop_serve
-from tests.squatters import SQUATTER, squat
+from tests.squatters import SQUATTER, STRANGER, squat
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root to run the squatter as another user")
-STRANGER = 65534
 SECRET = "gateway-secret-0123456789abcdef"
 
 

@@ -4,7 +4,7 @@ redis-py and FastRedis reconnect on their own after Redis restarts, and a new
 connection's first command is AUTH with the password: another user who took a loopback
 port in that moment was sent it, and then every match's state (the twenty-ninth audit's
 "Left"). Now every TCP connection of the store is checked once made and before anything
-is sent (`ListenerPin`, `port_owner.peer_uid`): this user, root, or the user whose Redis
+is sent (`ListenerPin`, `tcp_table.peer_uid`): this user, root, or the user whose Redis
 the first connection met. Run as root: the squatters and the other user's Redis become
 other users.
 """
@@ -33,11 +33,12 @@ from battleline_client.tcp_table import UNHELD, peer_uid
 from battleline_engine.listener_pin import ListenerPin
 from battleline_engine.storage.connection import Connection
 from tests.processes import free_port
+from tests.squatters import STRANGER
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root to run processes as other users")
 
-STRANGER, OTHER_STRANGER = 65534, 65533
+OTHER_STRANGER = 65533
 PASSWORD = "store-password-3f9c1d"
 
 # Becomes the user given, then runs the rest of its arguments (a Redis), from "/" (the
