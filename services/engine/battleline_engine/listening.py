@@ -36,6 +36,8 @@ def is_loopback_host(host: str) -> bool:
     import ipaddress
     import socket
 
+    from battleline_client.tcp_table import unmapped
+
     name = host.strip("[]").lower().removesuffix(".")
     if name == "localhost":
         return True
@@ -46,9 +48,7 @@ def is_loopback_host(host: str) -> bool:
         return False
 
     def loopback(address: str) -> bool:
-        ip = ipaddress.ip_address(address.split("%")[0])
-        mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
-        return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+        return unmapped(ipaddress.ip_address(address.split("%")[0])).is_loopback
 
     return bool(found) and all(loopback(str(info[4][0])) for info in found)
 
