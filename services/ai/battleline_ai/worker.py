@@ -110,6 +110,7 @@ class WorkerConfig:
     # clear best answers in milliseconds and searches otherwise, so the time it took
     # would tell the other seat something of its hand (the sixteenth audit). 0: off.
     think_s: float = 1.0
+    redis_owner: int | None = None  # the uid Redis's password may go to (ListenerPin)
     # A match whose human has not moved for this long is parked: the worker lets go of
     # it (its place and its watch stream) and the engine asks again once the human moves,
     # so idle matches cannot fill the workers (sixth audit).
@@ -132,7 +133,8 @@ class AiWorker:
 
     async def run(self) -> None:
         """Serve requests until `stop()`; unfinished matches stay pending for others."""
-        self.storage = Storage.from_url(self.config.redis_url)
+        self.storage = Storage.from_url(self.config.redis_url,
+                                        redis_owner=self.config.redis_owner)
         self._start_searchers()
         # Its key acts for every AI seat: none of it to another user's process that took
         # the engine's port while the engine was down (twenty-ninth audit).
@@ -413,6 +415,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--park-after", type=float, default=WorkerConfig.park_after_s,
                         help="seconds a human may think before the match is parked")
     parser.add_argument("--name", default="")
+    parser.add_argument("--redis-owner", type=int, default=None,
+                        help="uid of the user Redis runs as (default: the first met)")
     parser.add_argument("--log-level", type=LogLevel, choices=list(LogLevel),
                         default=LogLevel.INFO)
     parser.add_argument("--log-format", type=LogFormat, choices=list(LogFormat),
@@ -425,7 +429,8 @@ def main(argv: list[str] | None = None) -> None:
     config = WorkerConfig(args.engine, redis_url, key, concurrency=args.concurrency,
                           search_processes=args.search_processes, claim_idle_s=args.claim_idle,
                           move_cap_s=args.move_cap, think_s=args.think,
-                          park_after_s=args.park_after, name=args.name)
+                          park_after_s=args.park_after, name=args.name,
+                          redis_owner=args.redis_owner)
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_main(config))

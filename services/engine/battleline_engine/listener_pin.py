@@ -1,6 +1,7 @@
 """Who the engine and the AI worker may send the store's password and data to over TCP:
-a Redis on this machine run by this user, by root, or by the user whose Redis the first
-connection to that port met.
+a Redis on this machine run by this user, by root, or by the user Redis runs as (the
+operator's `--redis-owner`, else whoever held its port when `serve` or `battleline ai`
+started, passed on to the processes they start; else the first met at that port).
 
 Why: redis-py and FastRedis reconnect on their own after a Redis restarts, and their
 first words on a new connection are AUTH with the password. Another local user who took
@@ -9,6 +10,10 @@ the twenty-ninth audit's "Left". The check reads who accepted the connection onc
 made and before anything is sent (`tcp_table.peer_uid`), so no one can take the port
 between the check and the connection. A Redis elsewhere is not on this machine's /proc
 and is left to TLS (`rediss://`), as a unix socket is to its directory's permissions.
+
+The owner is decided once for a whole serve, not by each process on its first
+connection: a worker restarted while Redis was down and another user held its port
+trusted that user (the twenty-ninth audit's re-test).
 """
 
 from __future__ import annotations
@@ -17,18 +22,38 @@ import asyncio
 import os
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import redis.exceptions
 
 from battleline_client.tcp_table import UNHELD, peer_uid
 
 
-class ListenerPin:
-    """The owner first met at each Redis port, and the check of every later connection
-    against it. One per store client: every connection of its pools and its lean
-    connection share it."""
+def redis_owner(url: str, proc_net: Path = Path("/proc/net")) -> int | None:
+    """Who holds the TCP port of the Redis at `url` on this machine now, found without
+    sending it anything (a connection made and closed); None for a Redis elsewhere, over
+    TLS or a unix socket, or none reachable (each process then keeps to the first it
+    meets)."""
+    parts = urlsplit(url.replace("+cluster", "", 1))
+    if parts.scheme.lower() != "redis":
+        return None
+    try:
+        with socket.create_connection((parts.hostname or "localhost", parts.port or 6379),
+                                      timeout=5) as probe:
+            uid = peer_uid(probe, proc_net)
+    except (OSError, ValueError):
+        return None
+    return None if uid == UNHELD else uid
 
-    def __init__(self, proc_net: Path = Path("/proc/net")) -> None:
+
+class ListenerPin:
+    """The user Redis runs as, and the check of every connection against it. One per
+    store client: every connection of its pools and its lean connection share it."""
+
+    def __init__(self, owner: int | None = None, proc_net: Path = Path("/proc/net")) -> None:
+        """`owner`: the uid Redis runs as, at every port (`redis_owner`); None: the first
+        met at each port."""
+        self.owner = owner
         self.proc_net = proc_net
         # port: the uid met there first. By port, not address: `localhost` may go to ::1
         # one time and to 127.0.0.1 the next, each taken by a different user.
@@ -44,8 +69,8 @@ class ListenerPin:
 
     def check(self, connection: socket.socket | None) -> None:
         """Raise ConnectionError (the store unreachable: callers retry, and answer
-        UNAVAILABLE meanwhile) if a process of another user than this one, root, or the
-        one met first at that port accepted `connection`. Nothing has been sent on it
+        UNAVAILABLE meanwhile) if a process of another user than this one, root, or
+        Redis's owner accepted `connection`. Nothing has been sent on it
         yet; the caller closes it."""
         if connection is None or connection.family not in (socket.AF_INET, socket.AF_INET6):
             return
@@ -60,9 +85,9 @@ class ListenerPin:
             raise redis.exceptions.ConnectionError(
                 f"not sent: no process holds the connection to Redis at {host}:{port} yet "
                 f"(a listener whose queue is full: who it is cannot be told)")
-        first = self.owners.setdefault(port, uid)
-        if uid not in (first, os.getuid(), 0):
+        owner = self.owner if self.owner is not None else self.owners.setdefault(port, uid)
+        if uid not in (owner, os.getuid(), 0):
             raise redis.exceptions.ConnectionError(
                 f"not sent: a process of another user (uid {uid}) accepted the connection "
-                f"to Redis at {host}:{port}, not the Redis first met at that port (uid "
-                f"{first}); nothing was sent to it")
+                f"to Redis at {host}:{port}, not Redis's owner (uid {owner}); nothing was "
+                f"sent to it")

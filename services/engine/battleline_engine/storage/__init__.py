@@ -65,12 +65,14 @@ class Storage:
 
     @classmethod
     def from_url(cls, url: str, *, lean: bool = True,
-                 batch_interval_s: float = BATCH_INTERVAL_S, **options: int) -> Storage:
+                 batch_interval_s: float = BATCH_INTERVAL_S, redis_owner: int | None = None,
+                 **options: int) -> Storage:
         """Connect (lazily) to the Redis at `url`; a `redis+cluster://` URL (or
         `rediss+cluster://`) names any node of a Redis Cluster. `lean`, `batch_interval_s`:
-        how the commands of every action are sent (see Connection.from_url)."""
-        return cls(Connection.from_url(url, lean=lean, batch_interval_s=batch_interval_s),
-                   **options)
+        how the commands of every action are sent; `redis_owner`: the user the password
+        may go to (see Connection.from_url)."""
+        return cls(Connection.from_url(url, lean=lean, batch_interval_s=batch_interval_s,
+                                       redis_owner=redis_owner), **options)
 
     @property
     def redis(self) -> aioredis.Redis | aioredis.RedisCluster:

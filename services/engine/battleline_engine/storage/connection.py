@@ -86,18 +86,20 @@ class Connection:
 
     @classmethod
     def from_url(cls, url: str, *, lean: bool = True,
-                 batch_interval_s: float = BATCH_INTERVAL_S) -> Connection:
+                 batch_interval_s: float = BATCH_INTERVAL_S,
+                 redis_owner: int | None = None) -> Connection:
         """Connect (lazily) to the Redis at `url`; hiredis parses replies when installed.
 
         A `redis+cluster://` (or `rediss+cluster://`) URL names any node of a Redis
         Cluster: the cluster client discovers the others and `cluster` mode is on.
         `lean`: the commands of every action go on a FastRedis connection (plain
         redis:// and unix:// URLs), batched by `batch_interval_s`; else on redis-py.
-        Every TCP connection is checked by one `ListenerPin` before anything is sent.
+        Every TCP connection is checked by one `ListenerPin` before anything is sent:
+        Redis's `redis_owner` (a uid) or, None, the first met at its port.
         """
         scheme, separator, rest = url.partition("://")
         url = scheme.lower() + separator + rest  # `REDIS://` read as redis-py reads it
-        pin = ListenerPin()
+        pin = ListenerPin(redis_owner)
         if is_cluster_url(url):
             cluster_client = aioredis.RedisCluster.from_url(
                 url.replace("+cluster", "", 1), decode_responses=False, health_check_interval=30

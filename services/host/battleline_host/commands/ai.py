@@ -18,10 +18,12 @@ from .options import (
     LogLevel,
     LogLevelOption,
     RedisClusterOption,
+    RedisOwnerOption,
     checked_redis_url,
     checked_secret,
     cluster_url,
     log_args,
+    redis_owner_uid,
 )
 from .signals import stop_on_signals
 
@@ -35,6 +37,7 @@ def ai(
         envvar="REDIS_URL", help="The engine's Redis (seat requests come from there)."
     )] = "redis://127.0.0.1:6379/0",
     redis_cluster: RedisClusterOption = False,
+    redis_owner: RedisOwnerOption = None,
     workers: Annotated[int, typer.Option(
         envvar="BATTLELINE_AI_WORKERS", min=0, help="Worker processes.")] = 1,
     concurrency: Annotated[int, typer.Option(
@@ -80,6 +83,7 @@ def ai(
 
     checked_redis_url(ctx, "--redis-url", redis_url)
     redis_url = cluster_url(redis_url, redis_cluster) or redis_url
+    owner = redis_owner_uid(redis_owner, redis_url)  # one for every worker and restart
     key = checked_secret(KEY_ENV, os.environ.get(KEY_ENV, ""))
     if not key:
         raise typer.BadParameter(f"set {KEY_ENV} (at least 16 characters; the engines need "
@@ -95,7 +99,7 @@ def ai(
     config = ServiceConfig(engine=engine, redis_url=redis_url, key=key, workers=workers,
                            concurrency=concurrency, search_processes=search_processes,
                            claim_idle_s=claim_idle, move_cap_s=move_cap, think_s=think,
-                           rpc_address=rpc_address,
+                           rpc_address=rpc_address, redis_owner=owner,
                            worker_log=tuple(log_args(log_level, log_format)))
 
     async def main() -> None:

@@ -3,6 +3,7 @@ environment variables and mean the same thing everywhere."""
 
 from __future__ import annotations
 
+import pwd
 from typing import Annotated
 
 import typer
@@ -22,6 +23,12 @@ LogFormatOption = Annotated[LogFormat, typer.Option(
 )]
 RedisClusterOption = Annotated[bool, typer.Option(
     envvar="REDIS_CLUSTER", help="The Redis URL names a node of a Redis Cluster."
+)]
+RedisOwnerOption = Annotated[str | None, typer.Option(
+    envvar="BATTLELINE_REDIS_OWNER",
+    help="The user (name or uid) Redis runs as, when it listens on a TCP port of this "
+         "machine: its password goes to no process of another user (this one and root "
+         "aside). Default: whoever holds its port when this command starts.",
 )]
 WebMaxConnectionsOption = Annotated[int, typer.Option(
     envvar="BATTLELINE_WEB_MAX_CONNECTIONS", min=1,
@@ -77,6 +84,29 @@ def checked_secret(name: str, value: str) -> str:
 
 
 REDIS_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster", "unix")
+
+
+def redis_owner_uid(owner: str | None, redis_url: str) -> int | None:
+    """`--redis-owner` as a uid, else who holds Redis's port now (None: elsewhere, TLS, a
+    unix socket or unreachable). Decided once here and passed to every process this
+    command starts, not by each on its first connection: one restarted while Redis was
+    down trusted whoever held its port then (the twenty-ninth audit's re-test)."""
+    from battleline_engine.listener_pin import redis_owner  # (redis: imported late)
+
+    if owner is None:
+        return redis_owner(redis_url)
+    if owner.isdigit():
+        return int(owner)
+    try:
+        return pwd.getpwnam(owner).pw_uid
+    except KeyError:
+        raise typer.BadParameter(f"--redis-owner: no user {owner!r} on this machine "
+                                 "(a name or a uid)") from None
+
+
+def owner_args(owner: int | None) -> list[str]:
+    """`redis_owner_uid`'s answer as the options of a command this one starts."""
+    return [] if owner is None else ["--redis-owner", str(owner)]
 
 
 def cluster_url(url: str | None, cluster: bool) -> str | None:

@@ -42,6 +42,7 @@ from .options import (
     LogLevel,
     LogLevelOption,
     RedisClusterOption,
+    RedisOwnerOption,
     WebMaxConnectionsOption,
     WebMaxConnectionsPerAddressOption,
     WebRequestRateOption,
@@ -50,6 +51,8 @@ from .options import (
     checked_secret,
     cluster_url,
     log_args,
+    owner_args,
+    redis_owner_uid,
     web_limits,
 )
 from .signals import stop_on_signals
@@ -82,6 +85,7 @@ def serve(
         envvar="REDIS_URL", help="Use this Redis instead of starting an embedded one."
     )] = None,
     redis_cluster: RedisClusterOption = False,
+    redis_owner: RedisOwnerOption = None,
     redis_client: Annotated[str, typer.Option(
         envvar="BATTLELINE_REDIS_CLIENT",
         help="lean: each action's commands on one pipelined connection; redis-py: the pool.",
@@ -234,6 +238,8 @@ def serve(
     ai_socket: Path | None = None  # the AI started here serves AiService on it
     inner_socket: Path | None = None  # this engine's for the AI and web page started here
     redis_url = cluster_url(redis_url, redis_cluster)
+    # The user this serve and every process it starts send Redis's password to.
+    owner = redis_owner_uid(redis_owner, redis_url) if redis_url else None
     # Checked before anything starts (an embedded Redis would start and stop again).
     if open_limits and not is_loopback_host(host):
         raise typer.BadParameter("--open-limits serves loopback only (--host 127.0.0.1): "
@@ -316,7 +322,7 @@ def serve(
         # The other engines of --workers: this one's settings, no AI, web page or Redis
         # of their own; the port and metrics port are added once this engine has bound.
         worker_args = [*shared_options(ctx), "--ai-address", ai_address, "--workers", "1",
-                       "--no-ai", "--no-web", "--shared-port"]
+                       "--no-ai", "--no-web", "--shared-port", *owner_args(owner)]
         extra = Workers(workers - 1, worker_args, redis_url, config)
         if socket is not None:  # the AI and web page here reach this engine by it too
             inner_socket = socket
@@ -331,7 +337,7 @@ def serve(
                              redis_batch_s=redis_batch_ms / 1000,
                              shared_port=shared_port or workers > 1, workers=extra,
                              child_log=child_log, metrics_host=metrics_host or host,
-                             inner_socket=inner_socket))
+                             inner_socket=inner_socket, redis_owner=owner))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -352,6 +358,7 @@ async def _run(
     redis_lean: bool = True, redis_batch_s: float = 0.002,
     shared_port: bool = False, workers: Workers | None = None, child_log: Sequence[str] = (),
     metrics_host: str = "127.0.0.1", inner_socket: Path | None = None,
+    redis_owner: int | None = None,
 ) -> None:
     from battleline_engine import metrics_http
     from battleline_engine.server import ServerConfig, start_server
@@ -362,7 +369,7 @@ async def _run(
     # Handlers first: a SIGTERM as soon as the address is printed is a clean stop.
     stop = stop_on_signals()
     storage = Storage.from_url(redis_url, lean=redis_lean, batch_interval_s=redis_batch_s,
-                               retention_s=retention)
+                               redis_owner=redis_owner, retention_s=retention)
     server_config = ServerConfig(
         host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, grace_s=grace,
         reuse_port=shared_port, max_connections=max_connections, max_concurrent_rpcs=max_calls,
@@ -385,7 +392,7 @@ async def _run(
         print(f"battleline engine listening on {engine.address}", flush=True)
         if ai_workers:
             ai = HostedAi(engine.inner_address, redis_url, config.ai_key, ai_workers,
-                          ai_socket, child_log)
+                          ai_socket, child_log, redis_owner)
             ai_watch = asyncio.create_task(ai.supervise())
         if web_port is not None:
             web = WebGateway(engine.inner_address, host, web_port,
@@ -419,7 +426,8 @@ async def _run(
 # serve's options that stay with the first engine of --workers: the others bind the port
 # it gives them, and share its Redis (by environment), AI and web page.
 NOT_SHARED = frozenset({
-    "port", "metrics_port", "socket", "data_dir", "redis_url", "redis_cluster", "no_ai",
+    "port", "metrics_port", "socket", "data_dir", "redis_url", "redis_cluster", "redis_owner",
+    "no_ai",
     "ai_workers", "ai_address", "no_web", "web_port", "web_max_connections",
     "web_max_connections_per_address", "web_request_timeout", "web_request_rate", "workers",
     "shared_port",
@@ -648,14 +656,16 @@ def _kept_ai_key(path: Path) -> str:
 
 class HostedAi:
     """`battleline ai` as a child process on the same engine and Redis, logging as serve
-    does (`log`: its log options), started again whenever it exits. Its secrets (the
+    does (`log`: its log options) and trusting serve's `redis_owner` (a restart trusts
+    no one new), started again whenever it exits. Its secrets (the
     Redis URL with its password, the AI's key) go by environment: a command line is
     readable by every local user."""
 
     def __init__(self, address: str, redis_url: str, key: str, workers: int,
-                 rpc_socket: Path | None = None, log: Sequence[str] = ()) -> None:
+                 rpc_socket: Path | None = None, log: Sequence[str] = (),
+                 redis_owner: int | None = None) -> None:
         self.command = [sys.executable, "-m", "battleline_client.cli", "ai", "--engine",
-                        address, "--workers", str(workers), *log]
+                        address, "--workers", str(workers), *log, *owner_args(redis_owner)]
         if rpc_socket is not None:
             self.command += ["--socket", str(rpc_socket)]  # AiService for the engine's hints
         self.env = {**os.environ, "REDIS_URL": redis_url, AI_KEY_ENV: key}
