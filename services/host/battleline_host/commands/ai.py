@@ -19,6 +19,7 @@ from .options import (
     LogLevelOption,
     RedisClusterOption,
     RedisOwnerOption,
+    bindable_host,
     checked_redis_url,
     checked_secret,
     cluster_url,
@@ -59,7 +60,8 @@ def ai(
         envvar="BATTLELINE_AI_PORT", min=0, max=65535,
         help="Serve the AiService RPC on this port (0: any).")] = None,
     host: Annotated[str, typer.Option(
-        envvar="BATTLELINE_AI_HOST", help="Address for --port.")] = "127.0.0.1",
+        envvar="BATTLELINE_AI_HOST", callback=bindable_host, help="Address for --port."
+    )] = "127.0.0.1",
     socket: Annotated[Path | None, typer.Option(
         envvar="BATTLELINE_AI_SOCKET",
         help="Serve the AiService RPC on this Unix socket instead (in a directory only "

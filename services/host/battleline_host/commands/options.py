@@ -24,6 +24,38 @@ LogFormatOption = Annotated[LogFormat, typer.Option(
 RedisClusterOption = Annotated[bool, typer.Option(
     envvar="REDIS_CLUSTER", help="The Redis URL names a node of a Redis Cluster."
 )]
+def bindable_host(host: str | None) -> str | None:
+    """A --host the servers can bind, checked before anything starts: gRPC reads no
+    shorthand address (`127.1`, `0x7f.1`: the system's resolver does) and a name must be
+    found. Both failed in gRPC's bind, after a line of its internals, with a line that
+    blamed another program for the port."""
+    import ipaddress
+    import socket
+
+    if host is None:
+        return None
+    name = host.removeprefix("[").removesuffix("]")
+    try:
+        ipaddress.ip_address(name)
+        return host
+    except ValueError:
+        pass
+    try:
+        full = socket.inet_ntoa(socket.inet_aton(name))
+    except OSError:
+        pass
+    else:
+        raise typer.BadParameter(f"write the address in full ({full}), not {host}")
+    try:
+        socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise typer.BadParameter(f"no address found for {host!r} (give an address, or a "
+                                 "name the system knows)") from None
+    return host
+
+
+HostOption = Annotated[str, typer.Option(
+    envvar="BATTLELINE_HOST", callback=bindable_host, help="Address to bind.")]
 RedisOwnerOption = Annotated[str | None, typer.Option(
     envvar="BATTLELINE_REDIS_OWNER",
     help="The user (name or uid) Redis runs as, when it listens on a TCP port of this "

@@ -37,6 +37,7 @@ from battleline_gateway.limits import WebLimits
 from .listening import one_line_when_cannot_listen
 from .options import (
     WEB_LIMITS,
+    HostOption,
     LogFormat,
     LogFormatOption,
     LogLevel,
@@ -47,6 +48,7 @@ from .options import (
     WebMaxConnectionsPerAddressOption,
     WebRequestRateOption,
     WebRequestTimeoutOption,
+    bindable_host,
     checked_redis_url,
     checked_secret,
     cluster_url,
@@ -73,9 +75,7 @@ def serve(
     ctx: typer.Context,
     port: Annotated[int, typer.Option(envvar="BATTLELINE_PORT", min=0, max=65535,
                                       help="gRPC port, 0: any.")] = 50051,
-    host: Annotated[str, typer.Option(envvar="BATTLELINE_HOST", help="Address to bind.")] = (
-        "127.0.0.1"
-    ),
+    host: HostOption = "127.0.0.1",
     data_dir: Annotated[Path, typer.Option(
         envvar="BATTLELINE_DATA_DIR",
         help="Where the embedded Redis keeps its data, and the hosted AI's key (ai.key) "
@@ -101,7 +101,7 @@ def serve(
         help="Prometheus /metrics port (0: off)."
     )] = 0,
     metrics_host: Annotated[str | None, typer.Option(
-        envvar="BATTLELINE_METRICS_HOST",
+        envvar="BATTLELINE_METRICS_HOST", callback=bindable_host,
         help="Interface of the metrics port (default: --host's). Metrics are for the "
              "scraper: with --host 0.0.0.0, give an internal interface here.",
     )] = None,

@@ -12,6 +12,7 @@ from battleline_gateway.limits import WebLimits
 from .listening import one_line_when_cannot_listen
 from .options import (
     WEB_LIMITS,
+    HostOption,
     LogFormat,
     LogFormatOption,
     LogLevel,
@@ -34,9 +35,7 @@ def web(
                                       help="HTTP port, 0: any.")] = (
         8080
     ),
-    host: Annotated[str, typer.Option(envvar="BATTLELINE_HOST", help="Address to bind.")] = (
-        "127.0.0.1"
-    ),
+    host: HostOption = "127.0.0.1",
     trusted_proxy: Annotated[list[str] | None, typer.Option(
         envvar="BATTLELINE_TRUSTED_PROXY",
         help="A network (CIDR) of a proxy in front of this gateway whose x-forwarded-for "
