@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import errno
 import socket
+import time
 from urllib.parse import urlsplit
 
 import grpc
 import grpc.aio
 import pytest
 
+from battleline_engine import metrics_http
 from battleline_engine.listening import CannotListen, bound_sockets, listen, loopback_twin
 from battleline_gateway import server as gateway_server
 from tests.engine.harness import Client, Engine
@@ -133,3 +135,36 @@ def test_ipv4_loopback_written_otherwise_holds_its_twin_too() -> None:
         assert [sock.getsockname()[0] for sock in sockets] == ["::1"]
     finally:
         sockets[0].close()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_the_metrics_port_on_ipv4_loopback_answers_on_ipv6_loopback_too(host: str) -> None:
+    """A scraper of `localhost:M` may try ::1 first: another user serving there would
+    feed it made-up figures. The twin's connections pass the same counts: with room for
+    one connection, one held on ::1 leaves none on 127.0.0.1."""
+    server = metrics_http.serve_metrics(0, host, timeout_s=2, max_connections=1)
+    port = server.server_address[1]
+    try:
+        assert _taken_on_ipv6_loopback(port)
+        status, _, body = request(f"http://[::1]:{port}/", "GET", "/metrics",
+                                  headers={"Host": f"localhost:{port}"})
+        assert status == 200 and b"# HELP" in body
+        with socket.create_connection(("::1", port)):  # holds the one place
+            time.sleep(0.2)
+            with socket.create_connection(("127.0.0.1", port)) as refused:
+                refused.settimeout(2)
+                assert refused.recv(100) == b""  # closed at once
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert not _taken_on_ipv6_loopback(port)
+
+
+def test_a_metrics_port_taken_on_ipv6_loopback_is_refused() -> None:
+    with socket.socket(socket.AF_INET6) as other:
+        other.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        other.bind(("::1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        with pytest.raises(CannotListen, match=rf"\(\[::1\]:{port} is taken\)"):
+            metrics_http.serve_metrics(port)

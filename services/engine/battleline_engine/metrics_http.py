@@ -21,7 +21,13 @@ from prometheus_client import make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
 
 from .auth import address_key
-from .listening import CannotListen, answered_names, host_name
+from .listening import (
+    CannotListen,
+    answered_names,
+    host_name,
+    loopback_twin,
+    refuse_if_bound,
+)
 from .metrics import REGISTRY
 from .ratelimit import HeldConnections
 
@@ -74,7 +80,10 @@ class MetricsServer(ThreadingWSGIServer):
     one address: `auth.address_key`, so every loopback address is one); a connection
     past them is closed at once, and Prometheus scrapes again at its next interval,
     unless one of its address's connections still waits for its request: that one gives
-    way (`HeldConnections`; a scraper sends its request at once)."""
+    way (`HeldConnections`; a scraper sends its request at once). On 127.0.0.1 it holds
+    ::1 at its port too (`listening.loopback_twin`), whose connections pass the same
+    checks and counts: a scraper of `localhost` may try ::1 first, where another local
+    user would otherwise serve it made-up figures."""
 
     def __init__(self, host: str, port: int, *, timeout_s: float, max_connections: int,
                  max_per_address: int) -> None:
@@ -87,8 +96,39 @@ class MetricsServer(ThreadingWSGIServer):
         self._lock = threading.Lock()  # a thread per connection: checked and counted under it
         self.address_family = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+        self.twin: socket.socket | None = None  # the socket on ::1, if any
         super().__init__((host, port), _ScrapeHandler)
+        twin = loopback_twin(self.server_address[0])  # `localhost` too: bound as 127.0.0.1
+        try:
+            if twin is not None:
+                self.twin = socket.create_server((twin, self.server_address[1]),
+                                                 family=socket.AF_INET6)
+        except OSError:
+            self.server_close()
+            raise
         self.set_app(_answering_only(answered_names(host), make_wsgi_app(REGISTRY)))
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        if self.twin is not None:
+            threading.Thread(target=self._serve_twin, args=(self.twin,), name="metrics-twin",
+                             daemon=True).start()
+        super().serve_forever(poll_interval)
+
+    def _serve_twin(self, twin: socket.socket) -> None:
+        """Until `server_close`: each connection to the twin, as if made to the server."""
+        while True:
+            try:
+                connection, address = twin.accept()
+            except OSError:  # closed
+                return
+            self.process_request(connection, address)
+
+    def server_close(self) -> None:
+        super().server_close()
+        if self.twin is not None:
+            with contextlib.suppress(OSError):
+                self.twin.shutdown(socket.SHUT_RDWR)  # wakes its accept
+            self.twin.close()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         address = address_key(client_address[0])
@@ -152,6 +192,7 @@ def _hang_up(connection: socket.socket) -> None:
 def serve_metrics(port: int, host: str = "127.0.0.1", *, timeout_s: float = 10.0,
                   max_connections: int = 16, max_per_address: int = 4) -> MetricsServer:
     """Expose /metrics over HTTP on a background thread; `shutdown()` stops it."""
+    refuse_if_bound(host, port)  # names the taken address, ::1 beside 127.0.0.1 included
     try:
         server = MetricsServer(host, port, timeout_s=timeout_s,
                                max_connections=max_connections,
