@@ -98,7 +98,7 @@ class MetricsServer(ThreadingWSGIServer):
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
         self.twin: socket.socket | None = None  # the socket on ::1, if any
         super().__init__((host, port), _ScrapeHandler)
-        twin = loopback_twin(self.server_address[0])  # `localhost` too: bound as 127.0.0.1
+        twin = loopback_twin(str(self.server_address[0]))  # `localhost` too: 127.0.0.1
         try:
             if twin is not None:
                 self.twin = socket.create_server((twin, self.server_address[1]),
