@@ -300,14 +300,16 @@ def test_a_given_owner_is_kept_to_even_against_the_first_met(
         squatter.stop()
 
 
+@pytest.mark.parametrize("redis_first", [True, False], ids=["redis-first", "serve-first"])
 def test_serve_restarts_its_ai_trusting_the_redis_it_knew(
-        scripts: tuple[Path, Path], tmp_path: Path) -> None:
+        scripts: tuple[Path, Path], tmp_path: Path, redis_first: bool) -> None:
     """serve's hosted AI restarted while Redis was down and another user held its port
     trusted that user as the first it met: a re-test killed it then and the squatter got
-    46 AUTHs in 20 s. serve now decides Redis's owner once and passes it to what it
-    starts; the restarted AI's worker sends the squatter nothing."""
+    46 AUTHs in 20 s. serve now passes Redis's owner to what it starts and restarts: the
+    one holding Redis's port at its start, or (none then: Redis started after serve) the
+    one serve met since. The restarted AI's worker sends the squatter nothing."""
     port = free_port()
-    store = _redis(port, STRANGER, scripts[1])
+    store = _redis(port, STRANGER, scripts[1]) if redis_first else None
     log = tmp_path / "serve.log"
     with log.open("w") as stderr:
         process, _ = start_serve("--no-web", "--data-dir", str(tmp_path / "data"),
@@ -316,10 +318,18 @@ def test_serve_restarts_its_ai_trusting_the_redis_it_knew(
     squatter = None
     try:
         hosted_ai = _waited_for(lambda: _one(process.pid, "ai"))
-        assert "--redis-owner" in command_line(hosted_ai), command_line(hosted_ai)
+        if store is None:
+            assert "--redis-owner" not in command_line(hosted_ai)  # none known yet
+            store = _redis(port, STRANGER, scripts[1])
+            time.sleep(3)  # serve's sweeper and the AI's workers meet it
+        else:
+            assert "--redis-owner" in command_line(hosted_ai), command_line(hosted_ai)
         _stop(store)
         squatter = Squatter(scripts[0], port, OTHER_STRANGER)
         os.kill(hosted_ai, signal.SIGKILL)  # its worker dies with it
+        restarted = _waited_for(lambda: _one(process.pid, "ai", not_under=hosted_ai))
+        given = command_line(restarted)
+        assert given[given.index("--redis-owner") + 1] == str(STRANGER), given
         _waited_for(lambda: _one(process.pid, "battleline_ai.worker", not_under=hosted_ai))
         time.sleep(5)  # its first connections (it exits on each refusal, and is restarted)
         assert squatter.sent() == ""
@@ -327,8 +337,9 @@ def test_serve_restarts_its_ai_trusting_the_redis_it_knew(
         if squatter is not None:
             squatter.stop()
         stop_serve(process)
-        with contextlib.suppress(ProcessLookupError):
-            _stop(store)
+        if store is not None:
+            with contextlib.suppress(ProcessLookupError):
+                _stop(store)
     refusal = f"another user (uid {OTHER_STRANGER}) accepted the connection"
     assert "ai worker" in log.read_text() and refusal in log.read_text()
 

@@ -356,7 +356,7 @@ def test_a_worker_whose_start_hangs_is_killed_and_started_again(
                       redis_url, EngineConfig(), start_timeout_s=3.0)
 
     async def scenario() -> None:
-        await workers.start(free_port(), 0)
+        await workers.start(free_port(), 0, lambda: None)
         supervising = asyncio.create_task(workers.supervise(interval_s=0.1))
         try:
             first = workers.processes[0].pid

@@ -59,6 +59,12 @@ class ListenerPin:
         # one time and to 127.0.0.1 the next, each taken by a different user.
         self.owners: dict[int, int] = {}
 
+    def known_owner(self) -> int | None:
+        """Redis's owner as given, else the one user met at every port so far (None: none
+        yet, or several): what a process started now should keep to."""
+        met = set(self.owners.values())
+        return self.owner if self.owner is not None else met.pop() if len(met) == 1 else None
+
     def admit(self, transport: asyncio.WriteTransport) -> None:
         """`check` a connection just made, and abort it (nothing sent) if refused."""
         try:

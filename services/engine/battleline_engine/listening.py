@@ -155,9 +155,10 @@ def _port_lock(folder: Path, port: int) -> IO[bytes] | None:
     return lock
 
 
-def refuse_if_bound(host: str, port: int) -> None:
-    """Raise CannotListen if some socket holds `host:port`, one bound with SO_REUSEPORT
-    included: a probe without it is refused while any such socket is bound."""
+def refuse_if_bound(host: str, port: int, *, to: str = "listen on") -> None:
+    """Raise CannotListen ("cannot `to` host:port") if some socket holds `host:port`, one
+    bound with SO_REUSEPORT included: a probe without it is refused while any such
+    socket is bound."""
     import contextlib
     import errno
     import socket
@@ -184,7 +185,7 @@ def refuse_if_bound(host: str, port: int) -> None:
             if err.errno == errno.EADDRINUSE:
                 taken = host_port(str(address[0]), port)
                 beside = "" if taken == host_port(host, port) else f" ({taken} is taken)"
-                raise CannotListen(f"cannot listen on {host_port(host, port)}{beside}"
+                raise CannotListen(f"cannot {to} {host_port(host, port)}{beside}"
                                    ) from None
 
 

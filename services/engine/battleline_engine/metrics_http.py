@@ -192,7 +192,7 @@ def _hang_up(connection: socket.socket) -> None:
 def serve_metrics(port: int, host: str = "127.0.0.1", *, timeout_s: float = 10.0,
                   max_connections: int = 16, max_per_address: int = 4) -> MetricsServer:
     """Expose /metrics over HTTP on a background thread; `shutdown()` stops it."""
-    refuse_if_bound(host, port)  # names the taken address, ::1 beside 127.0.0.1 included
+    refuse_if_bound(host, port, to="serve metrics on")  # names a taken ::1 beside 127.0.0.1
     try:
         server = MetricsServer(host, port, timeout_s=timeout_s,
                                max_connections=max_connections,

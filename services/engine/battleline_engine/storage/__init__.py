@@ -74,6 +74,11 @@ class Storage:
         return cls(Connection.from_url(url, lean=lean, batch_interval_s=batch_interval_s,
                                        redis_owner=redis_owner), **options)
 
+    def redis_owner(self) -> int | None:
+        """The user Redis's password may go to, as given or met so far (`ListenerPin`):
+        what the processes a serve starts later keep to."""
+        return self.connection.pin.known_owner()
+
     @property
     def redis(self) -> aioredis.Redis | aioredis.RedisCluster:
         """The client itself, for tests and tools that look at keys directly."""

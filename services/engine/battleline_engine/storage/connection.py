@@ -79,10 +79,12 @@ class Connection:
     """
 
     def __init__(self, client: aioredis.Redis | aioredis.RedisCluster, *,
-                 cluster: bool = False, fast: FastRedis | None = None) -> None:
+                 cluster: bool = False, fast: FastRedis | None = None,
+                 pin: ListenerPin | None = None) -> None:
         self.redis = client
         self.fast = fast
         self.cluster = cluster
+        self.pin = pin or ListenerPin()  # who its TCP connections may go to
 
     @classmethod
     def from_url(cls, url: str, *, lean: bool = True,
@@ -111,7 +113,7 @@ class Connection:
             _use_connection_class(cluster_client,
                                   _ResetSafeSSLConnection if tls else _ResetSafeConnection,
                                   pin)
-            return cls(cluster_client, cluster=True)
+            return cls(cluster_client, cluster=True, pin=pin)
         # Bounded and blocking: under a burst of concurrent calls, commands wait for one
         # of the pooled connections instead of each opening a socket (which fails under
         # load with 1000 concurrent matches).
@@ -125,7 +127,7 @@ class Connection:
             pool.connection_kwargs["listener_pin"] = pin
         fast = (FastRedis(url, batch_interval_s, pin) if lean and FastRedis.supports(url)
                 else None)
-        return cls(aioredis.Redis(connection_pool=pool), fast=fast)
+        return cls(aioredis.Redis(connection_pool=pool), fast=fast, pin=pin)
 
     def register(self, lua: str) -> AsyncScript:
         """A script, loaded on first use (and again after a Redis restart)."""

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -322,7 +322,7 @@ def serve(
         # The other engines of --workers: this one's settings, no AI, web page or Redis
         # of their own; the port and metrics port are added once this engine has bound.
         worker_args = [*shared_options(ctx), "--ai-address", ai_address, "--workers", "1",
-                       "--no-ai", "--no-web", "--shared-port", *owner_args(owner)]
+                       "--no-ai", "--no-web", "--shared-port"]
         extra = Workers(workers - 1, worker_args, redis_url, config)
         if socket is not None:  # the AI and web page here reach this engine by it too
             inner_socket = socket
@@ -384,7 +384,7 @@ async def _run(
     watching: asyncio.Task[None] | None = None  # restarts a worker that exits
     try:
         if workers is not None:
-            await workers.start(engine.port, metrics_port)
+            await workers.start(engine.port, metrics_port, storage.redis_owner)
             watching = asyncio.create_task(workers.supervise())
         if metrics_port:
             metrics_http.serve_metrics(metrics_port, metrics_host)
@@ -392,7 +392,7 @@ async def _run(
         print(f"battleline engine listening on {engine.address}", flush=True)
         if ai_workers:
             ai = HostedAi(engine.inner_address, redis_url, config.ai_key, ai_workers,
-                          ai_socket, child_log, redis_owner)
+                          ai_socket, child_log, storage.redis_owner)
             ai_watch = asyncio.create_task(ai.supervise())
         if web_port is not None:
             web = WebGateway(engine.inner_address, host, web_port,
@@ -466,11 +466,14 @@ class Workers:
                     GATEWAY_SECRET_ENV: config.gateway_secret}
         self.processes: list[subprocess.Popen[str]] = []
         self.port = self.metrics_port = 0
+        self.redis_owner: Callable[[], int | None] = lambda: None
 
-    async def start(self, port: int, metrics_port: int) -> None:
+    async def start(self, port: int, metrics_port: int,
+                    redis_owner: Callable[[], int | None]) -> None:
         """Start them on `port` (worker i's metrics on `metrics_port` + i) and wait until
-        each listens."""
-        self.port, self.metrics_port = port, metrics_port
+        each listens; each (and each restart) keeps to `redis_owner()`, Redis's owner as
+        this serve knows it then (`Storage.redis_owner`)."""
+        self.port, self.metrics_port, self.redis_owner = port, metrics_port, redis_owner
         self.processes = [self._spawn(i) for i in range(1, self.count + 1)]
         for process in self.processes:
             await self._listening(process)
@@ -501,7 +504,8 @@ class Workers:
     def _spawn(self, i: int) -> subprocess.Popen[str]:
         command = [sys.executable, "-m", "battleline_client.cli", "serve", *self.args,
                    "--port", str(self.port),
-                   "--metrics-port", str(self.metrics_port + i if self.metrics_port else 0)]
+                   "--metrics-port", str(self.metrics_port + i if self.metrics_port else 0),
+                   *owner_args(self.redis_owner())]
         return subprocess.Popen(dying_with_parent(command), env=self.env,
                                 stdout=subprocess.PIPE, text=True)
 
@@ -656,23 +660,25 @@ def _kept_ai_key(path: Path) -> str:
 
 class HostedAi:
     """`battleline ai` as a child process on the same engine and Redis, logging as serve
-    does (`log`: its log options) and trusting serve's `redis_owner` (a restart trusts
-    no one new), started again whenever it exits. Its secrets (the
-    Redis URL with its password, the AI's key) go by environment: a command line is
-    readable by every local user."""
+    does (`log`: its log options) and keeping to Redis's owner as serve knows it
+    (`redis_owner()`: a restart trusts no one new), started again whenever it exits. Its
+    secrets (the Redis URL with its password, the AI's key) go by environment: a command
+    line is readable by every local user."""
 
     def __init__(self, address: str, redis_url: str, key: str, workers: int,
                  rpc_socket: Path | None = None, log: Sequence[str] = (),
-                 redis_owner: int | None = None) -> None:
+                 redis_owner: Callable[[], int | None] = lambda: None) -> None:
         self.command = [sys.executable, "-m", "battleline_client.cli", "ai", "--engine",
-                        address, "--workers", str(workers), *log, *owner_args(redis_owner)]
+                        address, "--workers", str(workers), *log]
+        self.redis_owner = redis_owner
         if rpc_socket is not None:
             self.command += ["--socket", str(rpc_socket)]  # AiService for the engine's hints
         self.env = {**os.environ, "REDIS_URL": redis_url, AI_KEY_ENV: key}
         self.process = self._spawn()
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(dying_with_parent(self.command), env=self.env)
+        command = [*self.command, *owner_args(self.redis_owner())]
+        return subprocess.Popen(dying_with_parent(command), env=self.env)
 
     async def _restart(self) -> None:
         self.process = self._spawn()
