@@ -11,9 +11,9 @@ made and before anything is sent (`tcp_table.peer_uid`), so no one can take the 
 between the check and the connection. A Redis elsewhere is not on this machine's /proc
 and is left to TLS (`rediss://`), as a unix socket is to its directory's permissions.
 
-The owner is decided once for a whole serve, not by each process on its first
-connection: a worker restarted while Redis was down and another user held its port
-trusted that user (the twenty-ninth audit's re-test).
+The processes serve starts and restarts are told the owner it knows, rather than each
+meeting its own first: a worker restarted while Redis was down and another user held its
+port trusted that user (the twenty-ninth audit's re-test).
 """
 
 from __future__ import annotations
@@ -62,8 +62,10 @@ class ListenerPin:
     def known_owner(self) -> int | None:
         """Redis's owner as given, else the one user met at every port so far (None: none
         yet, or several): what a process started now should keep to."""
+        if self.owner is not None:
+            return self.owner
         met = set(self.owners.values())
-        return self.owner if self.owner is not None else met.pop() if len(met) == 1 else None
+        return met.pop() if len(met) == 1 else None
 
     def admit(self, transport: asyncio.WriteTransport) -> None:
         """`check` a connection just made, and abort it (nothing sent) if refused."""
