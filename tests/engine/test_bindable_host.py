@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from battleline_client.cli import app
+from battleline_engine import metrics_http
 from battleline_host.commands.options import bindable_host
 
 COMMANDS = [["serve", "--host"], ["serve", "--metrics-host"], ["web", "--host"],
@@ -23,6 +24,14 @@ COMMANDS = [["serve", "--host"], ["serve", "--metrics-host"], ["web", "--host"],
     ("0x7f.1", "write the address in full (127.0.0.1), not 0x7f.1"),
     ("localhost.", "no address found for 'localhost.'"),
     ("no-such-host.invalid", "no address found for 'no-such-host.invalid'"),
+    # a re-test's: gRPC's resolver failed each (the page's took the full-width ones)
+    ("[::1", "'[::1': give an address"),
+    ("::1]", "'::1]': give an address"),
+    ("[localhost]", "'[localhost]': give an address"),
+    ("\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54", "in ASCII"),
+    ("::1%lo", "without spaces or a scope (%)"),
+    ("127.0.0.1 ", "without spaces"),
+    ("192.0.2.1", "192.0.2.1 is not an address of this machine"),
 ])
 def test_a_host_that_cannot_be_bound_is_refused_in_one_line(
         command: list[str], host: str, why: str) -> None:
@@ -36,3 +45,25 @@ def test_a_host_that_cannot_be_bound_is_refused_in_one_line(
                                   "::ffff:127.0.0.1", "LOCALHOST"])
 def test_addresses_and_known_names_pass(host: str) -> None:
     assert bindable_host(host) == host
+
+
+def test_the_metrics_port_binds_a_bracketed_host() -> None:
+    """`--metrics-host [::1]` passed the check and failed in getaddrinfo (a re-test)."""
+    server = metrics_http.serve_metrics(0, "[::1]")
+    try:
+        assert server.server_address[0] == "::1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(("owner", "why"), [
+    ("\u00b2", "no user"),  # a digit to str.isdigit, not to int(): a traceback
+    ("\u0663", "no user"),  # read as uid 3
+    ("4294967295", "past the largest uid"),
+])
+def test_a_redis_owner_that_is_no_uid_is_refused_in_one_line(owner: str, why: str) -> None:
+    result = CliRunner().invoke(app, ["serve", "--redis-owner", owner],
+                                env={"REDIS_URL": "redis://127.0.0.1:1/0"})
+    assert result.exit_code == 2, result.output
+    assert why in result.output and "Traceback" not in result.output

@@ -441,6 +441,21 @@ def test_a_workers_metrics_port_in_use_is_said_in_one_line(redis_url: str) -> No
     assert "--metrics-port" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_a_worker_that_does_not_start_is_said_in_one_line(redis_url: str) -> None:
+    """A second engine that could not listen at serve's start (its metrics port M + 1
+    taken after serve's probe: here serve's own gRPC port, taken by serve itself) printed
+    its own line, then serve a traceback (a re-test, 5 of 5 with a squatter timed so)."""
+    port = free_port_pair()
+    result = subprocess.run(
+        [BATTLELINE, "serve", "--port", str(port + 1), "--no-ai", "--no-web", "--workers",
+         "2", "--metrics-port", str(port)], capture_output=True, text=True,
+        timeout=60, env={**os.environ, "REDIS_URL": redis_url})
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert f"cannot serve metrics on 127.0.0.1:{port + 1}" in result.stderr, result.stderr
+    assert "battleline serve: an engine worker did not start" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+
+
 def test_two_serves_started_at_once_cannot_both_claim_a_shared_port(tmp_path: Path) -> None:
     """Two `serve --workers 2` started 0.3 s apart both passed the probe before either
     bound (eighteenth audit: 8 of 12 matches read back unknown): the first holds a lock

@@ -84,6 +84,11 @@ def bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
+def unbracketed(host: str) -> str:
+    """`host` as sockets take it: an IPv6 literal without its brackets (`--host [::1]`)."""
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
 def host_port(host: str, port: int) -> str:
     """`host:port` as gRPC reads it: an IPv6 literal in brackets (`[::]:50051`; `:::50051`
     cannot be bound)."""
@@ -196,7 +201,7 @@ def listen(server: grpc.aio.Server, address: str,
     A port not `shared` (SO_REUSEPORT, `serve --workers`, probed apart) is probed first:
     gRPC's own failed bind prints a line of its internals before the one we print."""
     written_host, _, number = address.rpartition(":")
-    host = written_host.removeprefix("[").removesuffix("]")
+    host = unbracketed(written_host)
     if not shared and not address.startswith("unix:"):
         refuse_if_bound(host, int(number))
 
@@ -251,7 +256,7 @@ def bound_sockets(host: str, port: int) -> list[socket.socket]:
     the server's own `listen` fail: its caller says so in one line.)"""
     import socket
 
-    bare = host.removeprefix("[").removesuffix("]")  # `--host [::1]` (a re-test)
+    bare = unbracketed(host)  # `--host [::1]` (a re-test)
     where = "127.0.0.1" if bare.lower().rstrip(".") == "localhost" else bare
     bound: list[socket.socket] = []
     try:

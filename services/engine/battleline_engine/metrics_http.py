@@ -25,8 +25,10 @@ from .listening import (
     CannotListen,
     answered_names,
     host_name,
+    host_port,
     loopback_twin,
     refuse_if_bound,
+    unbracketed,
 )
 from .metrics import REGISTRY
 from .ratelimit import HeldConnections
@@ -192,12 +194,14 @@ def _hang_up(connection: socket.socket) -> None:
 def serve_metrics(port: int, host: str = "127.0.0.1", *, timeout_s: float = 10.0,
                   max_connections: int = 16, max_per_address: int = 4) -> MetricsServer:
     """Expose /metrics over HTTP on a background thread; `shutdown()` stops it."""
+    host = unbracketed(host)  # `--metrics-host [::1]` (a re-test)
     refuse_if_bound(host, port, to="serve metrics on")  # names a taken ::1 beside 127.0.0.1
     try:
         server = MetricsServer(host, port, timeout_s=timeout_s,
                                max_connections=max_connections,
                                max_per_address=max_per_address)
     except OSError as err:
-        raise CannotListen(f"cannot serve metrics on {host}:{port}: {err.strerror}") from err
+        raise CannotListen(f"cannot serve metrics on {host_port(host, port)}: "
+                           f"{err.strerror}") from err
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     return server

@@ -13,6 +13,7 @@ from battleline_engine.ratelimit import Rate
 from battleline_gateway.limits import WebLimits
 
 WEB_LIMITS = WebLimits()  # the defaults of the web port's options
+MAX_UID = 2**32 - 2  # (uid_t)-1 means "no change" to the kernel
 
 LogLevelOption = Annotated[LogLevel, typer.Option(
     envvar="BATTLELINE_LOG_LEVEL", case_sensitive=False, help="The least severe level logged.",
@@ -25,32 +26,45 @@ RedisClusterOption = Annotated[bool, typer.Option(
     envvar="REDIS_CLUSTER", help="The Redis URL names a node of a Redis Cluster."
 )]
 def bindable_host(host: str | None) -> str | None:
-    """A --host the servers can bind, checked before anything starts: gRPC reads no
-    shorthand address (`127.1`, `0x7f.1`: the system's resolver does) and a name must be
-    found. Both failed in gRPC's bind, after a line of its internals, with a line that
-    blamed another program for the port."""
+    """A --host every server here can bind, checked before anything starts: gRPC's
+    resolver reads no shorthand address (`127.1`, `0x7f.1`), no scope (`::1%lo`) and no
+    name out of ASCII, and nothing binds an address of another machine. Each failed late,
+    after a line of gRPC's log, with a line that blamed another program for the port
+    (the twenty-ninth audit's re-tests)."""
     import ipaddress
     import socket
 
+    from battleline_engine.listening import unbracketed
+
     if host is None:
         return None
-    name = host.removeprefix("[").removesuffix("]")
+    name = unbracketed(host)
+    if (not name or not name.isascii() or any(c.isspace() or c in "[]%" for c in name)
+            or (name != host and ":" not in name)):
+        raise typer.BadParameter(
+            f"{host!r}: give an address (127.0.0.1, ::1 or [::1], 0.0.0.0) or a name the "
+            "system knows, in ASCII, without spaces or a scope (%)")
     try:
         ipaddress.ip_address(name)
-        return host
     except ValueError:
-        pass
+        try:
+            full = socket.inet_ntoa(socket.inet_aton(name))
+        except OSError:
+            pass
+        else:
+            raise typer.BadParameter(f"write the address in full ({full}), not {host}")
     try:
-        full = socket.inet_ntoa(socket.inet_aton(name))
-    except OSError:
-        pass
-    else:
-        raise typer.BadParameter(f"write the address in full ({full}), not {host}")
-    try:
-        socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+        found = socket.getaddrinfo(name, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (OSError, UnicodeError):
         raise typer.BadParameter(f"no address found for {host!r} (give an address, or a "
                                  "name the system knows)") from None
+    for family, kind, proto, _, address in found:
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                probe.bind(address)
+        except OSError as err:
+            raise typer.BadParameter(f"{host} is not an address of this machine "
+                                     f"({err.strerror})") from None
     return host
 
 
@@ -127,7 +141,9 @@ def redis_owner_uid(owner: str | None, redis_url: str) -> int | None:
 
     if owner is None:
         return redis_owner(redis_url)
-    if owner.isdigit():
+    if owner.isascii() and owner.isdigit():
+        if int(owner) > MAX_UID:
+            raise typer.BadParameter(f"--redis-owner: {owner} is past the largest uid")
         return int(owner)
     try:
         return pwd.getpwnam(owner).pw_uid

@@ -338,6 +338,9 @@ def serve(
                              shared_port=shared_port or workers > 1, workers=extra,
                              child_log=child_log, metrics_host=metrics_host or host,
                              inner_socket=inner_socket, redis_owner=owner))
+    except WorkerFailed as err:
+        typer.echo(f"battleline serve: {err}", err=True)
+        raise typer.Exit(1) from None
     finally:
         if embedded is not None:
             embedded.stop()
@@ -452,6 +455,11 @@ def shared_options(ctx: typer.Context) -> list[str]:
     return args
 
 
+class WorkerFailed(RuntimeError):
+    """An engine worker of `--workers` exited (or printed something else) instead of
+    listening: at serve's start, serve stops with one line (a re-test met a traceback)."""
+
+
 class Workers:
     """The other engine processes of `serve --workers N`: each binds this engine's port
     too (SO_REUSEPORT) and serves the same Redis; the AI and the web page stay here.
@@ -494,7 +502,7 @@ class Workers:
         process = self.processes[i] = self._spawn(i + 1)
         try:
             await asyncio.wait_for(self._listening(process), timeout_s)
-        except (RuntimeError, TimeoutError) as err:
+        except (WorkerFailed, TimeoutError) as err:
             if process.poll() is None:
                 process.kill()
             if isinstance(err, TimeoutError):
@@ -514,7 +522,8 @@ class Workers:
         assert process.stdout is not None
         line = await asyncio.to_thread(process.stdout.readline)
         if "listening on" not in line:
-            raise RuntimeError(f"an engine worker did not start (exit {process.poll()})")
+            raise WorkerFailed(f"an engine worker did not start (exit {process.poll()}; its "
+                               "own line above says why)")
         log.info("engine worker listening", extra={"worker_pid": process.pid})
 
     def terminate(self) -> None:
