@@ -498,3 +498,30 @@ def test_a_search_whose_caller_cancelled_keeps_its_places_until_it_ends() -> Non
             "one has ended")
         assert waiting.result().action  # searched once the cancelled search ended
         assert ask("m1", 100).result().action and ask("m3", 100).result().action
+
+
+def test_ctrl_c_stops_a_worker_and_its_search_processes_without_a_traceback(
+        engine: LocalService, redis_url: str, tmp_path: Path) -> None:
+    """The terminal sends SIGINT to the whole process group: each search process printed
+    a KeyboardInterrupt traceback while the worker stopped them anyway (a re-test)."""
+    log = tmp_path / "worker.log"
+    with log.open("ab") as out:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "battleline_ai.worker", "--engine", engine.address,
+             "--think", "0", "--move-cap", "0.3"], stdout=out, stderr=subprocess.STDOUT,
+            env={**os.environ, "BATTLELINE_AI_KEY": AI_KEY, "REDIS_URL": redis_url},
+            process_group=0)
+    try:
+        with Client(engine.address) as client:
+            client.create(opponent="ai", ai_level=5, seat="second")  # the AI searches first
+            deadline = time.monotonic() + 60
+            while not any("multiprocessing" in " ".join(command_line(pid))
+                          for pid in descendants(worker.pid)):
+                assert time.monotonic() < deadline, "no search process started"
+                time.sleep(0.1)
+        time.sleep(1)  # its imports done
+        os.killpg(worker.pid, signal.SIGINT)
+        assert worker.wait(30) is not None
+    finally:
+        stop(worker)
+    assert "Traceback" not in log.read_text(), log.read_text()

@@ -452,7 +452,8 @@ def test_a_worker_that_does_not_start_is_said_in_one_line(redis_url: str) -> Non
         timeout=60, env={**os.environ, "REDIS_URL": redis_url})
     assert result.returncode == 1, (result.returncode, result.stderr)
     assert f"cannot serve metrics on 127.0.0.1:{port + 1}" in result.stderr, result.stderr
-    assert "battleline serve: an engine worker did not start" in result.stderr, result.stderr
+    assert "battleline serve: an engine worker did not start (exit 1;" in result.stderr, \
+        result.stderr
     assert "Traceback" not in result.stderr, result.stderr
 
 

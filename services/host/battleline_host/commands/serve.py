@@ -522,6 +522,8 @@ class Workers:
         assert process.stdout is not None
         line = await asyncio.to_thread(process.stdout.readline)
         if "listening on" not in line:
+            with contextlib.suppress(subprocess.TimeoutExpired):  # its exit status, not None
+                await asyncio.to_thread(process.wait, 5)
             raise WorkerFailed(f"an engine worker did not start (exit {process.poll()}; its "
                                "own line above says why)")
         log.info("engine worker listening", extra={"worker_pid": process.pid})
