@@ -75,10 +75,10 @@ def test_a_port_taken_on_ipv6_loopback_is_refused_not_shared(
 
 
 def test_other_hosts_hold_nothing_beside_them() -> None:
-    """`::` stays one dual-stack socket; a host not IPv4's loopback holds no twin (gRPC
-    binds `localhost` as both loopbacks itself: a twin beside it kept `serve --host
+    """`::` stays one dual-stack socket; a host not a loopback's own address holds no twin
+    (gRPC binds `localhost` as both loopbacks itself: a twin beside it kept `serve --host
     localhost` from starting, a re-test)."""
-    for host in ("::", "0.0.0.0", "::1", "127.0.0.2", "localhost"):
+    for host in ("::", "0.0.0.0", "127.0.0.2", "localhost"):
         assert loopback_twin(host) is None
     sockets = bound_sockets("::", 0)
     try:
@@ -137,9 +137,59 @@ def test_ipv4_loopback_written_otherwise_holds_its_twin_too() -> None:
     assert loopback_twin("::ffff:127.0.0.1") == "::1"
     sockets = bound_sockets("[::1]", 0)
     try:
-        assert [sock.getsockname()[0] for sock in sockets] == ["::1"]
+        assert [sock.getsockname()[0] for sock in sockets] == ["::1", "127.0.0.1"]
     finally:
-        sockets[0].close()
+        for sock in sockets:
+            sock.close()
+
+
+def _taken_on_ipv4_loopback(port: int) -> bool:
+    """Whether another listener could not bind 127.0.0.1:`port` now."""
+    with socket.socket() as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            other.bind(("127.0.0.1", port))
+            other.listen()
+        except OSError as err:
+            return err.errno == errno.EADDRINUSE
+    return False
+
+
+def test_servers_on_ipv6_loopback_hold_ipv4_loopback_too() -> None:
+    """`--host ::1` left 127.0.0.1 at its ports to another user, where a client of
+    `localhost` that tries IPv4 first would go (a second re-test): the engine, the page's
+    sockets and the metrics port each hold it, and answer there."""
+    assert loopback_twin("::1") == "127.0.0.1"
+
+    async def engine_port() -> None:
+        server = grpc.aio.server()
+        port = listen(server, "[::1]:0")
+        await server.start()
+        try:
+            assert _taken_on_ipv4_loopback(port)
+            with socket.create_connection(("127.0.0.1", port)):
+                pass
+        finally:
+            await server.stop(None)
+
+    asyncio.run(engine_port())
+    sockets = bound_sockets("::1", 0)  # bound, not listening: the page listens on them
+    try:
+        assert [sock.getsockname()[0] for sock in sockets] == ["::1", "127.0.0.1"]
+        assert len({sock.getsockname()[1] for sock in sockets}) == 1
+    finally:
+        for sock in sockets:
+            sock.close()
+    server = metrics_http.serve_metrics(0, "::1")
+    try:
+        port = server.server_address[1]
+        assert _taken_on_ipv4_loopback(port)
+        status, _, body = request(f"http://127.0.0.1:{port}/", "GET", "/metrics",
+                                  headers={"Host": f"localhost:{port}"})
+        assert status == 200 and b"# HELP" in body
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])

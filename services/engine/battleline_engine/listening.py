@@ -172,7 +172,8 @@ def refuse_if_bound(host: str, port: int, *, to: str = "listen on") -> None:
         return
     # gRPC binds `localhost` as both loopbacks, whatever the system's resolver says (here
     # 127.0.0.1 alone): another user on [::1] was let be, and clients of localhost sent
-    # there (twenty-ninth audit). A server on 127.0.0.1 holds ::1 too (`loopback_twin`).
+    # there (twenty-ninth audit). A server on one loopback holds the other too
+    # (`loopback_twin`).
     twin = loopback_twin(host)
     names = (["127.0.0.1", "::1"] if host.lower().rstrip(".") == "localhost"
              else [host, *([twin] if twin else [])])
@@ -223,34 +224,38 @@ def listen(server: grpc.aio.Server, address: str,
 
 
 def loopback_twin(host: str) -> str | None:
-    """The IPv6 loopback, held beside IPv4's by a server bound to 127.0.0.1: `localhost`
-    leads browsers and gRPC clients to ::1 first, where another local user could
-    otherwise serve at the same port and be sent what was meant for this server (the web
-    page's stored tokens: the twenty-ninth audit's "Left"). None for other hosts (gRPC
-    binds `localhost` as both loopbacks itself), or where this machine has no IPv6
-    loopback."""
+    """The other loopback, held beside the one a server is bound to (127.0.0.1 or ::1,
+    however written as an address): `localhost` leads browsers and gRPC clients to ::1
+    first, or to 127.0.0.1, where another local user could otherwise serve at the same
+    port and be sent what was meant for this server (the web page's stored tokens: the
+    twenty-ninth audit's "Left"; from ::1 to 127.0.0.1, its second re-test). None for
+    other hosts (gRPC binds `localhost` as both loopbacks itself), or where this machine
+    lacks the other loopback."""
     import ipaddress
     import socket
 
     from battleline_client.tcp_table import unmapped
 
-    try:  # IPv4's loopback however written as an address (::ffff:127.0.0.1, a re-test)
+    try:  # however written as an address (::ffff:127.0.0.1, a re-test)
         address = unmapped(ipaddress.ip_address(host))
     except ValueError:
         return None
-    if address != ipaddress.IPv4Address("127.0.0.1"):
+    twins = {ipaddress.ip_address("127.0.0.1"): ("::1", socket.AF_INET6),
+             ipaddress.ip_address("::1"): ("127.0.0.1", socket.AF_INET)}
+    if address not in twins:
         return None
+    twin, family = twins[address]
     try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
-            probe.bind(("::1", 0))
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((twin, 0))
     except OSError:
         return None
-    return "::1"
+    return twin
 
 
 def bound_sockets(host: str, port: int) -> list[socket.socket]:
     """Sockets bound (not yet listening) to `host:port` (`localhost`: 127.0.0.1) and,
-    beside IPv4's loopback, to its `loopback_twin` at the same port: for a server that
+    beside a loopback, to its `loopback_twin` at the same port: for a server that
     takes its sockets made (the web page's uvicorn). Raises CannotListen if either is
     taken. (Another socket bound there too, with SO_REUSEADDR, that listens first makes
     the server's own `listen` fail: its caller says so in one line.)"""
@@ -266,7 +271,7 @@ def bound_sockets(host: str, port: int) -> list[socket.socket]:
             sock = socket.socket(socket.AF_INET6 if ":" in name else socket.AF_INET)
             bound.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if name != where:  # the twin: IPv6 alone (`::` stays dual-stack)
+            if name == "::1":  # IPv6 alone (`::` stays dual-stack)
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             sock.bind((name, port))
             port = sock.getsockname()[1]  # the one picked for port 0, the twin's too

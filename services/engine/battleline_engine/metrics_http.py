@@ -82,10 +82,10 @@ class MetricsServer(ThreadingWSGIServer):
     one address: `auth.address_key`, so every loopback address is one); a connection
     past them is closed at once, and Prometheus scrapes again at its next interval,
     unless one of its address's connections still waits for its request: that one gives
-    way (`HeldConnections`; a scraper sends its request at once). On 127.0.0.1 it holds
-    ::1 at its port too (`listening.loopback_twin`), whose connections pass the same
-    checks and counts: a scraper of `localhost` may try ::1 first, where another local
-    user would otherwise serve it made-up figures."""
+    way (`HeldConnections`; a scraper sends its request at once). On one loopback it holds
+    the other at its port too (`listening.loopback_twin`), whose connections pass the
+    same checks and counts: a scraper of `localhost` may try either first, where another
+    local user would otherwise serve it made-up figures."""
 
     def __init__(self, host: str, port: int, *, timeout_s: float, max_connections: int,
                  max_per_address: int) -> None:
@@ -103,8 +103,9 @@ class MetricsServer(ThreadingWSGIServer):
         twin = loopback_twin(str(self.server_address[0]))  # `localhost` too: 127.0.0.1
         try:
             if twin is not None:
-                self.twin = socket.create_server((twin, self.server_address[1]),
-                                                 family=socket.AF_INET6)
+                self.twin = socket.create_server(
+                    (twin, self.server_address[1]),
+                    family=socket.AF_INET6 if ":" in twin else socket.AF_INET)
         except OSError:
             self.server_close()
             raise
