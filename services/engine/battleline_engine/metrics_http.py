@@ -98,9 +98,9 @@ class MetricsServer(ThreadingWSGIServer):
         self._lock = threading.Lock()  # a thread per connection: checked and counted under it
         self.address_family = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-        self.twin: socket.socket | None = None  # the socket on ::1, if any
+        self.twin: socket.socket | None = None  # the other loopback's socket, if any
         super().__init__((host, port), _ScrapeHandler)
-        twin = loopback_twin(str(self.server_address[0]))  # `localhost` too: 127.0.0.1
+        twin = loopback_twin(str(self.server_address[0]))  # `localhost`: its address
         try:
             if twin is not None:
                 self.twin = socket.create_server(
@@ -196,7 +196,7 @@ def serve_metrics(port: int, host: str = "127.0.0.1", *, timeout_s: float = 10.0
                   max_connections: int = 16, max_per_address: int = 4) -> MetricsServer:
     """Expose /metrics over HTTP on a background thread; `shutdown()` stops it."""
     host = unbracketed(host)  # `--metrics-host [::1]` (a re-test)
-    refuse_if_bound(host, port, to="serve metrics on")  # names a taken ::1 beside 127.0.0.1
+    refuse_if_bound(host, port, to="serve metrics on")  # and names a taken twin
     try:
         server = MetricsServer(host, port, timeout_s=timeout_s,
                                max_connections=max_connections,
