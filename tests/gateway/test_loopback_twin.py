@@ -29,12 +29,12 @@ pytestmark = pytest.mark.skipif(loopback_twin("127.0.0.1") is None,
                                 reason="this machine has no IPv6 loopback")
 
 
-def _taken_on_ipv6_loopback(port: int) -> bool:
-    """Whether another listener could not bind [::1]:`port` now."""
-    with socket.socket(socket.AF_INET6) as other:
+def _taken_on(loopback: str, port: int) -> bool:
+    """Whether another listener could not bind `loopback`:`port` now."""
+    with socket.socket(socket.AF_INET6 if ":" in loopback else socket.AF_INET) as other:
         other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            other.bind(("::1", port))
+            other.bind((loopback, port))
             other.listen()
         except OSError as err:
             return err.errno == errno.EADDRINUSE
@@ -47,7 +47,7 @@ def test_the_web_page_on_ipv4_loopback_answers_on_ipv6_loopback_too(gateway: str
     status, _, body = request(f"http://[::1]:{port}/", "GET", "/",
                               headers={"Host": f"localhost:{port}"})
     assert status == 200 and b"<html" in body.lower()
-    assert _taken_on_ipv6_loopback(port)
+    assert _taken_on("::1", port)
 
 
 def test_the_engine_on_ipv4_loopback_answers_on_ipv6_loopback_too(engine: Engine) -> None:
@@ -56,7 +56,7 @@ def test_the_engine_on_ipv4_loopback_answers_on_ipv6_loopback_too(engine: Engine
     created = Client.to(f"[::1]:{port}").create()
     assert Client.to(engine.address).view(created.match_id, created.seat_token).match_id \
         == created.match_id
-    assert _taken_on_ipv6_loopback(int(port))
+    assert _taken_on("::1", int(port))
 
 
 @pytest.mark.parametrize("start", [lambda port: bound_sockets("127.0.0.1", port),
@@ -94,7 +94,7 @@ def test_a_grpc_server_on_localhost_starts_on_both_loopbacks() -> None:
         port = listen(server, "localhost:0")
         await server.start()
         try:
-            assert _taken_on_ipv6_loopback(port)
+            assert _taken_on("::1", port)
             with socket.create_connection(("127.0.0.1", port)):
                 pass
             return port
@@ -143,18 +143,6 @@ def test_ipv4_loopback_written_otherwise_holds_its_twin_too() -> None:
             sock.close()
 
 
-def _taken_on_ipv4_loopback(port: int) -> bool:
-    """Whether another listener could not bind 127.0.0.1:`port` now."""
-    with socket.socket() as other:
-        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            other.bind(("127.0.0.1", port))
-            other.listen()
-        except OSError as err:
-            return err.errno == errno.EADDRINUSE
-    return False
-
-
 def test_servers_on_ipv6_loopback_hold_ipv4_loopback_too() -> None:
     """`--host ::1` left 127.0.0.1 at its ports to another user, where a client of
     `localhost` that tries IPv4 first would go (a second re-test): the engine, the page's
@@ -166,7 +154,7 @@ def test_servers_on_ipv6_loopback_hold_ipv4_loopback_too() -> None:
         port = listen(server, "[::1]:0")
         await server.start()
         try:
-            assert _taken_on_ipv4_loopback(port)
+            assert _taken_on("127.0.0.1", port)
             with socket.create_connection(("127.0.0.1", port)):
                 pass
         finally:
@@ -183,7 +171,7 @@ def test_servers_on_ipv6_loopback_hold_ipv4_loopback_too() -> None:
     server = metrics_http.serve_metrics(0, "::1")
     try:
         port = server.server_address[1]
-        assert _taken_on_ipv4_loopback(port)
+        assert _taken_on("127.0.0.1", port)
         status, _, body = request(f"http://127.0.0.1:{port}/", "GET", "/metrics",
                                   headers={"Host": f"localhost:{port}"})
         assert status == 200 and b"# HELP" in body
@@ -200,7 +188,7 @@ def test_the_metrics_port_on_ipv4_loopback_answers_on_ipv6_loopback_too(host: st
     server = metrics_http.serve_metrics(0, host, timeout_s=2, max_connections=1)
     port = server.server_address[1]
     try:
-        assert _taken_on_ipv6_loopback(port)
+        assert _taken_on("::1", port)
         with socket.create_connection(("::1", port)):  # holds the one place
             time.sleep(0.3)
             with socket.create_connection(("127.0.0.1", port)) as refused:
@@ -219,4 +207,4 @@ def test_the_metrics_port_on_ipv4_loopback_answers_on_ipv6_loopback_too(host: st
     finally:
         server.shutdown()
         server.server_close()
-    assert not _taken_on_ipv6_loopback(port)
+    assert not _taken_on("::1", port)
