@@ -88,20 +88,31 @@ def test_other_hosts_hold_nothing_beside_them() -> None:
         sockets[0].close()
 
 
-def test_a_grpc_server_on_localhost_starts_on_both_loopbacks() -> None:
-    async def bound() -> int:
+def _with_grpc_server(address: str, check: Callable[[int], None]) -> None:
+    """A gRPC server bound by `listen` to `address`, running while `check(its port)`."""
+    async def serving() -> None:
         server = grpc.aio.server()
-        port = listen(server, "localhost:0")
+        port = listen(server, address)
         await server.start()
         try:
-            assert _taken_on("::1", port)
-            with socket.create_connection(("127.0.0.1", port)):
-                pass
-            return port
+            check(port)
         finally:
             await server.stop(None)
 
-    assert asyncio.run(bound()) > 0
+    asyncio.run(serving())
+
+
+def _answers_on_ipv4_loopback(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port)):
+        pass
+
+
+def test_a_grpc_server_on_localhost_starts_on_both_loopbacks() -> None:
+    def check(port: int) -> None:
+        assert _taken_on("::1", port)
+        _answers_on_ipv4_loopback(port)
+
+    _with_grpc_server("localhost:0", check)
 
 
 def test_a_socket_that_listens_before_the_page_stops_its_start_in_one_line(
@@ -149,18 +160,11 @@ def test_servers_on_ipv6_loopback_hold_ipv4_loopback_too() -> None:
     sockets and the metrics port each hold it, and answer there."""
     assert loopback_twin("::1") == "127.0.0.1"
 
-    async def engine_port() -> None:
-        server = grpc.aio.server()
-        port = listen(server, "[::1]:0")
-        await server.start()
-        try:
-            assert _taken_on("127.0.0.1", port)
-            with socket.create_connection(("127.0.0.1", port)):
-                pass
-        finally:
-            await server.stop(None)
+    def check(port: int) -> None:
+        assert _taken_on("127.0.0.1", port)
+        _answers_on_ipv4_loopback(port)
 
-    asyncio.run(engine_port())
+    _with_grpc_server("[::1]:0", check)
     sockets = bound_sockets("::1", 0)  # bound, not listening: the page listens on them
     try:
         assert [sock.getsockname()[0] for sock in sockets] == ["::1", "127.0.0.1"]
