@@ -20,7 +20,13 @@ import grpc.aio
 import pytest
 
 from battleline_engine import metrics_http
-from battleline_engine.listening import CannotListen, bound_sockets, listen, loopback_twin
+from battleline_engine.listening import (
+    CannotListen,
+    bound_sockets,
+    listen,
+    loopback_twin,
+    refuse_if_bound,
+)
 from battleline_gateway import server as gateway_server
 from tests.engine.harness import Client, Engine
 from tests.gateway.plain_http import request
@@ -60,7 +66,9 @@ def test_the_engine_on_ipv4_loopback_answers_on_ipv6_loopback_too(engine: Engine
 
 
 @pytest.mark.parametrize("start", [lambda port: bound_sockets("127.0.0.1", port),
-                                   metrics_http.serve_metrics], ids=["page", "metrics"])
+                                   metrics_http.serve_metrics,
+                                   lambda port: refuse_if_bound("[::1]", port)],
+                         ids=["page", "metrics", "probe-of-a-bracketed-host"])
 def test_a_port_taken_on_ipv6_loopback_is_refused_not_shared(
         start: Callable[[int], object]) -> None:
     """Another listener on [::1]:P: neither the page nor the metrics port starts on

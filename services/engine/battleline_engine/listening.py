@@ -170,6 +170,7 @@ def refuse_if_bound(host: str, port: int, *, to: str = "listen on") -> None:
 
     if port == 0:
         return
+    host = unbracketed(host)  # `--host [::1]`: as a name it found nothing, and no refusal
     # gRPC binds `localhost` as both loopbacks, whatever the system's resolver says (here
     # 127.0.0.1 alone): another user on [::1] was let be, and clients of localhost sent
     # there (twenty-ninth audit). A server on one loopback holds the other too
