@@ -32,9 +32,10 @@ RedisClusterOption = Annotated[bool, typer.Option(
 def bindable_host(host: str | None) -> str | None:
     """A --host every server here can bind, checked before anything starts: gRPC's
     resolver reads no shorthand address (`127.1`, `0x7f.1`), no scope (`::1%lo`) and no
-    name out of ASCII, and nothing binds an address of another machine. Each failed late,
-    after a line of gRPC's log, with a line that blamed another program for the port
-    (the twenty-ninth audit's re-tests)."""
+    name out of ASCII, nothing binds an address of another machine, and a multicast
+    address takes no connections. Each failed late, after a line of gRPC's log, with a
+    line that blamed another program for the port, or started a server no one could
+    reach (the twenty-ninth audit's re-tests)."""
     import ipaddress
     import socket
 
@@ -62,6 +63,9 @@ def bindable_host(host: str | None) -> str | None:
         raise typer.BadParameter(f"no address found for {host!r} (give an address, or a "
                                  "name the system knows)") from None
     for family, kind, proto, _, address in found:
+        if ipaddress.ip_address(address[0].partition("%")[0]).is_multicast:
+            raise typer.BadParameter(f"{host} is a multicast address: no connection "
+                                     "reaches a server there")
         try:
             with socket.socket(family, kind, proto) as probe:
                 probe.bind(address)
