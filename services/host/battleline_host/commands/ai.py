@@ -23,8 +23,8 @@ from .options import (
     checked_redis_url,
     checked_secret,
     cluster_url,
+    given_redis_owner,
     log_args,
-    redis_owner_uid,
 )
 from .signals import stop_on_signals
 
@@ -85,7 +85,7 @@ def ai(
 
     checked_redis_url(ctx, "--redis-url", redis_url)
     redis_url = cluster_url(redis_url, redis_cluster) or redis_url
-    owner = redis_owner_uid(redis_owner, redis_url)  # one for every worker and restart
+    owner = given_redis_owner(redis_owner)  # else decided by run_service, once
     key = checked_secret(KEY_ENV, os.environ.get(KEY_ENV, ""))
     if not key:
         raise typer.BadParameter(f"set {KEY_ENV} (at least 16 characters; the engines need "

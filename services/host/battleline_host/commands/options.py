@@ -63,7 +63,7 @@ def bindable_host(host: str | None) -> str | None:
         raise typer.BadParameter(f"no address found for {host!r} (give an address, or a "
                                  "name the system knows)") from None
     for family, kind, proto, _, address in found:
-        if ipaddress.ip_address(address[0].partition("%")[0]).is_multicast:
+        if ipaddress.ip_address(str(address[0]).partition("%")[0]).is_multicast:
             raise typer.BadParameter(f"{host} is a multicast address: no connection "
                                      "reaches a server there")
         try:
@@ -146,8 +146,13 @@ def redis_owner_uid(owner: str | None, redis_url: str) -> int | None:
     down trusted whoever held its port then (the twenty-ninth audit's re-test)."""
     from battleline_engine.listener_pin import redis_owner  # (redis: imported late)
 
+    return redis_owner(redis_url) if owner is None else given_redis_owner(owner)
+
+
+def given_redis_owner(owner: str | None) -> int | None:
+    """`--redis-owner` (a user's name or uid) as a uid; None if not given."""
     if owner is None:
-        return redis_owner(redis_url)
+        return None
     if owner.isascii() and owner.isdigit():
         if int(owner) > MAX_UID:
             raise typer.BadParameter(f"--redis-owner: {owner} is past the largest uid")
