@@ -395,7 +395,7 @@ def test_battleline_ai_started_before_redis_tells_every_worker_its_owner(
             stdout=out, stderr=subprocess.STDOUT, env=env)
     store = squatter = None
     try:
-        _waited_for(lambda: 1 if "nothing listens at Redis's port yet" in log.read_text()
+        _waited_for(lambda: 1 if "nothing listens at its port" in log.read_text()
                     else None)
         time.sleep(1)
         assert _one(service.pid, "battleline_ai.worker") is None  # none before Redis

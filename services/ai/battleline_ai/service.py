@@ -74,8 +74,9 @@ async def decided_redis_owner(config: ServiceConfig, stop: asyncio.Event) -> int
             return await asyncio.to_thread(held_redis_owner, config.redis_url)
         except ConnectionRefusedError:
             if not said:
-                log.warning("nothing listens at Redis's port yet: the workers start once "
-                            "something does, and send the password to its user alone")
+                log.warning("cannot reach Redis (nothing listens at its port): the workers "
+                            "start once something does, and send the password to its user "
+                            "alone")
                 said = True
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 0.5)
