@@ -23,7 +23,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from battleline.v1 import lobby_pb2, lobby_pb2_grpc, types_pb2, watch_pb2, watch_pb2_grpc
 from battleline_engine.runtime import EngineConfig
-from battleline_host.commands.serve import Workers
+from battleline_host.commands.serve import WorkerFailed, Workers
 from tests.processes import (
     BATTLELINE,
     EMBEDDED_STORE,
@@ -279,7 +279,9 @@ def test_serve_workers_share_one_port(redis_url: str) -> None:
 def test_a_worker_that_dies_is_started_again(redis_url: str, tmp_path: Path) -> None:
     """Nineteenth audit: a SIGKILLed engine of `serve --workers 2` was neither replaced
     nor logged, and serve ran on with one engine fewer. It is started again on the same
-    port (and serves), and the exit is logged as an error."""
+    port (and serves), and the exit is logged as an error. Its metrics port is no one
+    else's meanwhile, on either loopback: serve holds it (a re-test's "Left": another
+    user could take it and keep the worker from coming back)."""
     metrics_port = free_port_pair()
     with (tmp_path / "serve.log").open("w") as log:
         process, address = start_serve("--no-web", "--no-ai", "--workers", "2",
@@ -291,6 +293,13 @@ def test_a_worker_that_dies_is_started_again(redis_url: str, tmp_path: Path) -> 
         assert len(first) == 1
         os.kill(first[0], signal.SIGKILL)
         deadline, second = time.monotonic() + 30, first
+        while is_alive(first[0]):
+            assert time.monotonic() < deadline, "the killed worker lives"
+            time.sleep(0.01)
+        for loopback in ("127.0.0.1", "::1"):
+            family = socket.AF_INET6 if ":" in loopback else socket.AF_INET
+            with socket.socket(family) as taker, pytest.raises(OSError, match="in use"):
+                taker.bind((loopback, metrics_port + 1))
         while time.monotonic() < deadline and second in (first, []):
             time.sleep(0.1)
             second = _engine_workers(process.pid)
@@ -356,7 +365,7 @@ def test_a_worker_whose_start_hangs_is_killed_and_started_again(
                       redis_url, EngineConfig(), start_timeout_s=3.0)
 
     async def scenario() -> None:
-        await workers.start(free_port(), 0, lambda: None)
+        await workers.start(free_port(), lambda: None)
         supervising = asyncio.create_task(workers.supervise(interval_s=0.1))
         try:
             first = workers.processes[0].pid
@@ -437,24 +446,34 @@ def test_a_workers_metrics_port_in_use_is_said_in_one_line(redis_url: str) -> No
              "--metrics-port", str(second - 1)], capture_output=True, text=True,
             timeout=60, env={**os.environ, "REDIS_URL": redis_url})
     assert result.returncode == 1, (result.returncode, result.stderr)
-    assert f"cannot listen on 127.0.0.1:{second}" in result.stderr, result.stderr
+    assert f"cannot serve metrics on 127.0.0.1:{second}" in result.stderr, result.stderr
     assert "--metrics-port" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_a_worker_that_does_not_start_is_said_in_one_line(redis_url: str) -> None:
-    """A second engine that could not listen at serve's start (its metrics port M + 1
-    taken after serve's probe: here serve's own gRPC port, taken by serve itself) printed
-    its own line, then serve a traceback (a re-test, 5 of 5 with a squatter timed so)."""
+    """A second engine that could not listen at serve's start (its metrics port taken
+    after serve's probe, which serve now holds from the start instead) printed its own
+    line, then serve a traceback (a re-test, 5 of 5 with a squatter timed so): now one
+    line with its exit status."""
+    workers = Workers(1, ["--no-ai", "--no-web", "--shared-port", "--clock", "never"],
+                      redis_url, EngineConfig())
+    with pytest.raises(WorkerFailed, match=r"^an engine worker did not start \(exit 2; "):
+        asyncio.run(workers.start(free_port(), lambda: None))
+
+
+def test_metrics_ports_that_take_the_grpc_port_are_said_in_one_line(redis_url: str) -> None:
+    """`--metrics-port M --workers 2` with M + 1 the gRPC port: one line, before
+    anything binds (the worker's metrics sockets, held by serve, took it first, and gRPC
+    printed a line of its log)."""
     port = free_port_pair()
     result = subprocess.run(
         [BATTLELINE, "serve", "--port", str(port + 1), "--no-ai", "--no-web", "--workers",
          "2", "--metrics-port", str(port)], capture_output=True, text=True,
         timeout=60, env={**os.environ, "REDIS_URL": redis_url})
-    assert result.returncode == 1, (result.returncode, result.stderr)
-    assert f"cannot serve metrics on 127.0.0.1:{port + 1}" in result.stderr, result.stderr
-    assert "battleline serve: an engine worker did not start (exit 1;" in result.stderr, \
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert f"engine 1's metrics port would be --port {port + 1}" in result.stderr, \
         result.stderr
-    assert "Traceback" not in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and "add_port" not in result.stderr
 
 
 def test_two_serves_started_at_once_cannot_both_claim_a_shared_port(tmp_path: Path) -> None:

@@ -254,12 +254,13 @@ def loopback_twin(host: str) -> str | None:
     return twin
 
 
-def bound_sockets(host: str, port: int) -> list[socket.socket]:
+def bound_sockets(host: str, port: int, *, to: str = "listen on") -> list[socket.socket]:
     """Sockets bound (not yet listening) to `host:port` (`localhost`: 127.0.0.1) and,
     beside a loopback, to its `loopback_twin` at the same port: for a server that
-    takes its sockets made (the web page's uvicorn). Raises CannotListen if either is
-    taken. (Another socket bound there too, with SO_REUSEADDR, that listens first makes
-    the server's own `listen` fail: its caller says so in one line.)"""
+    takes its sockets made (the web page's uvicorn, the metrics port). Raises
+    CannotListen ("cannot `to` host:port") if either is taken. (Another socket bound
+    there too, with SO_REUSEADDR, that listens first makes the server's own `listen`
+    fail: its caller says so in one line.)"""
     import socket
 
     bare = unbracketed(host)  # `--host [::1]` (a re-test)
@@ -279,6 +280,6 @@ def bound_sockets(host: str, port: int) -> list[socket.socket]:
     except OSError as err:
         for sock in bound:
             sock.close()
-        raise CannotListen(f"cannot listen on {host_port(name or where, port)}: "
+        raise CannotListen(f"cannot {to} {host_port(name or where, port)}: "
                            f"{err.strerror}") from None
     return bound

@@ -24,9 +24,9 @@ from .auth import address_key
 from .listening import (
     CannotListen,
     answered_names,
+    bound_sockets,
     host_name,
     host_port,
-    loopback_twin,
     refuse_if_bound,
     unbracketed,
 )
@@ -87,8 +87,10 @@ class MetricsServer(ThreadingWSGIServer):
     same checks and counts: a scraper of `localhost` may try either first, where another
     local user would otherwise serve it made-up figures."""
 
-    def __init__(self, host: str, port: int, *, timeout_s: float, max_connections: int,
-                 max_per_address: int) -> None:
+    def __init__(self, sockets: list[socket.socket], host: str, *, timeout_s: float,
+                 max_connections: int, max_per_address: int) -> None:
+        """`sockets`: `metrics_sockets(port, host)`, made here or by the serve that
+        started this process and holds them."""
         self.timeout_s = timeout_s
         self.max_connections = max_connections
         self._open = 0  # connections with a thread, from every address
@@ -96,19 +98,15 @@ class MetricsServer(ThreadingWSGIServer):
         self._held: HeldConnections[socket.socket] = HeldConnections(
             max_per_address, lambda s: s not in self._headed, _hang_up)
         self._lock = threading.Lock()  # a thread per connection: checked and counted under it
-        self.address_family = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-        self.twin: socket.socket | None = None  # the other loopback's socket, if any
-        super().__init__((host, port), _ScrapeHandler)
-        twin = loopback_twin(str(self.server_address[0]))  # `localhost`: its address
-        try:
-            if twin is not None:
-                self.twin = socket.create_server(
-                    (twin, self.server_address[1]),
-                    family=socket.AF_INET6 if ":" in twin else socket.AF_INET)
-        except OSError:
-            self.server_close()
-            raise
+        main, *twins = sockets
+        self.address_family = main.family
+        super().__init__(main.getsockname()[:2], _ScrapeHandler, bind_and_activate=False)
+        self.socket.close()  # one unbound, in place of `sockets`
+        self.socket, self.server_address = main, main.getsockname()
+        # What `server_bind`, not called, would have set: the WSGI environment's server.
+        self.server_name, self.server_port = socket.getfqdn(host), self.server_address[1]
+        self.setup_environ()
+        self.twin: socket.socket | None = twins[0] if twins else None  # the other loopback
         self.set_app(_answering_only(answered_names(host), make_wsgi_app(REGISTRY)))
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
@@ -195,14 +193,32 @@ def _hang_up(connection: socket.socket) -> None:
 def serve_metrics(port: int, host: str = "127.0.0.1", *, timeout_s: float = 10.0,
                   max_connections: int = 16, max_per_address: int = 4) -> MetricsServer:
     """Expose /metrics over HTTP on a background thread; `shutdown()` stops it."""
+    return serve_metrics_on(metrics_sockets(port, host), host, timeout_s=timeout_s,
+                            max_connections=max_connections, max_per_address=max_per_address)
+
+
+def metrics_sockets(port: int, host: str = "127.0.0.1") -> list[socket.socket]:
+    """The sockets of a metrics port, bound and listening (the loopback twin second):
+    refused (CannotListen) if anyone holds the port, on either loopback."""
     host = unbracketed(host)  # `--metrics-host [::1]` (a re-test)
     refuse_if_bound(host, port, to="serve metrics on")  # and names a taken twin
+    sockets = bound_sockets(host, port, to="serve metrics on")
     try:
-        server = MetricsServer(host, port, timeout_s=timeout_s,
-                               max_connections=max_connections,
-                               max_per_address=max_per_address)
+        for listener in sockets:
+            listener.listen()
     except OSError as err:
+        for listener in sockets:
+            listener.close()
         raise CannotListen(f"cannot serve metrics on {host_port(host, port)}: "
                            f"{err.strerror}") from err
+    return sockets
+
+
+def serve_metrics_on(sockets: list[socket.socket], host: str, *, timeout_s: float = 10.0,
+                     max_connections: int = 16, max_per_address: int = 4) -> MetricsServer:
+    """`serve_metrics` on `metrics_sockets` made already: a `--workers` serve holds each
+    engine worker's, so the port of one that dies is taken by no one until it is back."""
+    server = MetricsServer(sockets, unbracketed(host), timeout_s=timeout_s,
+                           max_connections=max_connections, max_per_address=max_per_address)
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     return server

@@ -6,10 +6,12 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import itertools
 import logging
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -29,7 +31,6 @@ from battleline_engine.listening import (
     claim_shared_port,
     is_loopback_host,
     port_lock_dirs,
-    refuse_if_bound,
 )
 from battleline_engine.socket_dirs import private_socket_dir, remove_socket_dir
 from battleline_gateway.limits import WebLimits
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from battleline_engine.runtime import EngineConfig
 
 log = logging.getLogger("battleline.serve")
+Listeners = list[socket.socket]  # one port's listening sockets (its loopback twin second)
 START_TIMEOUT_S = 60.0  # an engine worker restarted and not listening by then is stuck
 AI_KEY_ENV = "BATTLELINE_AI_KEY"  # the hosted AI's key (the engine keeps only its hash)
 # The secret web gateways present to have their browsers' addresses believed; by
@@ -218,6 +220,10 @@ def serve(
     shared_port: Annotated[bool, typer.Option(
         "--shared-port", hidden=True, help="An extra engine of a --workers serve.",
     )] = False,
+    metrics_fds: Annotated[str | None, typer.Option(
+        "--metrics-fds", hidden=True,
+        help="An extra engine's metrics sockets, held by its serve (descriptors: a,b).",
+    )] = None,
     open_limits: Annotated[bool, typer.Option(
         "--open-limits",
         help="No per-peer limits (creates, actions, listings, open and AI matches per "
@@ -251,7 +257,11 @@ def serve(
         raise typer.BadParameter("--clock: per-move or per-game")
     if redis_client not in ("lean", "redis-py"):
         raise typer.BadParameter("--redis-client: lean or redis-py")
+    if metrics_port and port and metrics_port <= port < metrics_port + workers:
+        raise typer.BadParameter(f"engine {port - metrics_port}'s metrics port would be "
+                                 f"--port {port}: choose another --metrics-port")
     port_locks = []  # held while this serve runs: its --workers own the port
+    worker_metrics: list[Listeners] = []  # each other engine's metrics sockets
     if workers > 1 and not shared_port:
         with one_line_when_cannot_listen("serve", "--port"):
             port_locks = claim_shared_port(host, port, port_lock_dirs(os.environ))
@@ -260,9 +270,13 @@ def serve(
                         "two serves started at once on it are kept apart by a probe alone",
                         port)
         if metrics_port:  # the other engines' (M + i): one taken ended in a traceback
+            from battleline_engine.metrics_http import metrics_sockets
+
             with one_line_when_cannot_listen("serve", "--metrics-port"):
-                for i in range(1, workers):
-                    refuse_if_bound(metrics_host or host, metrics_port + i)
+                # Held here for serve's life: one worker's, free while it restarted, could
+                # be taken by another user and fed made-up figures (a re-test's "Left").
+                worker_metrics = [metrics_sockets(metrics_port + i, metrics_host or host)
+                                  for i in range(1, workers)]
     if not redis_url:
         embedded = EmbeddedRedis(data_dir)
         with _own_data_dir():
@@ -320,10 +334,10 @@ def serve(
                                    descriptors)
         child_log = log_args(log_level, log_format)  # its AI logs as it does
         # The other engines of --workers: this one's settings, no AI, web page or Redis
-        # of their own; the port and metrics port are added once this engine has bound.
+        # of their own; the port is added once this engine has bound (metrics: their sockets).
         worker_args = [*shared_options(ctx), "--ai-address", ai_address, "--workers", "1",
                        "--no-ai", "--no-web", "--shared-port"]
-        extra = Workers(workers - 1, worker_args, redis_url, config)
+        extra = Workers(workers - 1, worker_args, redis_url, config, worker_metrics)
         if socket is not None:  # the AI and web page here reach this engine by it too
             inner_socket = socket
         elif ai_workers or not no_web:  # they reach this engine by it, not by its port
@@ -337,7 +351,8 @@ def serve(
                              redis_batch_s=redis_batch_ms / 1000,
                              shared_port=shared_port or workers > 1, workers=extra,
                              child_log=child_log, metrics_host=metrics_host or host,
-                             inner_socket=inner_socket, redis_owner=owner))
+                             inner_socket=inner_socket, redis_owner=owner,
+                             metrics_fds=[int(fd) for fd in (metrics_fds or "").split(",") if fd]))
     except WorkerFailed as err:
         typer.echo(f"battleline serve: {err}", err=True)
         raise typer.Exit(1) from None
@@ -349,6 +364,8 @@ def serve(
                 remove_socket_dir(made.parent)
         for lock in port_locks:
             lock.close()
+        for listener in itertools.chain.from_iterable(worker_metrics):
+            listener.close()
 
 
 async def _run(
@@ -361,7 +378,7 @@ async def _run(
     redis_lean: bool = True, redis_batch_s: float = 0.002,
     shared_port: bool = False, workers: Workers | None = None, child_log: Sequence[str] = (),
     metrics_host: str = "127.0.0.1", inner_socket: Path | None = None,
-    redis_owner: int | None = None,
+    redis_owner: int | None = None, metrics_fds: Sequence[int] = (),
 ) -> None:
     from battleline_engine import metrics_http
     from battleline_engine.server import ServerConfig, start_server
@@ -387,9 +404,12 @@ async def _run(
     watching: asyncio.Task[None] | None = None  # restarts a worker that exits
     try:
         if workers is not None:
-            await workers.start(engine.port, metrics_port, storage.redis_owner)
+            await workers.start(engine.port, storage.redis_owner)
             watching = asyncio.create_task(workers.supervise())
-        if metrics_port:
+        if metrics_fds:
+            metrics_http.serve_metrics_on([socket.socket(fileno=fd) for fd in metrics_fds],
+                                          metrics_host)
+        elif metrics_port:
             metrics_http.serve_metrics(metrics_port, metrics_host)
         # Printed (not only logged) so scripts and tests can find a port chosen with --port 0.
         print(f"battleline engine listening on {engine.address}", flush=True)
@@ -429,8 +449,8 @@ async def _run(
 # serve's options that stay with the first engine of --workers: the others bind the port
 # it gives them, and share its Redis (by environment), AI and web page.
 NOT_SHARED = frozenset({
-    "port", "metrics_port", "socket", "data_dir", "redis_url", "redis_cluster", "redis_owner",
-    "no_ai",
+    "port", "metrics_port", "metrics_fds", "socket", "data_dir", "redis_url", "redis_cluster",
+    "redis_owner", "no_ai",
     "ai_workers", "ai_address", "no_web", "web_port", "web_max_connections",
     "web_max_connections_per_address", "web_request_timeout", "web_request_rate", "workers",
     "shared_port",
@@ -466,22 +486,25 @@ class Workers:
     Secrets (the Redis URL, the AI key, the gateway secret) go by environment."""
 
     def __init__(self, count: int, args: list[str], redis_url: str,
-                 config: EngineConfig, start_timeout_s: float = START_TIMEOUT_S) -> None:
+                 config: EngineConfig, metrics: Sequence[Listeners] = (),
+                 start_timeout_s: float = START_TIMEOUT_S) -> None:
+        """`metrics`: worker i's metrics sockets (`metrics_http.metrics_sockets`) at
+        i - 1, held here and handed to each start of it; none: no metrics."""
         self.count = count
+        self.metrics = metrics
         self.args = args
         self.start_timeout_s = start_timeout_s
         self.env = {**os.environ, "REDIS_URL": redis_url, AI_KEY_ENV: config.ai_key,
                     GATEWAY_SECRET_ENV: config.gateway_secret}
         self.processes: list[subprocess.Popen[str]] = []
-        self.port = self.metrics_port = 0
+        self.port = 0
         self.redis_owner: Callable[[], int | None] = lambda: None
 
-    async def start(self, port: int, metrics_port: int,
-                    redis_owner: Callable[[], int | None]) -> None:
-        """Start them on `port` (worker i's metrics on `metrics_port` + i) and wait until
-        each listens; each (and each restart) keeps to `redis_owner()`, Redis's owner as
-        this serve knows it then (`Storage.redis_owner`)."""
-        self.port, self.metrics_port, self.redis_owner = port, metrics_port, redis_owner
+    async def start(self, port: int, redis_owner: Callable[[], int | None]) -> None:
+        """Start them on `port` and wait until each listens; each (and each restart)
+        keeps to `redis_owner()`, Redis's owner as this serve knows it then
+        (`Storage.redis_owner`)."""
+        self.port, self.redis_owner = port, redis_owner
         self.processes = [self._spawn(i) for i in range(1, self.count + 1)]
         for process in self.processes:
             await self._listening(process)
@@ -510,11 +533,11 @@ class Workers:
             raise
 
     def _spawn(self, i: int) -> subprocess.Popen[str]:
+        fds = [listener.fileno() for listener in self.metrics[i - 1]] if self.metrics else []
         command = [sys.executable, "-m", "battleline_client.cli", "serve", *self.args,
-                   "--port", str(self.port),
-                   "--metrics-port", str(self.metrics_port + i if self.metrics_port else 0),
-                   *owner_args(self.redis_owner())]
-        return subprocess.Popen(dying_with_parent(command), env=self.env,
+                   "--port", str(self.port), *owner_args(self.redis_owner()),
+                   *(["--metrics-fds", ",".join(map(str, fds))] if fds else [])]
+        return subprocess.Popen(dying_with_parent(command), env=self.env, pass_fds=fds,
                                 stdout=subprocess.PIPE, text=True)
 
     @staticmethod
