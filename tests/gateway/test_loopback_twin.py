@@ -9,10 +9,12 @@ tokens the page stores) included (the twenty-ninth audit's "Left").
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import grpc
@@ -220,3 +222,43 @@ def test_the_metrics_port_on_ipv4_loopback_answers_on_ipv6_loopback_too(host: st
         server.shutdown()
         server.server_close()
     assert not _taken_on("::1", port)
+
+
+def _a_name_of_ipv4_loopback_alone() -> str | None:
+    """A name /etc/hosts gives 127.0.0.1 alone (`localhost` aside), if it has one."""
+    names = {name for line in Path("/etc/hosts").read_text().splitlines()
+             if line.split()[:1] == ["127.0.0.1"] for name in line.split()[1:]}
+    for name in sorted(names - {"localhost"}):
+        with contextlib.suppress(OSError):
+            found = {info[4][0] for info in socket.getaddrinfo(name, None,
+                                                               type=socket.SOCK_STREAM)}
+            if found == {"127.0.0.1"}:
+                return name
+    return None
+
+
+@pytest.mark.skipif(_a_name_of_ipv4_loopback_alone() is None,
+                    reason="/etc/hosts names 127.0.0.1 alone by no name but localhost")
+def test_a_name_of_one_loopback_holds_the_other_too() -> None:
+    """`--host NAME`, a name /etc/hosts gives 127.0.0.1 alone, left [::1] at the gRPC
+    port to another user (a second re-test's "Left"): the engine, the page's sockets and
+    the metrics port hold it."""
+    name = _a_name_of_ipv4_loopback_alone()
+    assert name is not None and loopback_twin(name) == "::1"
+
+    def check(port: int) -> None:
+        assert _taken_on("::1", port)
+
+    _with_grpc_server(f"{name}:0", check)
+    sockets = bound_sockets(name, 0)
+    try:
+        assert [sock.getsockname()[0] for sock in sockets] == ["127.0.0.1", "::1"]
+    finally:
+        for sock in sockets:
+            sock.close()
+    server = metrics_http.serve_metrics(0, name)
+    try:
+        assert _taken_on("::1", server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -229,18 +229,27 @@ def loopback_twin(host: str) -> str | None:
     however written as an address): `localhost` leads browsers and gRPC clients to ::1
     first, or to 127.0.0.1, where another local user could otherwise serve at the same
     port and be sent what was meant for this server (the web page's stored tokens: the
-    twenty-ninth audit's "Left"; from ::1 to 127.0.0.1, its second re-test). None for
-    other hosts (gRPC binds `localhost` as both loopbacks itself), or where this machine
-    lacks the other loopback."""
+    twenty-ninth audit's "Left"; from ::1 to 127.0.0.1, its second re-test; a name of
+    one loopback alone, as /etc/hosts may give one, its second re-test's "Left"). None
+    for other hosts (gRPC binds `localhost` as both loopbacks itself), or where this
+    machine lacks the other loopback."""
     import ipaddress
     import socket
 
     from battleline_client.tcp_table import unmapped
 
     try:  # however written as an address (::ffff:127.0.0.1, a re-test)
-        address = unmapped(ipaddress.ip_address(host))
-    except ValueError:
-        return None
+        addresses = {unmapped(ipaddress.ip_address(host))}
+    except ValueError:  # a name (/etc/hosts): the one loopback it gives alone, if so
+        if host.lower().rstrip(".") == "localhost":
+            return None
+        try:
+            found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            return None
+        addresses = {unmapped(ipaddress.ip_address(str(info[4][0]).partition("%")[0]))
+                     for info in found}
+    address = addresses.pop() if len(addresses) == 1 else None
     twins = {ipaddress.ip_address("127.0.0.1"): ("::1", socket.AF_INET6),
              ipaddress.ip_address("::1"): ("127.0.0.1", socket.AF_INET)}
     if address not in twins:
