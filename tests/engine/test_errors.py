@@ -362,6 +362,21 @@ def test_a_name_with_a_letter_drawn_blank_is_refused(shared: Engine) -> None:
     assert created.match_id
 
 
+def test_a_name_that_reads_as_the_hosted_ais_is_refused(shared: Engine) -> None:
+    """Thirtieth audit: a player named "AI level 5" (or in full-width letters) passed for
+    the hosted AI on the other player's and the spectators' screens."""
+    client = Client.to(shared.address)
+    for name in ("AI level 5", "ai LEVEL 3", "\uff21\uff29 level 5", "AI  level", "AIlevel 9",
+                 "\U0001d400\U0001d408 level 5"):
+        with pytest.raises(grpc.RpcError) as err:
+            client.create("basic", seat_options=types_pb2.SeatOptions(display_name=name))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, name
+        assert reason(err.value) == "reserved-name" and "hosted AI" in err.value.details()
+    for name in ("Aila", "AI fan", "Level 5 AI", "Kai levels"):
+        assert client.create("basic", seat_options=types_pb2.SeatOptions(
+            display_name=name)).match_id, name
+
+
 def test_hosted_ai_seat_is_taken_with_the_ai_key_only(shared: Engine) -> None:
     """Only the AI's key takes the AI's seat, and it is then that seat's credential (no
     token is issued); the key again gets the same seat (a worker taking over needs

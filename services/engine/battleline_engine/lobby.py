@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import unicodedata
 from dataclasses import replace
 from typing import Any
 
@@ -28,6 +29,9 @@ MAX_SERIES = 9
 # A creator's or joiner's own secret for its seat token (seat_secret): at least 128
 # bits of base64, at most 64 characters.
 SEAT_SECRET = re.compile(r"[A-Za-z0-9_-]{22,64}")
+# The hosted AI's name ("AI level 5"), as a player's would read once NFKC folds its
+# full-width or styled letters: a player so named passed for the AI (thirtieth audit).
+AI_NAME = re.compile(r"ai\s*level\b")
 MIN_CLOCK_MS = 1000
 MAX_CLOCK_MS = 24 * 3600 * 1000
 _OPPONENTS = {pb.OPPONENT_KIND_OPEN: Opponent.OPEN, pb.OPPONENT_KIND_AI: Opponent.AI,
@@ -42,6 +46,9 @@ def display_name(options: pb.SeatOptions) -> str:
     if len(name) > 40 or not name.isprintable() or not BLANK_LETTERS.isdisjoint(name):
         raise invalid("bad-name", "display_name: at most 40 printable characters, none of "
                       "them drawn blank (such as the Hangul filler U+3164)")
+    if AI_NAME.match(unicodedata.normalize("NFKC", name).casefold()):
+        raise invalid("reserved-name", "display_name: \"AI level ...\" is the hosted AI's "
+                      "name; choose another")
     return name
 
 
