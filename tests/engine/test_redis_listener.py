@@ -81,12 +81,39 @@ SQUATTER = textwrap.dedent("""
 """)
 
 
+# The same over TLS, with the certificate and key given (read before it becomes the
+# other user): prints what it is sent once decrypted.
+TLS_SQUATTER = textwrap.dedent("""
+    import os, socket, ssl, sys, threading
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[3], sys.argv[4])
+    os.setgid(int(sys.argv[2]))
+    os.setuid(int(sys.argv[2]))
+    listener = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+    print("ready", flush=True)
+
+    def serve(connection):
+        try:
+            with context.wrap_socket(connection, server_side=True) as tls:
+                while chunk := tls.recv(65536):
+                    print(repr(chunk), flush=True)
+                    tls.sendall(b"+OK\\r\\n")
+        except OSError:
+            pass
+
+    while True:
+        connection, _ = listener.accept()
+        threading.Thread(target=serve, args=(connection,), daemon=True).start()
+""")
+
+
 class Squatter:
     """The squatter's process and everything it was sent so far."""
 
-    def __init__(self, script: Path, port: int, uid: int) -> None:
-        self.process = subprocess.Popen([sys.executable, str(script), str(port), str(uid)],
-                                        stdout=subprocess.PIPE, text=True)
+    def __init__(self, script: Path, port: int, uid: int, *extra: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(script), str(port), str(uid), *map(str, extra)],
+            stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         assert self.process.stdout.readline().strip() == "ready"
         self.lines: list[str] = []
@@ -262,15 +289,15 @@ def test_a_url_cannot_name_the_pin() -> None:
 def test_redis_owner_names_who_holds_redis_port_and_sends_it_nothing(
         scripts: tuple[Path, Path]) -> None:
     """What `serve` and `battleline ai` decide once and pass on: the holder of a TCP
-    Redis's port (here a squatter, which is sent nothing by the asking); none for a URL
-    over TLS or a unix socket, or a port nobody holds."""
+    Redis's port, TLS or not (here a squatter, which is sent nothing by the asking); none
+    for a URL of a unix socket, or a port nobody holds."""
     port = free_port()
     assert redis_owner(f"redis://127.0.0.1:{port}/0") is None
     squatter = Squatter(scripts[0], port, STRANGER)
     try:
         assert redis_owner(f"redis://:{PASSWORD}@127.0.0.1:{port}/0") == STRANGER
         assert redis_owner(f"redis+cluster://127.0.0.1:{port}") == STRANGER
-        assert redis_owner(f"rediss://127.0.0.1:{port}/0") is None
+        assert redis_owner(f"rediss://127.0.0.1:{port}/0") == STRANGER
         assert redis_owner("unix:///tmp/redis.sock") is None
         assert squatter.sent() == ""
     finally:
@@ -299,6 +326,38 @@ def test_a_given_owner_is_kept_to_even_against_the_first_met(
     try:
         assert asyncio.run(first_contact(STRANGER)) == ""
         assert PASSWORD in asyncio.run(first_contact(None))
+    finally:
+        squatter.stop()
+
+
+def test_a_tls_store_checks_who_accepted_before_it_sends_the_password(
+        tmp_path: Path) -> None:
+    """`rediss://` connections were not checked (a "Left" since the twenty-ninth audit):
+    a client that verifies no certificate (`ssl_cert_reqs=none`) sent the password to
+    another user's TLS listener on Redis's port. They are checked now once the handshake
+    is done, before AUTH; the probe of the owner reads a TLS port too."""
+    cert, key, script = tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "tls.py"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"],
+                   check=True, capture_output=True)
+    script.write_text(TLS_SQUATTER)
+    port = free_port()
+    url = f"rediss://:{PASSWORD}@127.0.0.1:{port}/0?ssl_cert_reqs=none"
+    squatter = Squatter(script, port, OTHER_STRANGER, cert, key)
+
+    async def first_contact(owner: int | None) -> str:
+        connection = Connection.from_url(url, redis_owner=owner)
+        try:
+            with contextlib.suppress(Exception):  # refused; or the squatter's nonsense
+                await connection.redis.get("k")
+            return squatter.sent()
+        finally:
+            await connection.close()
+
+    try:
+        assert redis_owner(url) == OTHER_STRANGER
+        assert asyncio.run(first_contact(STRANGER)) == ""
+        assert PASSWORD in asyncio.run(first_contact(None))  # the first met: trusted
     finally:
         squatter.stop()
 

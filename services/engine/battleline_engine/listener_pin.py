@@ -7,9 +7,10 @@ Why: redis-py and FastRedis reconnect on their own after a Redis restarts, and t
 first words on a new connection are AUTH with the password. Another local user who took
 a loopback port in that moment was sent the password (and then every match's state):
 the twenty-ninth audit's "Left". The check reads who accepted the connection once it is
-made and before anything is sent (`tcp_table.peer_uid`), so no one can take the port
-between the check and the connection. A Redis elsewhere is not on this machine's /proc
-and is left to TLS (`rediss://`), as a unix socket is to its directory's permissions.
+made and before anything is sent (`tcp_table.peer_uid`; over TLS, once the handshake is
+done and before AUTH), so no one can take the port between the check and the
+connection. A Redis elsewhere is not on this machine's /proc and is left to TLS
+(`rediss://`), as a unix socket is to its directory's permissions.
 
 The processes serve starts and restarts are told the owner it knows, rather than each
 meeting its own first: a worker restarted while Redis was down and another user held its
@@ -32,10 +33,10 @@ from battleline_client.tcp_table import UNHELD, peer_uid
 
 
 def redis_owner(url: str, proc_net: Path = Path("/proc/net")) -> int | None:
-    """Who holds the TCP port of the Redis at `url` on this machine now, found without
-    sending it anything (a connection made and closed); None for a Redis elsewhere, over
-    TLS or a unix socket, or none reachable (each process then keeps to the first it
-    meets)."""
+    """Who holds the TCP port of the Redis at `url` (TLS or not) on this machine now,
+    found without sending it anything (a connection made and closed); None for a Redis
+    elsewhere or on a unix socket, or none reachable (each process then keeps to the
+    first it meets)."""
     try:
         return held_redis_owner(url, proc_net)
     except ConnectionRefusedError:
@@ -46,7 +47,7 @@ def held_redis_owner(url: str, proc_net: Path = Path("/proc/net")) -> int | None
     """`redis_owner`, but ConnectionRefusedError while no one listens at its port: for a
     caller that waits until someone does, to decide the owner once."""
     parts = urlsplit(url.replace("+cluster", "", 1))
-    if parts.scheme.lower() != "redis":
+    if parts.scheme.lower() not in ("redis", "rediss"):
         return None
     try:
         with socket.create_connection((parts.hostname or "localhost", parts.port or 6379),

@@ -117,13 +117,14 @@ class Connection:
         # Bounded and blocking: under a burst of concurrent calls, commands wait for one
         # of the pooled connections instead of each opening a socket (which fails under
         # load with 1000 concurrent matches).
-        tcp = url.startswith("redis://")  # else the URL's own class: a unix socket, TLS
+        checked = {"redis://": _CheckedConnection, "rediss://": _CheckedSSLConnection}.get(
+            url.partition("://")[0] + "://")  # else the URL's own class: a unix socket
         pool = aioredis.BlockingConnectionPool.from_url(
             url, max_connections=64, timeout=20, decode_responses=False,
             health_check_interval=30,
-            **({"connection_class": _CheckedConnection} if tcp else {}),
+            **({"connection_class": checked} if checked else {}),
         )
-        if tcp:  # after the URL's own options: `?listener_pin=` there is not a pin
+        if checked:  # after the URL's own options: `?listener_pin=` there is not a pin
             pool.connection_kwargs["listener_pin"] = pin
         fast = (FastRedis(url, batch_interval_s, pin) if lean and FastRedis.supports(url)
                 else None)
@@ -167,6 +168,13 @@ class _CheckedConnection(aioredis.Connection):
         except redis.exceptions.ConnectionError:
             self._reader = self._writer = None
             raise
+
+
+class _CheckedSSLConnection(_CheckedConnection, aioredis.SSLConnection):
+    """`_CheckedConnection` over TLS (`rediss://`), checked once the handshake is done
+    and before AUTH: a listener of another user's on a loopback port, met by a client that
+    verifies no certificate (`ssl_cert_reqs=none`), got the password (a "Left" since the
+    twenty-ninth audit)."""
 
 
 class _ResetSafeConnection(_CheckedConnection):
