@@ -34,7 +34,12 @@ from battleline_ai.worker import KEY_ENV
 from battleline_client.client import Client
 from battleline_client.errors import BattleLineError
 from battleline_client.tcp_table import UNHELD, peer_uid
-from battleline_engine.listener_pin import ListenerPin, redis_owner
+from battleline_engine.listener_pin import (
+    ListenerPin,
+    OwnerUnknown,
+    held_redis_owner,
+    redis_owner,
+)
 from battleline_engine.storage.connection import Connection
 from tests.processes import (
     command_line,
@@ -302,6 +307,47 @@ def test_redis_owner_names_who_holds_redis_port_and_sends_it_nothing(
         assert squatter.sent() == ""
     finally:
         squatter.stop()
+
+
+# Another user's listener that accepts nothing, its queue of one filled by the test.
+FULL_QUEUE = textwrap.dedent("""
+    import os, socket, sys, time
+    os.setgid(int(sys.argv[2]))
+    os.setuid(int(sys.argv[2]))
+    listener = socket.create_server(("127.0.0.1", int(sys.argv[1])), backlog=0)
+    print("ready", flush=True)
+    time.sleep(600)
+""")
+
+
+def test_a_listener_whose_queue_is_full_is_no_owner_to_decide_on(tmp_path: Path) -> None:
+    """A squatter that filled its queue while `battleline ai` started was read as a Redis
+    elsewhere (no owner), and every worker then trusted the first it met (a re-test: the
+    password 8 times at a later restart). Who holds the port cannot be told: the owner
+    is not decided, and `battleline ai` waits."""
+    script = tmp_path / "full_queue.py"
+    script.write_text(FULL_QUEUE)
+    port = free_port()
+    url = f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
+    squatter = subprocess.Popen([sys.executable, str(script), str(port), str(STRANGER)],
+                                stdout=subprocess.PIPE, text=True)
+    queued: list[socket.socket] = []
+    try:
+        assert squatter.stdout is not None and squatter.stdout.readline().strip() == "ready"
+        for _ in range(3):  # the queue's place, and more
+            waiting = socket.socket()
+            waiting.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                waiting.connect(("127.0.0.1", port))
+            queued.append(waiting)
+        with pytest.raises(OwnerUnknown):
+            held_redis_owner(url)
+        assert redis_owner(url) is None  # serve's probe: it learns from its connections
+    finally:
+        for waiting in queued:
+            waiting.close()
+        squatter.kill()
+        squatter.wait(10)
 
 
 def test_a_given_owner_is_kept_to_even_against_the_first_met(

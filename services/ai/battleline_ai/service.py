@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass, field
 
 from battleline_client.processes import dying_with_parent, keep_running, stop_processes
-from battleline_engine.listener_pin import held_redis_owner
+from battleline_engine.listener_pin import OwnerUnknown, held_redis_owner
 
 from .suggest import AiServer
 from .worker import KEY_ENV, WorkerConfig
@@ -62,21 +62,20 @@ def worker_env(config: ServiceConfig) -> dict[str, str]:
 
 async def decided_redis_owner(config: ServiceConfig, stop: asyncio.Event) -> int | None:
     """The owner given, else whoever holds Redis's port (`held_redis_owner`), waited for
-    while no one does: decided once, before any worker starts, and passed to each worker
-    and restart. Each worker started without one trusted the first it met, and a worker
-    restarted while another user held the port sent that user the password (the
-    twenty-ninth audit's "Left")."""
+    while no one there can be told: decided once, before any worker starts, and passed
+    to each worker and restart. Each worker started without one trusted the first it met,
+    and a worker restarted while another user held the port sent that user the password
+    (the twenty-ninth audit's "Left")."""
     if config.redis_owner is not None:
         return config.redis_owner
     said = False
     while not stop.is_set():
         try:
             return await asyncio.to_thread(held_redis_owner, config.redis_url)
-        except ConnectionRefusedError:
+        except OwnerUnknown as why:
             if not said:
-                log.warning("cannot reach Redis (nothing listens at its port): the workers "
-                            "start once something does, and send the password to its user "
-                            "alone")
+                log.warning("cannot reach Redis (%s): the workers start once who holds its "
+                            "port can be told, and send the password to that user alone", why)
                 said = True
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 0.5)
@@ -89,7 +88,6 @@ async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
     if config.rpc_address is not None:
         server = AiServer(config.rpc_address, config.key, config.search_processes)
         print(f"battleline ai service listening on {await server.start()}", flush=True)
-    print(f"battleline ai: {config.workers} worker(s) for engine {config.engine}", flush=True)
 
     children: list[subprocess.Popen[bytes]] = []
     keeping: list[asyncio.Task[None]] = []
@@ -97,6 +95,8 @@ async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
         decided = dataclasses.replace(config, redis_owner=await decided_redis_owner(config, stop))
         if stop.is_set():
             return
+        print(f"battleline ai: {config.workers} worker(s) for engine {config.engine}",
+              flush=True)
 
         def start() -> subprocess.Popen[bytes]:
             return subprocess.Popen(dying_with_parent(worker_command(decided)),

@@ -22,6 +22,7 @@ them and every restart that user (`held_redis_owner`).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import socket
 from pathlib import Path
@@ -29,35 +30,52 @@ from urllib.parse import urlsplit
 
 import redis.exceptions
 
-from battleline_client.tcp_table import UNHELD, peer_uid
+from battleline_client.tcp_table import UNHELD, is_here, peer_uid
+
+
+class OwnerUnknown(Exception):
+    """Redis's port is on this machine, but whom to trust there cannot be told now."""
 
 
 def redis_owner(url: str, proc_net: Path = Path("/proc/net")) -> int | None:
     """Who holds the TCP port of the Redis at `url` (TLS or not) on this machine now,
     found without sending it anything (a connection made and closed); None for a Redis
-    elsewhere or on a unix socket, or none reachable (each process then keeps to the
+    elsewhere or on a unix socket, or none to be told (each process then keeps to the
     first it meets)."""
     try:
         return held_redis_owner(url, proc_net)
-    except ConnectionRefusedError:
+    except OwnerUnknown:
         return None
 
 
 def held_redis_owner(url: str, proc_net: Path = Path("/proc/net")) -> int | None:
-    """`redis_owner`, but ConnectionRefusedError while no one listens at its port: for a
-    caller that waits until someone does, to decide the owner once."""
+    """`redis_owner`, for a caller that waits to decide the owner once: OwnerUnknown
+    (why, in its message) while the port is on this machine and no one there can be
+    named: nothing listens, or a listener whose queue is full, or no answer. A squatter
+    that filled its queue while `battleline ai` started was taken for a Redis elsewhere,
+    and the workers for ones that trust the first they meet (a re-test)."""
     parts = urlsplit(url.replace("+cluster", "", 1))
     if parts.scheme.lower() not in ("redis", "rediss"):
         return None
+    where = (parts.hostname or "localhost", parts.port or 6379)
     try:
-        with socket.create_connection((parts.hostname or "localhost", parts.port or 6379),
-                                      timeout=5) as probe:
+        found = socket.getaddrinfo(*where, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):  # no such name: each process says so as it connects
+        return None
+    here = any(is_here(ipaddress.ip_address(str(info[4][0]).partition("%")[0]))
+               for info in found)
+    try:
+        with socket.create_connection(where, timeout=5) as probe:
             uid = peer_uid(probe, proc_net)
     except ConnectionRefusedError:
-        raise
-    except (OSError, ValueError):
+        raise OwnerUnknown("nothing listens at its port") from None
+    except (OSError, ValueError) as err:
+        if here:
+            raise OwnerUnknown(f"no answer at its port: {err}") from None
         return None
-    return None if uid == UNHELD else uid
+    if uid == UNHELD:
+        raise OwnerUnknown("who holds its port cannot be told: its queue is full")
+    return uid
 
 
 class ListenerPin:
