@@ -14,6 +14,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -461,18 +462,26 @@ def test_a_worker_that_does_not_start_is_said_in_one_line(redis_url: str) -> Non
         asyncio.run(workers.start(free_port(), lambda: None))
 
 
-def test_metrics_ports_that_take_the_grpc_port_are_said_in_one_line(redis_url: str) -> None:
-    """`--metrics-port M --workers 2` with M + 1 the gRPC port: one line, before
-    anything binds (the worker's metrics sockets, held by serve, took it first, and gRPC
-    printed a line of its log)."""
+@pytest.mark.parametrize(("ports", "said"), [
+    (lambda p: ["--port", str(p + 1), "--metrics-port", str(p), "--no-web"],
+     lambda p: f"engine 1's metrics port would be --port {p + 1}"),
+    (lambda p: ["--port", "0", "--web-port", str(p + 1), "--metrics-port", str(p)],
+     lambda p: f"engine 1's metrics port would be --web-port {p + 1}"),
+    (lambda p: ["--port", "0", "--metrics-port", "65535", "--no-web"],
+     lambda p: "2 engines need ports 65535-65536, past 65535"),
+], ids=["grpc-port", "web-port", "past-65535"])
+def test_metrics_ports_that_clash_are_said_in_one_line(
+        redis_url: str, ports: Callable[[int], list[str]], said: Callable[[int], str]) -> None:
+    """`--metrics-port M --workers 2` with M + 1 the gRPC or the web port, or past 65535:
+    one line, before anything binds (the worker's metrics sockets, held by serve, took the
+    gRPC port first and gRPC printed a line of its log; the web port's clash blamed
+    another program; past 65535, a traceback: a re-test)."""
     port = free_port_pair()
     result = subprocess.run(
-        [BATTLELINE, "serve", "--port", str(port + 1), "--no-ai", "--no-web", "--workers",
-         "2", "--metrics-port", str(port)], capture_output=True, text=True,
-        timeout=60, env={**os.environ, "REDIS_URL": redis_url})
+        [BATTLELINE, "serve", "--no-ai", "--workers", "2", *ports(port)],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "REDIS_URL": redis_url})
     assert result.returncode == 2, (result.returncode, result.stderr)
-    assert f"engine 1's metrics port would be --port {port + 1}" in result.stderr, \
-        result.stderr
+    assert said(port) in result.stderr, result.stderr
     assert "Traceback" not in result.stderr and "add_port" not in result.stderr
 
 

@@ -32,10 +32,10 @@ RedisClusterOption = Annotated[bool, typer.Option(
 def bindable_host(host: str | None) -> str | None:
     """A --host every server here can bind, checked before anything starts: gRPC's
     resolver reads no shorthand address (`127.1`, `0x7f.1`), no scope (`::1%lo`) and no
-    name out of ASCII, nothing binds an address of another machine, and a multicast
-    address takes no connections. Each failed late, after a line of gRPC's log, with a
-    line that blamed another program for the port, or started a server no one could
-    reach (the twenty-ninth audit's re-tests)."""
+    name out of ASCII, nothing binds an address of another machine, and no connection
+    reaches a multicast or broadcast one (probed). Each failed late, after a line of
+    gRPC's log, with a line that blamed another program for the port, or started a server
+    no one could reach (the twenty-ninth audit's re-tests)."""
     import ipaddress
     import socket
 
@@ -63,15 +63,20 @@ def bindable_host(host: str | None) -> str | None:
         raise typer.BadParameter(f"no address found for {host!r} (give an address, or a "
                                  "name the system knows)") from None
     for family, kind, proto, _, address in found:
-        if ipaddress.ip_address(str(address[0]).partition("%")[0]).is_multicast:
-            raise typer.BadParameter(f"{host} is a multicast address: no connection "
-                                     "reaches a server there")
-        try:
-            with socket.socket(family, kind, proto) as probe:
+        with socket.socket(family, kind, proto) as probe:
+            try:
                 probe.bind(address)
-        except OSError as err:
-            raise typer.BadParameter(f"{host} is not an address of this machine "
-                                     f"({err.strerror})") from None
+            except OSError as err:
+                raise typer.BadParameter(f"{host} is not an address of this machine "
+                                         f"({err.strerror})") from None
+            try:  # a multicast or broadcast address binds, however written (a re-test)
+                probe.listen()
+                with socket.create_connection(probe.getsockname()[:2], timeout=2):
+                    pass
+            except OSError as err:
+                raise typer.BadParameter(f"no connection reaches a server on {host} "
+                                         f"({err.strerror or err}): a multicast or "
+                                         "broadcast address?") from None
     return host
 
 

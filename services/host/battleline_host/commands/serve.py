@@ -257,9 +257,16 @@ def serve(
         raise typer.BadParameter("--clock: per-move or per-game")
     if redis_client not in ("lean", "redis-py"):
         raise typer.BadParameter("--redis-client: lean or redis-py")
-    if metrics_port and port and metrics_port <= port < metrics_port + workers:
-        raise typer.BadParameter(f"engine {port - metrics_port}'s metrics port would be "
-                                 f"--port {port}: choose another --metrics-port")
+    if metrics_port:  # engine i's metrics on M + i (a re-test met a traceback, a clash)
+        metrics_ports = range(metrics_port, metrics_port + workers)
+        if metrics_ports[-1] > 65535:
+            raise typer.BadParameter(f"--metrics-port: {workers} engines need ports "
+                                     f"{metrics_port}-{metrics_ports[-1]}, past 65535")
+        for option, taken in (("--port", port), ("--web-port", 0 if no_web else web_port)):
+            if taken in metrics_ports:
+                raise typer.BadParameter(f"engine {taken - metrics_port}'s metrics port "
+                                         f"would be {option} {taken}: choose another "
+                                         "--metrics-port")
     port_locks = []  # held while this serve runs: its --workers own the port
     worker_metrics: list[Listeners] = []  # each other engine's metrics sockets
     if workers > 1 and not shared_port:
