@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 import grpc
+from confusable_homoglyphs.confusables import confusables_data
 
 from battleline.v1 import lobby_pb2, lobby_pb2_grpc
 from battleline.v1 import types_pb2 as pb
@@ -29,9 +30,9 @@ MAX_SERIES = 9
 # A creator's or joiner's own secret for its seat token (seat_secret): at least 128
 # bits of base64, at most 64 characters.
 SEAT_SECRET = re.compile(r"[A-Za-z0-9_-]{22,64}")
-# The hosted AI's name ("AI level 5"), as a player's would read once NFKC folds its
-# full-width or styled letters: a player so named passed for the AI (thirtieth audit).
-AI_NAME = re.compile(r"ai\s*level\b")
+# The hosted AI's name ("AI level 5") as `_skeleton` writes it: a player so named passed
+# for the AI (thirtieth audit).
+AI_SKELETON = "aiievei"
 MIN_CLOCK_MS = 1000
 MAX_CLOCK_MS = 24 * 3600 * 1000
 _OPPONENTS = {pb.OPPONENT_KIND_OPEN: Opponent.OPEN, pb.OPPONENT_KIND_AI: Opponent.AI,
@@ -46,10 +47,27 @@ def display_name(options: pb.SeatOptions) -> str:
     if len(name) > 40 or not name.isprintable() or not BLANK_LETTERS.isdisjoint(name):
         raise invalid("bad-name", "display_name: at most 40 printable characters, none of "
                       "them drawn blank (such as the Hangul filler U+3164)")
-    if AI_NAME.match(unicodedata.normalize("NFKC", name).casefold()):
+    if _skeleton(name).startswith(AI_SKELETON):
         raise invalid("reserved-name", "display_name: \"AI level ...\" is the hosted AI's "
                       "name; choose another")
     return name
+
+
+def _skeleton(name: str) -> str:
+    """What a name reads as on a screen, in lower-case ASCII letters and digits: marks
+    dropped (a variation selector), NFKC (full-width, styled), each letter that looks like
+    an ASCII one as that one (Unicode's confusables: Cyrillic, Greek, Cherokee...), `l`,
+    `1` and `|` as `i`, and no spaces or punctuation (a re-test read "AI level 5" past a
+    plain NFKC in each of these ways)."""
+    bare = "".join(c for c in unicodedata.normalize("NFKD", name)
+                   if unicodedata.category(c) not in ("Mn", "Me"))
+    looks = "".join(c if c.isascii() else next(
+        (h["c"] for h in confusables_data.get(c, ()) if h["c"].isascii() and h["c"].isalnum()),
+        c) for c in unicodedata.normalize("NFKC", bare))
+    return "".join(c for c in looks.casefold().translate(LOOK_ALIKE_I) if c.isalnum())
+
+
+LOOK_ALIKE_I = str.maketrans("l1|", "iii")
 
 
 def checked_secret(value: str) -> str:
