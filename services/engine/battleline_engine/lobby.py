@@ -33,6 +33,7 @@ SEAT_SECRET = re.compile(r"[A-Za-z0-9_-]{22,64}")
 # The hosted AI's name ("AI level 5") as `_skeleton` writes it: a player so named passed
 # for the AI (thirtieth audit).
 AI_SKELETON = "aiievei"
+LOOK_ALIKE_I = str.maketrans("l1|", "iii")  # as a capital I is drawn in many fonts
 MIN_CLOCK_MS = 1000
 MAX_CLOCK_MS = 24 * 3600 * 1000
 _OPPONENTS = {pb.OPPONENT_KIND_OPEN: Opponent.OPEN, pb.OPPONENT_KIND_AI: Opponent.AI,
@@ -65,9 +66,6 @@ def _skeleton(name: str) -> str:
         (h["c"] for h in confusables_data.get(c, ()) if h["c"].isascii() and h["c"].isalnum()),
         c) for c in unicodedata.normalize("NFKC", bare))
     return "".join(c for c in looks.casefold().translate(LOOK_ALIKE_I) if c.isalnum())
-
-
-LOOK_ALIKE_I = str.maketrans("l1|", "iii")
 
 
 def checked_secret(value: str) -> str:
