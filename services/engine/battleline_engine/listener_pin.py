@@ -50,10 +50,10 @@ def redis_owner(url: str, proc_net: Path = Path("/proc/net")) -> int | None:
 
 def held_redis_owner(url: str, proc_net: Path = Path("/proc/net")) -> int | None:
     """`redis_owner`, for a caller that waits to decide the owner once: OwnerUnknown
-    (why, in its message) while the port is on this machine and no one there can be
-    named: nothing listens, or a listener whose queue is full, or no answer. A squatter
-    that filled its queue while `battleline ai` started was taken for a Redis elsewhere,
-    and the workers for ones that trust the first they meet (a re-test)."""
+    (why, in its message) while nothing listens at the port, or, on this machine, while
+    who does cannot be named (a full queue, no answer). A squatter that filled its queue
+    while `battleline ai` started was taken for a Redis elsewhere, and every worker was
+    left to trust the first it met (a re-test)."""
     parts = urlsplit(url.replace("+cluster", "", 1))
     if parts.scheme.lower() not in ("redis", "rediss"):
         return None
