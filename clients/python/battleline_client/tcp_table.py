@@ -79,10 +79,10 @@ def peer_uid(connection: socket.socket, proc_net: Path = Path("/proc/net")) -> i
     connection is made, and nothing holds it until data comes (a re-test's squatter got
     past a check that let that pass)."""
     ours, theirs = connection.getsockname(), connection.getpeername()
-    peer = _given(theirs[0])
+    peer = socket_address(theirs[0])
     if not is_here(peer):
         return None
-    wanted = ((peer, theirs[1]), (_given(ours[0]), ours[1]))
+    wanted = ((peer, theirs[1]), (socket_address(ours[0]), ours[1]))
     for attempt in range(UNHELD_READS):
         if attempt:
             time.sleep(0.001)  # the listener's side of a connection just made
@@ -110,9 +110,9 @@ def is_here(address: Address) -> bool:
             source = probe.getsockname()[0]
     except OSError:  # no route, or no such family on this host
         return False
-    return _given(str(source)) == address
+    return socket_address(str(source)) == address
 
 
-def _given(text: str) -> Address:
+def socket_address(text: str) -> Address:
     """An address as a socket names it (an IPv6 one may carry a %scope), unmapped."""
     return unmapped(ipaddress.ip_address(text.split("%")[0]))

@@ -22,7 +22,6 @@ them and every restart that user (`held_redis_owner`).
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 import socket
 from pathlib import Path
@@ -30,7 +29,7 @@ from urllib.parse import urlsplit
 
 import redis.exceptions
 
-from battleline_client.tcp_table import UNHELD, is_here, peer_uid
+from battleline_client.tcp_table import UNHELD, is_here, peer_uid, socket_address
 
 
 class OwnerUnknown(Exception):
@@ -62,8 +61,7 @@ def held_redis_owner(url: str, proc_net: Path = Path("/proc/net")) -> int | None
         found = socket.getaddrinfo(*where, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):  # no such name: each process says so as it connects
         return None
-    here = any(is_here(ipaddress.ip_address(str(info[4][0]).partition("%")[0]))
-               for info in found)
+    here = any(is_here(socket_address(str(info[4][0]))) for info in found)
     try:
         with socket.create_connection(where, timeout=5) as probe:
             uid = peer_uid(probe, proc_net)

@@ -33,10 +33,9 @@ def is_loopback_host(host: str) -> bool:
     `::ffff:127.0.0.1`: the text alone did not say so, twenty-sixth audit). Other names
     are not looked up (a lookup here would block the event loop, and could answer
     otherwise than the bind's own): they count as reachable from elsewhere."""
-    import ipaddress
     import socket
 
-    from battleline_client.tcp_table import unmapped
+    from battleline_client.tcp_table import socket_address
 
     name = unbracketed(host).lower().removesuffix(".")
     if name == "localhost":
@@ -46,11 +45,7 @@ def is_loopback_host(host: str) -> bool:
                                    flags=socket.AI_NUMERICHOST)
     except (OSError, UnicodeError, ValueError):
         return False
-
-    def loopback(address: str) -> bool:
-        return unmapped(ipaddress.ip_address(address.split("%")[0])).is_loopback
-
-    return bool(found) and all(loopback(str(info[4][0])) for info in found)
+    return bool(found) and all(socket_address(str(info[4][0])).is_loopback for info in found)
 
 
 # The names a loopback listener answers to (the web port, the metrics port). A page of
@@ -176,7 +171,7 @@ def refuse_if_bound(host: str, port: int, *, to: str = "listen on") -> None:
     # there (twenty-ninth audit). A server on one loopback holds the other too
     # (`loopback_twin`).
     twin = loopback_twin(host)
-    names = (["127.0.0.1", "::1"] if host.lower().rstrip(".") == "localhost"
+    names = (["127.0.0.1", "::1"] if _is_localhost(host)
              else [host, *([twin] if twin else [])])
     addresses = []
     for name in names:
@@ -224,6 +219,11 @@ def listen(server: grpc.aio.Server, address: str,
     return port
 
 
+def _is_localhost(host: str) -> bool:
+    """`localhost` however written (any case, a trailing dot)."""
+    return host.lower().rstrip(".") == "localhost"
+
+
 def loopback_twin(host: str) -> str | None:
     """The other loopback, held beside the one a server is bound to (127.0.0.1 or ::1,
     however written as an address): `localhost` leads browsers and gRPC clients to ::1
@@ -236,19 +236,18 @@ def loopback_twin(host: str) -> str | None:
     import ipaddress
     import socket
 
-    from battleline_client.tcp_table import unmapped
+    from battleline_client.tcp_table import socket_address, unmapped
 
     try:  # however written as an address (::ffff:127.0.0.1, a re-test)
         addresses = {unmapped(ipaddress.ip_address(host))}
     except ValueError:  # a name (/etc/hosts): the one loopback it gives alone, if so
-        if host.lower().rstrip(".") == "localhost":
+        if _is_localhost(host):
             return None
         try:
             found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError):
             return None
-        addresses = {unmapped(ipaddress.ip_address(str(info[4][0]).partition("%")[0]))
-                     for info in found}
+        addresses = {socket_address(str(info[4][0])) for info in found}
     address = addresses.pop() if len(addresses) == 1 else None
     twins = {ipaddress.ip_address("127.0.0.1"): ("::1", socket.AF_INET6),
              ipaddress.ip_address("::1"): ("127.0.0.1", socket.AF_INET)}
@@ -273,7 +272,7 @@ def bound_sockets(host: str, port: int, *, to: str = "listen on") -> list[socket
     import socket
 
     bare = unbracketed(host)  # `--host [::1]` (a re-test)
-    where = "127.0.0.1" if bare.lower().rstrip(".") == "localhost" else bare
+    where = "127.0.0.1" if _is_localhost(bare) else bare
     bound: list[socket.socket] = []
     try:
         for name in (where, loopback_twin(where)):
