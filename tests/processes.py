@@ -8,6 +8,7 @@ processes it left behind; they do it the same way.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import random
 import signal
@@ -41,6 +42,18 @@ def free_port_pair() -> int:
             return port
         except OSError:
             continue
+
+
+def taken_on(loopback: str, port: int) -> bool:
+    """Whether another listener could not bind `loopback`:`port` now."""
+    with socket.socket(socket.AF_INET6 if ":" in loopback else socket.AF_INET) as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            other.bind((loopback, port))
+            other.listen()
+        except OSError as err:
+            return err.errno == errno.EADDRINUSE
+    return False
 
 
 def start_serve(*args: str, env: dict[str, str] | None = None,

@@ -67,31 +67,14 @@ AS_USER = textwrap.dedent("""
 """)
 
 # A squatter on Redis's port as another user: answers +OK to everything and prints each
-# chunk it is sent.
+# chunk it is sent; given a certificate and key (read before it becomes the other user),
+# over TLS, printing what it is sent once decrypted.
 SQUATTER = textwrap.dedent("""
-    import os, socket, sys, threading
-    os.setgid(int(sys.argv[2]))
-    os.setuid(int(sys.argv[2]))
-    listener = socket.create_server(("127.0.0.1", int(sys.argv[1])))
-    print("ready", flush=True)
-
-    def serve(connection):
-        while chunk := connection.recv(65536):
-            print(repr(chunk), flush=True)
-            connection.sendall(b"+OK\\r\\n")
-
-    while True:
-        connection, _ = listener.accept()
-        threading.Thread(target=serve, args=(connection,), daemon=True).start()
-""")
-
-
-# The same over TLS, with the certificate and key given (read before it becomes the
-# other user): prints what it is sent once decrypted.
-TLS_SQUATTER = textwrap.dedent("""
     import os, socket, ssl, sys, threading
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(sys.argv[3], sys.argv[4])
+    context = None
+    if len(sys.argv) > 3:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[3], sys.argv[4])
     os.setgid(int(sys.argv[2]))
     os.setuid(int(sys.argv[2]))
     listener = socket.create_server(("127.0.0.1", int(sys.argv[1])))
@@ -99,10 +82,11 @@ TLS_SQUATTER = textwrap.dedent("""
 
     def serve(connection):
         try:
-            with context.wrap_socket(connection, server_side=True) as tls:
-                while chunk := tls.recv(65536):
-                    print(repr(chunk), flush=True)
-                    tls.sendall(b"+OK\\r\\n")
+            if context is not None:
+                connection = context.wrap_socket(connection, server_side=True)
+            while chunk := connection.recv(65536):
+                print(repr(chunk), flush=True)
+                connection.sendall(b"+OK\\r\\n")
         except OSError:
             pass
 
@@ -377,19 +361,18 @@ def test_a_given_owner_is_kept_to_even_against_the_first_met(
 
 
 def test_a_tls_store_checks_who_accepted_before_it_sends_the_password(
-        tmp_path: Path) -> None:
+        scripts: tuple[Path, Path], tmp_path: Path) -> None:
     """`rediss://` connections were not checked (a "Left" since the twenty-ninth audit):
     a client that verifies no certificate (`ssl_cert_reqs=none`) sent the password to
     another user's TLS listener on Redis's port. They are checked now once the handshake
     is done, before AUTH; the probe of the owner reads a TLS port too."""
-    cert, key, script = tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "tls.py"
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
                     "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"],
                    check=True, capture_output=True)
-    script.write_text(TLS_SQUATTER)
     port = free_port()
     url = f"rediss://:{PASSWORD}@127.0.0.1:{port}/0?ssl_cert_reqs=none"
-    squatter = Squatter(script, port, OTHER_STRANGER, cert, key)
+    squatter = Squatter(scripts[0], port, OTHER_STRANGER, cert, key)
 
     async def first_contact(owner: int | None) -> str:
         connection = Connection.from_url(url, redis_owner=owner)

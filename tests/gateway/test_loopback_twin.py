@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import socket
 import time
 from collections.abc import Callable
@@ -32,21 +31,10 @@ from battleline_engine.listening import (
 from battleline_gateway import server as gateway_server
 from tests.engine.harness import Client, Engine
 from tests.gateway.plain_http import request
+from tests.processes import taken_on
 
 pytestmark = pytest.mark.skipif(loopback_twin("127.0.0.1") is None,
                                 reason="this machine has no IPv6 loopback")
-
-
-def _taken_on(loopback: str, port: int) -> bool:
-    """Whether another listener could not bind `loopback`:`port` now."""
-    with socket.socket(socket.AF_INET6 if ":" in loopback else socket.AF_INET) as other:
-        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            other.bind((loopback, port))
-            other.listen()
-        except OSError as err:
-            return err.errno == errno.EADDRINUSE
-    return False
 
 
 def test_the_web_page_on_ipv4_loopback_answers_on_ipv6_loopback_too(gateway: str) -> None:
@@ -55,7 +43,7 @@ def test_the_web_page_on_ipv4_loopback_answers_on_ipv6_loopback_too(gateway: str
     status, _, body = request(f"http://[::1]:{port}/", "GET", "/",
                               headers={"Host": f"localhost:{port}"})
     assert status == 200 and b"<html" in body.lower()
-    assert _taken_on("::1", port)
+    assert taken_on("::1", port)
 
 
 def test_the_engine_on_ipv4_loopback_answers_on_ipv6_loopback_too(engine: Engine) -> None:
@@ -64,7 +52,7 @@ def test_the_engine_on_ipv4_loopback_answers_on_ipv6_loopback_too(engine: Engine
     created = Client.to(f"[::1]:{port}").create()
     assert Client.to(engine.address).view(created.match_id, created.seat_token).match_id \
         == created.match_id
-    assert _taken_on("::1", int(port))
+    assert taken_on("::1", int(port))
 
 
 @pytest.mark.parametrize("start", [lambda port: bound_sockets("127.0.0.1", port),
@@ -119,7 +107,7 @@ def _answers_on_ipv4_loopback(port: int) -> None:
 
 def test_a_grpc_server_on_localhost_starts_on_both_loopbacks() -> None:
     def check(port: int) -> None:
-        assert _taken_on("::1", port)
+        assert taken_on("::1", port)
         _answers_on_ipv4_loopback(port)
 
     _with_grpc_server("localhost:0", check)
@@ -171,7 +159,7 @@ def test_servers_on_ipv6_loopback_hold_ipv4_loopback_too() -> None:
     assert loopback_twin("::1") == "127.0.0.1"
 
     def check(port: int) -> None:
-        assert _taken_on("127.0.0.1", port)
+        assert taken_on("127.0.0.1", port)
         _answers_on_ipv4_loopback(port)
 
     _with_grpc_server("[::1]:0", check)
@@ -185,7 +173,7 @@ def test_servers_on_ipv6_loopback_hold_ipv4_loopback_too() -> None:
     server = metrics_http.serve_metrics(0, "::1")
     try:
         port = server.server_address[1]
-        assert _taken_on("127.0.0.1", port)
+        assert taken_on("127.0.0.1", port)
         status, _, body = request(f"http://127.0.0.1:{port}/", "GET", "/metrics",
                                   headers={"Host": f"localhost:{port}"})
         assert status == 200 and b"# HELP" in body
@@ -202,7 +190,7 @@ def test_the_metrics_port_on_ipv4_loopback_answers_on_ipv6_loopback_too(host: st
     server = metrics_http.serve_metrics(0, host, timeout_s=2, max_connections=1)
     port = server.server_address[1]
     try:
-        assert _taken_on("::1", port)
+        assert taken_on("::1", port)
         with socket.create_connection(("::1", port)):  # holds the one place
             time.sleep(0.3)
             with socket.create_connection(("127.0.0.1", port)) as refused:
@@ -221,7 +209,7 @@ def test_the_metrics_port_on_ipv4_loopback_answers_on_ipv6_loopback_too(host: st
     finally:
         server.shutdown()
         server.server_close()
-    assert not _taken_on("::1", port)
+    assert not taken_on("::1", port)
 
 
 def _a_name_of_ipv4_loopback_alone() -> str | None:
@@ -247,7 +235,7 @@ def test_a_name_of_one_loopback_holds_the_other_too() -> None:
     assert name is not None and loopback_twin(name) == "::1"
 
     def check(port: int) -> None:
-        assert _taken_on("::1", port)
+        assert taken_on("::1", port)
 
     _with_grpc_server(f"{name}:0", check)
     sockets = bound_sockets(name, 0)
@@ -258,7 +246,7 @@ def test_a_name_of_one_loopback_holds_the_other_too() -> None:
             sock.close()
     server = metrics_http.serve_metrics(0, name)
     try:
-        assert _taken_on("::1", server.server_address[1])
+        assert taken_on("::1", server.server_address[1])
     finally:
         server.shutdown()
         server.server_close()
