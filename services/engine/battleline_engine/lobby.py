@@ -34,6 +34,7 @@ SEAT_SECRET = re.compile(r"[A-Za-z0-9_-]{22,64}")
 # for the AI (thirtieth audit).
 AI_SKELETON = "aiievei"
 LOOK_ALIKE_I = str.maketrans("l1|", "iii")  # as a capital I is drawn in many fonts
+SMALL_CAPITAL = re.compile(r"LATIN LETTER SMALL CAPITAL ([A-Z])")
 MIN_CLOCK_MS = 1000
 MAX_CLOCK_MS = 24 * 3600 * 1000
 _OPPONENTS = {pb.OPPONENT_KIND_OPEN: Opponent.OPEN, pb.OPPONENT_KIND_AI: Opponent.AI,
@@ -62,10 +63,21 @@ def _skeleton(name: str) -> str:
     plain NFKC in each of these ways)."""
     bare = "".join(c for c in unicodedata.normalize("NFKD", name)
                    if unicodedata.category(c) not in ("Mn", "Me"))
-    looks = "".join(c if c.isascii() else next(
-        (h["c"] for h in confusables_data.get(c, ()) if h["c"].isascii() and h["c"].isalnum()),
-        c) for c in unicodedata.normalize("NFKC", bare))
+    looks = "".join(map(_ascii_look, unicodedata.normalize("NFKC", bare)))
     return "".join(c for c in looks.casefold().translate(LOOK_ALIKE_I) if c.isalnum())
+
+
+def _ascii_look(letter: str) -> str:
+    """The ASCII letter or digit a character is drawn like, else the character: Unicode's
+    confusables, or the letter a small capital is (`ᴀɪ ʟᴇᴠᴇʟ` has no entry there and passed
+    the thirtieth audit's skeleton)."""
+    if letter.isascii():
+        return letter
+    for homoglyph in confusables_data.get(letter, ()):
+        if homoglyph["c"].isascii() and homoglyph["c"].isalnum():
+            return str(homoglyph["c"])
+    small_capital = SMALL_CAPITAL.fullmatch(unicodedata.name(letter, ""))
+    return small_capital[1] if small_capital else letter
 
 
 def checked_secret(value: str) -> str:
