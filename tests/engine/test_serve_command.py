@@ -552,6 +552,22 @@ def test_numbers_out_of_range_are_refused_before_anything_starts(
     assert args[0] in result.output and "Traceback" not in result.output
 
 
+def test_metrics_descriptors_that_are_no_sockets_are_refused_in_one_line(
+        tmp_path: Path) -> None:
+    """`--metrics-fds` (hidden, written by `serve --workers` for its extra engines) ended
+    in a traceback when malformed or not a socket (the last read of a change)."""
+    from typer.testing import CliRunner
+
+    from battleline_client.cli import app
+
+    with (tmp_path / "file").open("w") as file:
+        for value, said in (("x,1", "is not descriptors a,b"), ("999", "999 is not an open"),
+                            (str(file.fileno()), f"{file.fileno()} is not an open socket")):
+            result = CliRunner().invoke(app, ["serve", "--metrics-fds", value])
+            assert result.exit_code == 2, result.output
+            assert said in result.output and "Traceback" not in result.output
+
+
 def test_a_data_directory_another_serve_runs_is_refused_in_one_line(tmp_path: Path) -> None:
     """A second serve on a running serve's data directory ended in a 34-line traceback."""
     data = str(tmp_path / "data")

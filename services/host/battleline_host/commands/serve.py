@@ -221,7 +221,7 @@ def serve(
         "--shared-port", hidden=True, help="An extra engine of a --workers serve.",
     )] = False,
     metrics_fds: Annotated[str | None, typer.Option(
-        "--metrics-fds", hidden=True,
+        "--metrics-fds", hidden=True, callback=held_sockets,
         help="An extra engine's metrics sockets, held by its serve (descriptors: a,b).",
     )] = None,
     open_limits: Annotated[bool, typer.Option(
@@ -359,7 +359,7 @@ def serve(
                              shared_port=shared_port or workers > 1, workers=extra,
                              child_log=child_log, metrics_host=metrics_host or host,
                              inner_socket=inner_socket, redis_owner=owner,
-                             metrics_fds=[int(fd) for fd in (metrics_fds or "").split(",") if fd]))
+                             metrics_fds=_descriptors(metrics_fds)))
     except WorkerFailed as err:
         typer.echo(f"battleline serve: {err}", err=True)
         raise typer.Exit(1) from None
@@ -631,6 +631,29 @@ def networks(values: list[str]) -> tuple[str, ...]:
         except ValueError as err:
             raise typer.BadParameter(f"--trusted-proxy: {err}") from None
     return tuple(network.strip() for network in values)
+
+
+def held_sockets(value: str | None) -> str | None:
+    """`--metrics-fds` (written by a --workers serve for its extra engines), checked here:
+    each an open socket this process inherited."""
+    import stat
+
+    for descriptor in _descriptors(value):
+        try:
+            is_socket = stat.S_ISSOCK(os.fstat(descriptor).st_mode)
+        except OSError:
+            is_socket = False
+        if not is_socket:
+            raise typer.BadParameter(f"{descriptor} is not an open socket "
+                                     "(serve --workers passes its extra engines theirs)")
+    return value
+
+
+def _descriptors(value: str | None) -> list[int]:
+    try:
+        return [int(descriptor) for descriptor in (value or "").split(",") if descriptor]
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not descriptors a,b") from None
 
 
 def gateway_secret() -> str:
