@@ -408,6 +408,9 @@ def test_hosted_ai_seat_is_taken_with_the_ai_key_only(shared: Engine) -> None:
     assert joined.seat == types_pb2.SEAT_SECOND and joined.seat_token == ""
     view = client.view(created.match_id, AI_KEY)
     assert view.viewer == types_pb2.SEAT_SECOND and view.players[1].display_name == "AI level 3"
+    # The engine marks the AI's seat in every view (a name is only a player's word).
+    assert [p.hosted_ai for p in view.players] == [False, True]
+    assert [p.hosted_ai for p in client.view(created.match_id, None).players] == [False, True]
     again = client.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id),
                                    metadata=key)
     assert again.seat == joined.seat

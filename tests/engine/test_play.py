@@ -51,7 +51,8 @@ def test_two_clients_play_open_match_to_the_end(engine: Engine, ruleset: str) ->
     joined = guest.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(
         invite_code=created.invite_code, seat_options=types_pb2.SeatOptions(display_name="g")))
     assert joined.seat == types_pb2.SEAT_SECOND
-    assert [p.display_name for p in host.view(created.match_id, None).players] == ["host", "g"]
+    players = host.view(created.match_id, None).players
+    assert [(p.display_name, p.hosted_ai) for p in players] == [("host", False), ("g", False)]
     with pytest.raises(grpc.RpcError) as again:
         guest.lobby.JoinMatch(lobby_pb2.JoinMatchRequest(match_id=created.match_id))
     assert again.value.code() == grpc.StatusCode.FAILED_PRECONDITION

@@ -187,6 +187,7 @@ def _add_players(out: pb.MatchView, match: Match, view: GameState) -> None:
             flags_claimed=[f.claimed for f in view.flags].count(seat),
             series_score=score[seat],
             occupied=seat in occupied,
+            hosted_ai=seat == match.meta.ai_seat,
         )
         if with_tactics:
             tactics = sum(1 for c in hand if c in TACTIC_IDS)

@@ -612,6 +612,7 @@ class PlayerInfo(_message.Message):
     FLAGS_CLAIMED_FIELD_NUMBER: _builtins.int
     SERIES_SCORE_FIELD_NUMBER: _builtins.int
     OCCUPIED_FIELD_NUMBER: _builtins.int
+    HOSTED_AI_FIELD_NUMBER: _builtins.int
     seat: Global___Seat.ValueType
     """The seat."""
     display_name: _builtins.str
@@ -624,6 +625,10 @@ class PlayerInfo(_message.Message):
     """Points in the series so far."""
     occupied: _builtins.bool
     """Whether a person or AI holds the seat."""
+    hosted_ai: _builtins.bool
+    """Whether the seat is the hosted AI's: the engine's mark, where a display name
+    is only a player's word (names reading as "AI level N" are refused).
+    """
     @_builtins.property
     def hand_counts(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeckCount]:
         """Cards in hand, per deck they came from (the card backs are public)."""
@@ -643,10 +648,11 @@ class PlayerInfo(_message.Message):
         flags_claimed: _builtins.int = ...,
         series_score: _builtins.int = ...,
         occupied: _builtins.bool = ...,
+        hosted_ai: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["discards", b"discards", "display_name", b"display_name", "flags_claimed", b"flags_claimed", "hand_counts", b"hand_counts", "occupied", b"occupied", "seat", b"seat", "series_score", b"series_score", "tactics_played", b"tactics_played"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["discards", b"discards", "display_name", b"display_name", "flags_claimed", b"flags_claimed", "hand_counts", b"hand_counts", "hosted_ai", b"hosted_ai", "occupied", b"occupied", "seat", b"seat", "series_score", b"series_score", "tactics_played", b"tactics_played"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
