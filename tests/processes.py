@@ -15,12 +15,16 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import urllib.request
 from pathlib import Path
 from typing import IO
 
 BATTLELINE = str(Path(sys.executable).parent / "battleline")
 EMBEDDED_STORE = "valkey-server"  # the process name of serve's embedded Redis
+# Where the serves of a test run keep what they write beside no --data-dir (was: the
+# checkout); gone at exit.
+SERVE_FOLDERS = tempfile.TemporaryDirectory(prefix="battleline-serves-")
 
 
 def free_port() -> int:
@@ -61,11 +65,13 @@ def start_serve(*args: str, env: dict[str, str] | None = None,
     """Start `battleline serve --port 0 --grace 1 ARGS` and return it with its gRPC address.
 
     Returns once serve has printed the address it listens on. Its stdout stays a
-    pipe, so `web_url` can read the page's address printed next.
+    pipe, so `web_url` can read the page's address printed next. It runs in a folder of
+    its own, where a serve given no --data-dir keeps its data (was: the checkout's).
     """
     process = subprocess.Popen(
         [BATTLELINE, "serve", "--port", "0", "--grace", "1", *args],
         stdout=subprocess.PIPE, stderr=stderr, text=True, env={**os.environ, **(env or {})},
+        cwd=tempfile.mkdtemp(prefix="serve-", dir=SERVE_FOLDERS.name),
     )
     assert process.stdout is not None
     line = process.stdout.readline()  # blocks until serve listens (or exits)

