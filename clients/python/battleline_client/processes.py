@@ -117,5 +117,11 @@ def main(argv: list[str]) -> None:
     os.execvp(command[0], command)
 
 
+def owner_options(owner: int | None) -> list[str]:
+    """Redis's owner as decided (`--redis-owner`, else who held its port) as the options
+    of a process a command starts (an engine of serve's, an AI, an AI worker)."""
+    return [] if owner is None else ["--redis-owner", str(owner)]
+
+
 if __name__ == "__main__":
     main(sys.argv[1:])

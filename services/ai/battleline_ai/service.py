@@ -19,7 +19,12 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from battleline_client.processes import dying_with_parent, keep_running, stop_processes
+from battleline_client.processes import (
+    dying_with_parent,
+    keep_running,
+    owner_options,
+    stop_processes,
+)
 from battleline_engine.listener_pin import decided_redis_owner
 
 from .suggest import AiServer
@@ -51,7 +56,7 @@ def worker_command(config: ServiceConfig) -> list[str]:
             "--search-processes", str(config.search_processes),
             "--claim-idle", str(config.claim_idle_s), "--move-cap", str(config.move_cap_s),
             "--think", str(config.think_s), *config.worker_log,
-            *([] if config.redis_owner is None else ["--redis-owner", str(config.redis_owner)])]
+            *owner_options(config.redis_owner)]
 
 
 def worker_env(config: ServiceConfig) -> dict[str, str]:

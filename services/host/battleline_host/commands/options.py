@@ -160,12 +160,6 @@ def given_redis_owner(owner: str | None) -> int | None:
                                  "(a name or a uid)") from None
 
 
-def owner_args(owner: int | None) -> list[str]:
-    """Redis's owner as decided (`--redis-owner`, else who held its port) as the options
-    of a command this one starts."""
-    return [] if owner is None else ["--redis-owner", str(owner)]
-
-
 def cluster_url(url: str | None, cluster: bool) -> str | None:
     """The Redis URL as Storage reads it: with `--redis-cluster` (REDIS_CLUSTER), the
     `+cluster` scheme that picks the cluster client (a node's plain URL would have the

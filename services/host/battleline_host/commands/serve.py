@@ -24,7 +24,12 @@ import typer
 from typer.core import TyperOption
 
 from battleline_client.port_owner import unsafe_socket
-from battleline_client.processes import dying_with_parent, keep_running, stop_processes
+from battleline_client.processes import (
+    dying_with_parent,
+    keep_running,
+    owner_options,
+    stop_processes,
+)
 from battleline_engine.listening import (
     MAX_CALLS,
     MAX_CONNECTIONS,
@@ -55,7 +60,6 @@ from .options import (
     cluster_url,
     given_redis_owner,
     log_args,
-    owner_args,
     web_limits,
 )
 from .signals import stop_on_signals
@@ -560,7 +564,7 @@ class Workers:
     def _spawn(self, i: int) -> subprocess.Popen[str]:
         fds = [listener.fileno() for listener in self.metrics[i - 1]] if self.metrics else []
         command = [sys.executable, "-m", "battleline_client.cli", "serve", *self.args,
-                   "--port", str(self.port), *owner_args(self.redis_owner()),
+                   "--port", str(self.port), *owner_options(self.redis_owner()),
                    *(["--metrics-fds", ",".join(map(str, fds))] if fds else [])]
         return subprocess.Popen(dying_with_parent(command), env=self.env, pass_fds=fds,
                                 stdout=subprocess.PIPE, text=True)
@@ -759,7 +763,7 @@ class HostedAi:
         self.process = self._spawn()
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        command = [*self.command, *owner_args(self.redis_owner())]
+        command = [*self.command, *owner_options(self.redis_owner())]
         return subprocess.Popen(dying_with_parent(command), env=self.env)
 
     async def _restart(self) -> None:
