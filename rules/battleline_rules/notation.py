@@ -181,8 +181,10 @@ def _build(fields: dict[str, str]) -> GameState:
     draws, returns = turn["scout"].split("/")
     state.scout_draws, state.scout_returns = int(draws), int(returns)
     status = fields["status"].split()
-    if status[0] == "won":
+    if status[:1] == ["won"] and len(status) == 2:
         state.winner = _seat(status[1])
+    elif status not in (["playing"], ["draw"]):
+        raise ValueError(f"bad status {fields['status']!r}: playing, draw, or won and a seat")
     if fields["mud-pending"] != "-":
         for item in fields["mud-pending"].split():
             seat, _, flag = item.partition("@")

@@ -443,3 +443,20 @@ def test_odd_actions_numbers_and_seats_from_a_server_end_nothing_with_a_tracebac
     for pair in (["play R1@1", "play R1@1 "], ["play R1@1", "play R1@1 x"]):
         question, answers = tui.choice_step(pair)
         assert all(len(chosen) == 1 for chosen in answers.values()), (question, answers)
+
+
+@pytest.mark.parametrize("status", ["status: ", "status: won", "status: won 0 1"])
+def test_a_position_whose_status_line_is_cut_is_drawn_without_a_traceback(status: str) -> None:
+    """Thirty-first audit: a hostile server's position with `status: won` and no seat (or
+    no word at all) ended `watch` and `play` in an IndexError of the position parser."""
+    from rich.console import Console
+
+    from battleline_client import tui
+    from battleline_rules import dump_position, new_game
+
+    position = dump_position(new_game("standard", seed=2)).replace("status: playing", status)
+    view = types_pb2.MatchView(match_id="m1", position=position)
+    view.legal_actions.append("play R1@1")
+    console = Console(record=True, width=200, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(tui.screen(view))  # raised IndexError
+    assert "match m1" in console.export_text()

@@ -78,6 +78,15 @@ def test_inconsistent_positions_are_refused() -> None:
         load_position("\n".join(line for line in text.splitlines() if "flag 3" not in line))
 
 
+@pytest.mark.parametrize("status", ["", "won", "won 0 1", "over", "playing 1"])
+def test_a_status_line_of_too_few_or_too_many_words_is_refused(status: str) -> None:
+    """`status: won` with no seat (or none at all) raised IndexError, which a client
+    drawing a hostile server's position did not catch (thirty-first audit)."""
+    text = dump_position(new_game("standard", seed=2))
+    with pytest.raises(ValueError, match="bad status"):
+        load_position(_replace(text, "status: playing", f"status: {status}"))
+
+
 def test_a_repeat_count_cannot_ask_for_millions_of_cards() -> None:
     """`CARD*N` stands for N cards: a few bytes could ask for gigabytes of them (a
     crafted file for `battleline analyze`, a hostile server's position for the TUI)."""
