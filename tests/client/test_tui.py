@@ -238,7 +238,8 @@ def _ai_view(state: object, viewer: int = types_pb2.SEAT_FIRST) -> types_pb2.Mat
     view = types_pb2.MatchView(match_id="m1", viewer=viewer, position=dump_position(state))
     view.options.ruleset = "standard"
     view.players.add(seat=types_pb2.SEAT_FIRST, display_name="Ada", occupied=True)
-    view.players.add(seat=types_pb2.SEAT_SECOND, display_name="AI level 1", occupied=True)
+    view.players.add(seat=types_pb2.SEAT_SECOND, display_name="AI level 1", occupied=True,
+                     hosted_ai=True)
     return view
 
 
@@ -310,6 +311,20 @@ def test_a_name_drawn_like_you_is_shown_with_its_seat() -> None:
     for name in ("Alice", "Jos\u00e9", "\u00dcnal", "Yours", "you2"):
         view.players[1].display_name = name
         assert tui.seat_label(view, types_pb2.SEAT_SECOND) == name
+
+
+def test_a_name_that_reads_as_the_hosted_ais_on_a_seat_not_the_ais_carries_its_seat() -> None:
+    """Thirty-first audit: `AꞮ level 5` (a capital small capital I) passed the engine's
+    name check, and `watch` drew it as it draws the hosted AI. The view marks the AI's
+    seat (`hosted_ai`): a name on any other seat that reads as the AI's carries its seat;
+    the AI's own name does not."""
+    view = _ai_view(position(hands=("", "")).view(0))
+    for name, hosted, shown in (("A\ua7ae level 5", False, "A\ua7ae level 5 (the second seat)"),
+                                ("AI level 5", False, "AI level 5 (the second seat)"),
+                                ("AI level 5", True, "AI level 5"),
+                                ("Aileen", False, "Aileen")):
+        view.players[1].display_name, view.players[1].hosted_ai = name, hosted
+        assert tui.seat_label(view, types_pb2.SEAT_SECOND) == shown, (name, hosted)
 
 
 def test_a_cancelled_match_is_told_as_such_and_ends_a_followed_stream() -> None:

@@ -78,6 +78,9 @@ def test_full_game_against_the_ai(service: Service, browser: BrowserContext) -> 
     assert wait_for_turn_or_end(page), "the match ended before our first turn"
     expect(page.get_by_test_id("board").locator("[data-testid^='flag-']")).to_have_count(9)
     expect(page.get_by_test_id("player-them")).to_contain_text("AI level 1")
+    # The engine's mark of the AI's seat (a name is only a player's word), on its seat only.
+    expect(page.get_by_test_id("player-them").get_by_test_id("hosted-ai")).to_be_visible()
+    expect(page.get_by_test_id("player-me").get_by_test_id("hosted-ai")).to_have_count(0)
     expect(page.get_by_test_id("legend-flags")).to_contain_text("won by AI level 1")
     expect(page.get_by_test_id("legend-colours")).to_contain_text("R Red")
     assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth")

@@ -35,6 +35,7 @@ from battleline_rules import (
 from battleline_rules.board import UNCLAIMED
 from battleline_rules.cards import is_tactic
 
+from .look_alike import reads_as_hosted_ai
 from .printable import BLANK_LETTERS, MULTILINE_FIELDS, plain, rewrite_strings
 
 TROOP_STYLES = {"R": "bold red", "O": "bold dark_orange", "Y": "bold yellow",
@@ -88,13 +89,16 @@ def cards(texts: Sequence[str], ruleset: str = "standard", sep: str = " ") -> Te
 
 def seat_label(view: types_pb2.MatchView, seat: int) -> str:
     """"you" for the viewer's own seat only; another seat's display name, with its seat
-    where the name itself says "you" (or it would pass for the viewer), or its seat."""
+    where the name itself says "you" (or it would pass for the viewer) or reads as the
+    hosted AI's on a seat the view does not mark as the AI's, or its seat."""
     if seat == view.viewer:
         return "you"
     where = f"{SEAT_NAMES.get(seat, '?')} seat"
     for player in view.players:
         if player.seat == seat and (name := shown(player.display_name)):
-            return f"{name} (the {where})" if could_pass_for_you(name) else name
+            passes = could_pass_for_you(name) or (
+                not player.hosted_ai and reads_as_hosted_ai(name))
+            return f"{name} (the {where})" if passes else name
     return where
 
 

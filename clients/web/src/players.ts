@@ -18,6 +18,9 @@ export function renderPlayer(view: MatchView, seat: Seat, name: string, viewAt: 
   },
   h("h2", {}, name, toAct && h("span", { class: "turn-dot", "aria-label": "to act" }, " ●"),
     player !== undefined && !player.occupied && h("span", { class: "muted" }, " (waiting)")),
+  // The engine's mark of the hosted AI's seat: a name is only a player's word.
+  player?.hostedAi === true && h("p", { class: "hosted-ai", "data-testid": "hosted-ai" },
+    "The service's AI"),
   h("dl", { class: "facts" },
     h("dt", {}, "Hand"),
     h("dd", { "data-testid": `hand-count-${who}` },

@@ -6,15 +6,14 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-import unicodedata
 from dataclasses import replace
 from typing import Any
 
 import grpc
-from confusable_homoglyphs.confusables import confusables_data
 
 from battleline.v1 import lobby_pb2, lobby_pb2_grpc
 from battleline.v1 import types_pb2 as pb
+from battleline_client.look_alike import reads_as_hosted_ai
 from battleline_client.printable import BLANK_LETTERS
 from battleline_rules import RULESETS, ClaimTiming, Options
 from battleline_rules.errors import shown
@@ -30,11 +29,6 @@ MAX_SERIES = 9
 # A creator's or joiner's own secret for its seat token (seat_secret): at least 128
 # bits of base64, at most 64 characters.
 SEAT_SECRET = re.compile(r"[A-Za-z0-9_-]{22,64}")
-# The hosted AI's name ("AI level 5") as `_skeleton` writes it: a player so named passed
-# for the AI (thirtieth audit).
-AI_SKELETON = "aiievei"
-LOOK_ALIKE_I = str.maketrans("l1|", "iii")  # as a capital I is drawn in many fonts
-SMALL_CAPITAL = re.compile(r"LATIN LETTER SMALL CAPITAL ([A-Z])")
 MIN_CLOCK_MS = 1000
 MAX_CLOCK_MS = 24 * 3600 * 1000
 _OPPONENTS = {pb.OPPONENT_KIND_OPEN: Opponent.OPEN, pb.OPPONENT_KIND_AI: Opponent.AI,
@@ -49,35 +43,10 @@ def display_name(options: pb.SeatOptions) -> str:
     if len(name) > 40 or not name.isprintable() or not BLANK_LETTERS.isdisjoint(name):
         raise invalid("bad-name", "display_name: at most 40 printable characters, none of "
                       "them drawn blank (such as the Hangul filler U+3164)")
-    if _skeleton(name).startswith(AI_SKELETON):
+    if reads_as_hosted_ai(name):
         raise invalid("reserved-name", "display_name: \"AI level ...\" is the hosted AI's "
                       "name; choose another")
     return name
-
-
-def _skeleton(name: str) -> str:
-    """What a name reads as on a screen, in lower-case ASCII letters and digits: marks
-    dropped (a variation selector), NFKC (full-width, styled), each letter that looks like
-    an ASCII one as that one (Unicode's confusables: Cyrillic, Greek, Cherokee...), `l`,
-    `1` and `|` as `i`, and no spaces or punctuation (a re-test read "AI level 5" past a
-    plain NFKC in each of these ways)."""
-    bare = "".join(c for c in unicodedata.normalize("NFKD", name)
-                   if unicodedata.category(c) not in ("Mn", "Me"))
-    looks = "".join(map(_ascii_look, unicodedata.normalize("NFKC", bare)))
-    return "".join(c for c in looks.casefold().translate(LOOK_ALIKE_I) if c.isalnum())
-
-
-def _ascii_look(letter: str) -> str:
-    """The ASCII letter or digit a character is drawn like, else the character: Unicode's
-    confusables, or the letter a small capital is (`ᴀɪ ʟᴇᴠᴇʟ` has no entry there and passed
-    the thirtieth audit's skeleton)."""
-    if letter.isascii():
-        return letter
-    for homoglyph in confusables_data.get(letter, ()):
-        if homoglyph["c"].isascii() and homoglyph["c"].isalnum():
-            return str(homoglyph["c"])
-    small_capital = SMALL_CAPITAL.fullmatch(unicodedata.name(letter, ""))
-    return small_capital[1] if small_capital else letter
 
 
 def checked_secret(value: str) -> str:
