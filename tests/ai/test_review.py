@@ -184,6 +184,13 @@ def test_get_review_through_a_real_engine_and_ai_service(
         refused = _refusal(lambda: client.review(live.match_id))
         assert refused.code == grpc.StatusCode.FAILED_PRECONDITION
         assert "over" in str(refused)
+        # A match cancelled before its first game was reviewed as an empty game 1 (and
+        # charged a new review): thirty-first audit.
+        waiting = client.create(opponent="open")
+        client.seat(waiting.seat).cancel()
+        refused = _refusal(lambda: client.review(waiting.match_id))
+        assert refused.code == grpc.StatusCode.FAILED_PRECONDITION
+        assert refused.reason == "cancelled", refused
 
         match_id = played_match(client, seed=1505)
         started = time.perf_counter()

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from battleline.v1 import ai_pb2, record_pb2
 
 from .errors import precondition
-from .model import Match
+from .model import CANCELLED, Match
 from .runtime import Runtime
 from .storage import StoredEvent
 
@@ -60,6 +60,9 @@ class Reviews:
         if not match.finished:
             raise precondition("match-not-over",
                                "a match is reviewed once it is over: ask again after its end")
+        if match.end == CANCELLED:  # reviewed, an empty game 1 (thirty-first audit)
+            raise precondition("cancelled", "this match was cancelled before its first game: "
+                               "it has no moves to review")
         stored = await self.rt.storage.reviews.get(match_id)
         if stored is None:
             making = self._making.get(match_id)
