@@ -37,8 +37,8 @@ def is_loopback_host(host: str) -> bool:
 
     from battleline_client.tcp_table import socket_address
 
-    name = unbracketed(host).lower().removesuffix(".")
-    if name == "localhost":
+    name = unbracketed(host)
+    if _is_localhost(name):
         return True
     try:
         found = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM,
