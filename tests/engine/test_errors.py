@@ -368,19 +368,22 @@ def test_a_name_that_reads_as_the_hosted_ais_is_refused(shared: Engine) -> None:
     a variation selector, look-alike letters (Cyrillic, Greek, Cherokee, IPA), `Al` for
     `AI`, `level5` and leading punctuation; small capitals (`ᴀɪ ʟᴇᴠᴇʟ`) passed its mend,
     and the thirty-first audit passed a capital small capital I, an epigraphic I longa,
-    `AI lvl 5` and `AI 5`."""
+    `AI lvl 5` and `AI 5`, and its re-test `AI 1`, a Hangul dot in front, a vertical bar
+    for the I and negative squared letters (the full lists: tests/client/test_look_alike.py)."""
     client = Client.to(shared.address)
     for name in ("AI level 5", "ai LEVEL 3", "\uff21\uff29 level 5", "AI  level", "AIlevel 9",
                  "\U0001d400\U0001d408 level 5", "A\ufe0fI level 5", "\u0410\u0406 level 5",
                  "\u0391\u0399 level 5", "\u13aa\u0406 level 5", "\u0251\u026a level 5",
                  "Al level 5", "AI level5", "[AI level 5]", "AI \u04c0evel 5", "A.I. level 1",
                  "\u1d00\u026a \u029f\u1d07\u1d20\u1d07\u029f 5", "A\ua7ae level 5",
-                 "A\ua7fe level 5", "AI lvl 5", "AI 5", "AI-5"):
+                 "A\ua7fe level 5", "AI lvl 5", "AI 5", "AI-5", "AI 1", "\u318dAI level 5",
+                 "A\u2758 level 5", "\U0001f170\U0001f178 level 5"):
         with pytest.raises(grpc.RpcError) as err:
             client.create("basic", seat_options=types_pb2.SeatOptions(display_name=name))
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, name
         assert reason(err.value) == "reserved-name" and "hosted AI" in err.value.details()
     for name in ("Aila", "AI fan", "Level 5 AI", "Kai levels", "Mr AI level 5", "Aileen", "Aivi",
+                 "Ali", "Alivia",
                  "Jos\u00e9", "\u674e\u5c0f\u9f8d", "\u00c5sa"):
         assert client.create("basic", seat_options=types_pb2.SeatOptions(
             display_name=name)).match_id, name

@@ -3,7 +3,8 @@
 The engine refuses a name that reads as the hosted AI's ("AI level N"), however its
 letters are drawn; the terminal client marks a seat that is not the AI's (the view's
 `hosted_ai`) but whose name reads as it, in case an engine let one through. Both ask
-`reads_as_hosted_ai`.
+`reads_as_hosted_ai`. No table of look-alikes is complete: the engine's mark of the AI's
+seat, not its name, is what a client trusts.
 """
 
 from __future__ import annotations
@@ -13,14 +14,22 @@ import unicodedata
 
 from confusable_homoglyphs.confusables import confusables_data
 
-# "AI level N", "AI lvl N" or "AI N" as `skeleton` writes them (the thirtieth and
-# thirty-first audits: each passed for the hosted AI on the other player's screen).
-HOSTED_AI = re.compile(r"ai(?:ievei|ivi|\d)")
-LOOK_ALIKE_I = str.maketrans("l1|", "iii")  # as a capital I is drawn in many fonts
+# A character drawn like no ASCII letter or digit we know of: it may stand for an I (a
+# vertical bar, a dandā, Gothic iuja) or for a separator (a middle dot, a long vowel mark).
+UNKNOWN = "?"
+_I = "[i?]"  # an I, an l, a | or a stroke of unknown reading
+# "AI level N", "AI lvl N", "AI lv N", "AI level", "AI N" as `skeleton` writes them (the
+# thirtieth audit and its re-tests: each passed for the hosted AI), then anything but a
+# letter after a bare number: "Ali", "Alivia", "Al Leveille", "Al1ce" and "Ai 李" are names.
+HOSTED_AI = re.compile(
+    rf"a[i1?]\??(?:{_I}(?:eve{_I}|v{_I}?)\??(?:\d|$)|\d+(?![a-z?]))")
+LOOK_ALIKE_I = str.maketrans("l|", "ii")  # as a capital I is drawn in many fonts
 # A Latin letter by its Unicode name, whatever its style: small capitals (`ᴀɪ ʟᴇᴠᴇʟ`),
-# capital small capitals (`Ɪ`), epigraphic forms (`ꟾ`, I longa). Unicode's confusables
-# have none of these.
-LATIN_LETTER = re.compile(r"LATIN (?:[A-Z]+ )*LETTER (?:SMALL CAPITAL )?([A-Z])(?: |$)")
+# capital small capitals (`Ɪ`), epigraphic forms (`ꟾ`, I longa), negative squared and
+# circled letters (`🅰🅸`), regional indicators. Unicode's confusables have none of these.
+LATIN_LETTER = re.compile(
+    r"(?:[A-Z]+ )*(?:LATIN (?:[A-Z]+ )*LETTER (?:SMALL CAPITAL )?|REGIONAL INDICATOR "
+    r"SYMBOL LETTER )([A-Z])(?: |$)")
 
 
 def reads_as_hosted_ai(name: str) -> bool:
@@ -29,23 +38,28 @@ def reads_as_hosted_ai(name: str) -> bool:
 
 
 def skeleton(name: str) -> str:
-    """What a name reads as on a screen, in lower-case ASCII letters and digits: marks
-    dropped (a variation selector), NFKC (full-width, styled), each letter that looks like
-    an ASCII one as that one, `l`, `1` and `|` as `i`, and no spaces or punctuation (a
-    re-test read "AI level 5" past a plain NFKC in each of these ways)."""
+    """What a name reads as on a screen: marks dropped (a variation selector), NFKC
+    (full-width, styled, superscript), each character drawn like an ASCII letter or digit
+    as that one (lower case; `l` and `|` as `i`), spaces and punctuation dropped, any
+    other character as UNKNOWN; and nothing before the first ASCII letter or digit (a
+    Hangul middle dot or a bar in front of "AI level 5" is read past)."""
     bare = "".join(c for c in unicodedata.normalize("NFKD", name)
                    if unicodedata.category(c) not in ("Mn", "Me"))
     looks = "".join(map(_ascii_look, unicodedata.normalize("NFKC", bare)))
-    return "".join(c for c in looks.casefold().translate(LOOK_ALIKE_I) if c.isalnum())
+    start = next((i for i, c in enumerate(looks) if c.isascii() and c.isalnum()), len(looks))
+    return looks[start:].casefold().translate(LOOK_ALIKE_I)
 
 
-def _ascii_look(letter: str) -> str:
-    """The ASCII letter or digit a character is drawn like, else the character: Unicode's
-    confusables (Cyrillic, Greek, Cherokee...), else the Latin letter its name says."""
-    if letter.isascii():
-        return letter
-    for homoglyph in confusables_data.get(letter, ()):
-        if homoglyph["c"].isascii() and homoglyph["c"].isalnum():
+def _ascii_look(character: str) -> str:
+    """The ASCII letter, digit or `|` a character is drawn like; "" for a space or ASCII
+    punctuation; else UNKNOWN."""
+    if character.isascii():
+        return character if character.isalnum() or character == "|" else ""
+    if unicodedata.category(character)[0] in "ZC":
+        return ""
+    for homoglyph in confusables_data.get(character, ()):
+        if len(homoglyph["c"]) == 1 and homoglyph["c"].isascii() and (
+                homoglyph["c"].isalnum() or homoglyph["c"] == "|"):
             return str(homoglyph["c"])
-    latin = LATIN_LETTER.match(unicodedata.name(letter, ""))
-    return latin[1] if latin else letter
+    latin = LATIN_LETTER.match(unicodedata.name(character, ""))
+    return latin[1] if latin else UNKNOWN

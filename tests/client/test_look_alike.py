@@ -1,0 +1,43 @@
+"""`look_alike.reads_as_hosted_ai`: the engine's refusal of names that pass for the hosted
+AI (`reserved-name`) and the terminal client's mark of them, against the names the
+audits passed and the ordinary names a rule too wide refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from battleline_client.look_alike import reads_as_hosted_ai
+
+# Each passed for the hosted AI in an audit or a re-test (the thirtieth and thirty-first).
+PASSED_FOR_THE_AI = [
+    "AI level 5", "ai LEVEL 3", "\uff21\uff29 level 5", "AI  level", "AIlevel 9", "AI level5",
+    "\U0001d400\U0001d408 level 5", "A\ufe0fI level 5", "\u0410\u0406 level 5",
+    "\u0391\u0399 level 5", "\u13aa\u0406 level 5", "\u0251\u026a level 5", "Al level 5",
+    "[AI level 5]", "AI \u04c0evel 5", "A.I. level 1",
+    "\u1d00\u026a \u029f\u1d07\u1d20\u1d07\u029f 5", "A\ua7ae level 5", "A\ua7fe level 5",
+    "AI lvl 5", "AI 5", "AI-5", "AI 1", "AI 10", "AI \u00b9", "AI Lv 5", "AI Lv.5",
+    "\U0001f170\U0001f178 level 5", "\U0001f150\U0001f158 level 5",
+    "\U0001f170\U0001f178 \U0001f17b\U0001f174\U0001f185\U0001f174\U0001f17b 5",
+    "\u318dAI level 5", "\ua78fAI level 5", "\u30fcAI level 5", "\u02bcAI level 5\u02bc",
+    "\u0640AI level 5", "| AI level 5 |", "A\u2758 level 5", "A\u23d0 level 5",
+    "A\uffe8 level 5", "A\u0964 level 5", "A\u2502 level 5", "A\u4e28 level 5",
+    "A\U00010339 level 5", "A\u0627 level 5",
+]
+# Refused by a rule too wide (the thirty-first audit's re-test), or close to those.
+NAMES = [
+    "Aila", "AI fan", "Level 5 AI", "Kai levels", "Mr AI level 5", "Aileen", "Aivi", "Jos\u00e9",
+    "\u674e\u5c0f\u9f8d", "\u00c5sa", "Ali", "Alivia", "Aliviah", "Al Ivins", "Ai Ivi\u0107",
+    "Ai Ivison", "Al Leveille", "Ai L\u00e9veill\u00e9", "Ai \u674e", "Al1ce", "Ai Lin",
+    "A\u00efcha", "Alev", "Aili", "Aiden", "Aisha", "Ailsa", "Kai", "Alvin", "Alvi",
+    "\u0410\u043b\u0438\u0441\u0430", "\u0623\u062d\u0645\u062f", "\u30a2\u30a4",
+]
+
+
+@pytest.mark.parametrize("name", PASSED_FOR_THE_AI)
+def test_a_name_drawn_as_the_hosted_ais_reads_as_it(name: str) -> None:
+    assert reads_as_hosted_ai(name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_ordinary_name_does_not(name: str) -> None:
+    assert not reads_as_hosted_ai(name)
