@@ -191,6 +191,14 @@ def test_get_review_through_a_real_engine_and_ai_service(
         refused = _refusal(lambda: client.review(waiting.match_id))
         assert refused.code == grpc.StatusCode.FAILED_PRECONDITION
         assert refused.reason == "cancelled", refused
+        # ... and one resigned right after the join, before any move: an empty review,
+        # charged (the thirty-first audit's re-test).
+        created = client.create(opponent="open")
+        client.join(invite_code=created.invite_code, name="g")
+        client.seat(created.seat).resign()
+        refused = _refusal(lambda: client.review(created.match_id))
+        assert refused.code == grpc.StatusCode.FAILED_PRECONDITION
+        assert refused.reason == "no-moves" and "game 1" in str(refused), refused
 
         match_id = played_match(client, seed=1505)
         started = time.perf_counter()

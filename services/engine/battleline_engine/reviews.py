@@ -65,11 +65,16 @@ class Reviews:
                                "it has no moves to review")
         stored = await self.rt.storage.reviews.get(match_id)
         if stored is None:
+            page = await self.rt.storage.events.events_after(match_id, 0, MAX_EVENTS)
+            actions = last_game_actions(page.events)
+            if not actions:  # reviewed, and charged, as an empty game (thirty-first audit)
+                raise precondition("no-moves", f"game {match.game} of this match ended "
+                                   "before any move: it has nothing to review")
             making = self._making.get(match_id)
             if making is None:
                 self.rt.review_limit.take(caller)
                 making = self._making[match_id] = asyncio.ensure_future(
-                    self._make(match, caller))
+                    self._make(match, actions, caller))
                 making.add_done_callback(self._done)
             # A caller that gives up does not cancel the review others wait for.
             stored = await asyncio.shield(making)
@@ -83,15 +88,14 @@ class Reviews:
         if not making.cancelled():
             making.exception()  # read: no "never retrieved" warning when all callers left
 
-    async def _make(self, match: Match, caller: str) -> bytes:
-        page = await self.rt.storage.events.events_after(match.match_id, 0, MAX_EVENTS)
+    async def _make(self, match: Match, actions: list[str], caller: str) -> bytes:
         state = match.state
         if state.seed is None:  # a full state always has its deal's seed
             raise precondition("no-seed", "this match's deal cannot be replayed")
         reply = await self.rt.hints.review(
             ai_pb2.ReviewRequest(
                 ruleset=state.ruleset.name, options=state.options.text(),
-                seed=state.seed, actions=last_game_actions(page.events),
+                seed=state.seed, actions=actions,
                 match_id=match.match_id, game=match.game),
             timeout_s=REVIEW_TIMEOUT_S, owner=caller,
             on_busy=lambda: self.rt.review_limit.refund(caller))
