@@ -8,7 +8,9 @@ import pytest
 
 from battleline_client.look_alike import reads_as_hosted_ai
 
-# Each passed for the hosted AI in an audit or a re-test (the thirtieth and thirty-first).
+# Each passed for the hosted AI in an audit or a re-test (the thirtieth and thirty-first,
+# and the second re-test of the thirty-first: a dot or a star between the letters, a
+# symbol after the number, V or five for 5, 1 for l, a combining i or vertical line).
 PASSED_FOR_THE_AI = [
     "AI level 5", "ai LEVEL 3", "\uff21\uff29 level 5", "AI  level", "AIlevel 9", "AI level5",
     "\U0001d400\U0001d408 level 5", "A\ufe0fI level 5", "\u0410\u0406 level 5",
@@ -22,14 +24,20 @@ PASSED_FOR_THE_AI = [
     "\u0640AI level 5", "| AI level 5 |", "A\u2758 level 5", "A\u23d0 level 5",
     "A\uffe8 level 5", "A\u0964 level 5", "A\u2502 level 5", "A\u4e28 level 5",
     "A\U00010339 level 5", "A\u0627 level 5",
+    "A\u00b7I level 5", "A\u2022I level 1", "A\u30fbI level 5", "A\u318dI level 3", "A\u00b7I 5",
+    "AI 5 \U0001f916", "AI 5\u2019", "AI \u00ab5\u00bb", "A\U0001d159\U0001d159I level 5",
+    "AI \u2605\u2605 level 5", "AI level \u00b7\u00b7 5", "AI level V", "AI \u277a",
+    "AI level five", "AI 1evel 5", "AI leve1 5", "A \u20d2level 5", "A\u0365 level 5",
 ]
-# Refused by a rule too wide (the thirty-first audit's re-test), or close to those.
+# Refused by a rule too wide (the thirty-first audit's re-tests: a name and an initial,
+# "Ali V."), or close to those.
 NAMES = [
     "Aila", "AI fan", "Level 5 AI", "Kai levels", "Mr AI level 5", "Aileen", "Aivi", "Jos\u00e9",
     "\u674e\u5c0f\u9f8d", "\u00c5sa", "Ali", "Alivia", "Aliviah", "Al Ivins", "Ai Ivi\u0107",
     "Ai Ivison", "Al Leveille", "Ai L\u00e9veill\u00e9", "Ai \u674e", "Al1ce", "Ai Lin",
     "A\u00efcha", "Alev", "Aili", "Aiden", "Aisha", "Ailsa", "Kai", "Alvin", "Alvi",
     "\u0410\u043b\u0438\u0441\u0430", "\u0623\u062d\u0645\u062f", "\u30a2\u30a4",
+    "Ali V.", "Ali VI", "Al IV", "Aliv", "Ali Vi", "Ali 2", "Aili", "Ai-Li", "Ali I",
 ]
 
 

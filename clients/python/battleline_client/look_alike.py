@@ -15,14 +15,22 @@ import unicodedata
 from confusable_homoglyphs.confusables import confusables_data
 
 # A character drawn like no ASCII letter or digit we know of: it may stand for an I (a
-# vertical bar, a dandā, Gothic iuja) or for a separator (a middle dot, a long vowel mark).
+# vertical bar, a dandā, Gothic iuja), a letter of "level" or a separator (a middle dot, a
+# star): the rule reads it as any of them.
 UNKNOWN = "?"
-_I = "[i?]"  # an I, an l, a | or a stroke of unknown reading
-# "AI level N", "AI lvl N", "AI lv N", "AI level", "AI N" as `skeleton` writes them (the
-# thirtieth audit and its re-tests: each passed for the hosted AI), then anything but a
-# letter after a bare number: "Ali", "Alivia", "Al Leveille", "Al1ce" and "Ai 李" are names.
-HOSTED_AI = re.compile(
-    rf"a[i1?]\??(?:{_I}(?:eve{_I}|v{_I}?)\??(?:\d|$)|\d+(?![a-z?]))")
+_I = r"[i1?]"  # an I, an l, a 1, a | or a stroke of unknown reading
+_LEVEL = r"(?:\d|[ivx]+(?![a-z])|one|two|three|four|five)"  # 5, V, five
+_BARE = r"(?:\d+|one|two|three|four|five)(?![a-z])"  # (no V: "Ali V." is a name)
+# "AI level N" (or with no N), "AI lvl N", "AI lv N", "AI N", as `skeleton` writes them,
+# unknown characters between any two of their letters (the thirtieth and thirty-first
+# audits and their re-tests: each passed for the hosted AI). Names such as "Ali",
+# "Alivia", "Ali V.", "Al Leveille", "Al1ce" and "Ai 李" pass.
+HOSTED_AI = re.compile(rf"""
+    a \?* {_I} \?*
+    (?: {_I} \?* [e?] \?* [v?] \?* [e?] \?* {_I} \?* (?:{_LEVEL}|$)
+      | {_I} \?* v \?* (?:{_I} \?*)? \d
+      | {_BARE}
+    )""", re.VERBOSE)
 LOOK_ALIKE_I = str.maketrans("l|", "ii")  # as a capital I is drawn in many fonts
 # A Latin letter by its Unicode name, whatever its style: small capitals (`ᴀɪ ʟᴇᴠᴇʟ`),
 # capital small capitals (`Ɪ`), epigraphic forms (`ꟾ`, I longa), negative squared and
@@ -38,25 +46,42 @@ def reads_as_hosted_ai(name: str) -> bool:
 
 
 def skeleton(name: str) -> str:
-    """What a name reads as on a screen: marks dropped (a variation selector), NFKC
-    (full-width, styled, superscript), each character drawn like an ASCII letter or digit
-    as that one (lower case; `l` and `|` as `i`), spaces and punctuation dropped, any
-    other character as UNKNOWN; and nothing before the first ASCII letter or digit (a
-    Hangul middle dot or a bar in front of "AI level 5" is read past)."""
-    bare = "".join(c for c in unicodedata.normalize("NFKD", name)
-                   if unicodedata.category(c) not in ("Mn", "Me"))
+    """What a name reads as on a screen: marks dropped (a variation selector, accents)
+    unless drawn as a letter or a stroke (`_unmarked`), NFKC (full-width, styled,
+    superscript), each character drawn like an ASCII letter or digit as that one (lower
+    case; `l` and `|` as `i`), spaces and punctuation dropped, any other character as
+    UNKNOWN; and nothing before the first ASCII letter or digit (a Hangul middle dot or a
+    bar in front of "AI level 5" is read past)."""
+    bare = "".join(_unmarked(c) for c in unicodedata.normalize("NFKD", name))
     looks = "".join(map(_ascii_look, unicodedata.normalize("NFKC", bare)))
     start = next((i for i, c in enumerate(looks) if c.isascii() and c.isalnum()), len(looks))
     return looks[start:].casefold().translate(LOOK_ALIKE_I)
 
 
+def _unmarked(character: str) -> str:
+    """A character with its marks dropped (a variation selector, an accent), but a mark
+    drawn as a stroke of its own (an enclosing mark, a vertical line or an overlay: over a
+    space it draws an I) as an UNKNOWN character."""
+    category = unicodedata.category(character)
+    if category not in ("Mn", "Me"):
+        return character
+    name = unicodedata.name(character, "")
+    if latin := LATIN_LETTER.match(name):  # a combining Latin letter: A and ͥ reads AI
+        return latin[1]
+    if category == "Me" or "VERTICAL" in name or "OVERLAY" in name:
+        return UNKNOWN
+    return ""
+
+
 def _ascii_look(character: str) -> str:
-    """The ASCII letter, digit or `|` a character is drawn like; "" for a space or ASCII
-    punctuation; else UNKNOWN."""
+    """The ASCII letter, digit or `|` a character is drawn like (a digit of any script
+    as its value); "" for a space or ASCII punctuation; else UNKNOWN."""
     if character.isascii():
-        return character if character.isalnum() or character == "|" else ""
+        return character if character.isalnum() or character in ("|", UNKNOWN) else ""
     if unicodedata.category(character)[0] in "ZC":
         return ""
+    if (digit := unicodedata.digit(character, None)) is not None:  # ➄, ❺, ⓹
+        return str(digit)
     for homoglyph in confusables_data.get(character, ()):
         if len(homoglyph["c"]) == 1 and homoglyph["c"].isascii() and (
                 homoglyph["c"].isalnum() or homoglyph["c"] == "|"):
