@@ -37,7 +37,7 @@ NAMES = [
     "Ai Ivison", "Al Leveille", "Ai L\u00e9veill\u00e9", "Ai \u674e", "Al1ce", "Ai Lin",
     "A\u00efcha", "Alev", "Aili", "Aiden", "Aisha", "Ailsa", "Kai", "Alvin", "Alvi",
     "\u0410\u043b\u0438\u0441\u0430", "\u0623\u062d\u0645\u062f", "\u30a2\u30a4",
-    "Ali V.", "Ali VI", "Al IV", "Aliv", "Ali Vi", "Ali 2", "Aili", "Ai-Li", "Ali I",
+    "Ali V.", "Ali VI", "Al IV", "Aliv", "Ali Vi", "Ali 2", "Ai-Li", "Ali I",
 ]
 
 

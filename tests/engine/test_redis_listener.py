@@ -418,11 +418,10 @@ def test_serve_restarts_what_it_started_trusting_the_redis_it_knew(
             store = _redis(port, STRANGER, scripts[1])
         assert process.stdout is not None
         assert "listening on" in process.stdout.readline()
-        for started in (_waited_for(lambda: _one(process.pid, "ai")),
-                        _waited_for(lambda: _one(process.pid, "--shared-port"))):
+        hosted_ai = _waited_for(lambda: _one(process.pid, "ai"))
+        for started in (hosted_ai, _waited_for(lambda: _one(process.pid, "--shared-port"))):
             given = command_line(started)
             assert given[given.index("--redis-owner") + 1] == str(STRANGER), given
-        hosted_ai = _waited_for(lambda: _one(process.pid, "ai"))
         _stop(store)
         squatter = Squatter(scripts[0], port, OTHER_STRANGER)
         os.kill(hosted_ai, signal.SIGKILL)  # its worker dies with it
