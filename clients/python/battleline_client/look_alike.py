@@ -65,9 +65,9 @@ def _unmarked(character: str) -> str:
     category = unicodedata.category(character)
     if category not in ("Mn", "Me"):
         return character
+    if latin := _latin_letter(character):  # a combining Latin letter: A and ͥ reads AI
+        return latin
     name = unicodedata.name(character, "")
-    if latin := LATIN_LETTER.match(name):  # a combining Latin letter: A and ͥ reads AI
-        return latin[1]
     if category == "Me" or "VERTICAL" in name or "OVERLAY" in name:
         return UNKNOWN
     return ""
@@ -86,5 +86,10 @@ def _ascii_look(character: str) -> str:
         if len(homoglyph["c"]) == 1 and homoglyph["c"].isascii() and (
                 homoglyph["c"].isalnum() or homoglyph["c"] == "|"):
             return str(homoglyph["c"])
+    return _latin_letter(character) or UNKNOWN
+
+
+def _latin_letter(character: str) -> str | None:
+    """The Latin letter a character's Unicode name says it is (LATIN_LETTER), if any."""
     latin = LATIN_LETTER.match(unicodedata.name(character, ""))
-    return latin[1] if latin else UNKNOWN
+    return latin[1] if latin else None
