@@ -4,6 +4,8 @@ audits passed and the ordinary names a rule too wide refused."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from battleline_client.look_alike import reads_as_hosted_ai
@@ -49,3 +51,32 @@ def test_a_name_drawn_as_the_hosted_ais_reads_as_it(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_an_ordinary_name_does_not(name: str) -> None:
     assert not reads_as_hosted_ai(name)
+
+
+# Unknown characters (a star, a CJK ideograph) beside the pattern's own: each run of them
+# could be split between the pattern's places in many ways, and a 40-character name cost a
+# second of the engine's CPU for every CreateMatch or JoinMatch that named it (the
+# thirty-second audit). A run longer than three is read as three.
+UNKNOWN_RUNS = [
+    "A" + "\u2605" * 38 + "z", "A" + "\u2605" * 39, "AI" + "\u2605" * 37 + "z",
+    "A" + "\u674e" * 38 + "z", "A\u2605I" + "\u2605" * 36 + "z",
+    "AI l" + "\u2605" * 35 + "z", "A" + "\u2605\u2605\u2605z" * 9 + "zz",
+]
+
+
+def test_a_name_full_of_unknown_characters_is_read_in_microseconds() -> None:
+    """A security property (one client stalled every engine process), not a benchmark: the
+    bound is some ten thousand times what the reading costs now, and a tenth of what a
+    single name of the audit's cost before."""
+    started = time.process_time()
+    verdicts = [reads_as_hosted_ai(name) for name in UNKNOWN_RUNS * 10]
+    assert time.process_time() - started < 0.1
+    assert not any(verdicts)
+
+
+@pytest.mark.parametrize("name", [
+    "AI l\u2605\u2605\u2605l 5", "AI \u2605\u2605\u2605\u2605\u2605 5",
+    "A\u2605\u2605\u2605\u2605\u2605\u2605 5", "AI level \u2605\u2605\u2605\u2605 5",
+])
+def test_a_run_cut_to_three_unknowns_still_reads_as_the_ai(name: str) -> None:
+    assert reads_as_hosted_ai(name)

@@ -346,6 +346,14 @@ def test_lobby_rejects_bad_options(shared: Engine) -> None:
                 limit=duration_pb2.Duration(seconds=60, nanos=nanos)))
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "nanos" in err.value.details()
+    # A nanosecond past 24 h, or short of 1 s, is out of range too (the thirty-second
+    # audit: 24 h and 1 ns was stored as 24 h).
+    for seconds, nanos in ((86_400, 1), (0, 999_999_999)):
+        with pytest.raises(grpc.RpcError) as err:
+            client.create("basic", time_control=types_pb2.TimeControl(
+                kind=types_pb2.TIME_CONTROL_KIND_PER_MOVE,
+                limit=duration_pb2.Duration(seconds=seconds, nanos=nanos)))
+        assert reason(err.value) == "bad-clock", (seconds, nanos)
     assert OPEN_LIMITS.action_rate.per_s > 100
 
 

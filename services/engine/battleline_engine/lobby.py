@@ -105,9 +105,9 @@ def meta_of(request: lobby_pb2.CreateMatchRequest, runtime: Runtime) -> Meta:
                  else ClockKind.PER_GAME)
         if not 0 <= tc.limit.nanos < 1_000_000_000:  # not a Duration: refused, not rounded
             raise invalid("bad-clock", "time_control.limit: nanos 0 to 999,999,999")
-        clock_ms = tc.limit.ToMilliseconds()
-        if not MIN_CLOCK_MS <= clock_ms <= MAX_CLOCK_MS:
+        if not MIN_CLOCK_MS * 10**6 <= tc.limit.ToNanoseconds() <= MAX_CLOCK_MS * 10**6:
             raise invalid("bad-clock", "time_control.limit: 1 s to 24 h")
+        clock_ms = tc.limit.ToMilliseconds()
     elif tc.kind != pb.TIME_CONTROL_KIND_UNSPECIFIED:
         raise invalid("bad-clock", f"unknown time_control.kind {tc.kind}")
     name = display_name(request.seat_options)
