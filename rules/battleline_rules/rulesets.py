@@ -58,7 +58,9 @@ class Ruleset:
     hand_sizes: tuple[int, ...] = ()
     # deck52: a complete side wins at once against a side with no card.
     empty_side_loses: bool = False
-    # deck52: claims allowed both before and after playing.
+    # deck52: claims allowed before playing as well as after (002: "any time in one's
+    # turn"); the start-of-turn option, offered on every ruleset, still limits them to
+    # before playing.
     claim_any_time: bool = False
     envelopment: int = 5
     breakthrough: int = 3

@@ -278,10 +278,8 @@ class GameState:
                 self.ruleset.claim_any_time
                 or self.options.claim_timing is ClaimTiming.START_OF_TURN
             )
-        if self.phase is Phase.FINISH:
-            return (
-                self.ruleset.claim_any_time or self.options.claim_timing is ClaimTiming.AFTER_PLAY
-            )
+        if self.phase is Phase.FINISH:  # deck52 too: its start-of-turn option is honoured
+            return self.options.claim_timing is ClaimTiming.AFTER_PLAY
         return False
 
     def claim_actions(self) -> list[Action]:

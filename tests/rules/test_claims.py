@@ -129,8 +129,23 @@ def test_start_of_turn_timing_claims_before_playing() -> None:
 
 
 def test_deck52_claims_any_time_in_the_turn() -> None:
-    state = position("deck52", flags={1: "S2 H5 D9 | -"}, hands=("C4", ""))
+    state = position("deck52", flags={1: "S2 H5 D9 | -"}, hands=("C4 C5", ""))
     assert state_has_claim(state)
+    state.apply(Action(Kind.PLAY, card=state.hands[0][0], flag=2))
+    assert state_has_claim(state)
+
+
+def test_deck52_with_the_start_of_turn_option_claims_only_before_playing() -> None:
+    """RULINGS: the claim timing is an option on any ruleset; deck52's "any time in one's
+    turn" is its default (an independent rules audit found the option ignored there)."""
+    options = "claim=start-of-turn first=0"
+    state = position("deck52", flags={1: "S2 H5 D9 | -"}, hands=("C4 C5", ""),
+                     options=options)
+    assert state_has_claim(state)
+    state.apply(Action(Kind.PLAY, card=state.hands[0][0], flag=2))
+    assert not state_has_claim(state)
+    with pytest.raises(RuleError):
+        state.apply(Action(Kind.CLAIM, flag=0))
 
 
 def test_refused_claim_changes_nothing() -> None:

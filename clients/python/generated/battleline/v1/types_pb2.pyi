@@ -92,21 +92,29 @@ class _ClaimTiming:
 class _ClaimTimingEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ClaimTiming.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     CLAIM_TIMING_UNSPECIFIED: _ClaimTiming.ValueType  # 0
-    """The ruleset's default (after playing a card)."""
+    """The ruleset's default: after playing a card (deck52: before or after)."""
     CLAIM_TIMING_AFTER_PLAY: _ClaimTiming.ValueType  # 1
-    """After playing a card and before drawing (the basic rule)."""
+    """After playing a card and before drawing (the basic rule); deck52 also
+    before playing ("any time in one's turn").
+    """
     CLAIM_TIMING_START_OF_TURN: _ClaimTiming.ValueType  # 2
-    """At the start of the turn, before playing (the "advanced" rule)."""
+    """At the start of the turn, before playing (the "advanced" rule), in every
+    ruleset.
+    """
 
 class ClaimTiming(_ClaimTiming, metaclass=_ClaimTimingEnumTypeWrapper):
     """When the player to act may claim flags."""
 
 CLAIM_TIMING_UNSPECIFIED: ClaimTiming.ValueType  # 0
-"""The ruleset's default (after playing a card)."""
+"""The ruleset's default: after playing a card (deck52: before or after)."""
 CLAIM_TIMING_AFTER_PLAY: ClaimTiming.ValueType  # 1
-"""After playing a card and before drawing (the basic rule)."""
+"""After playing a card and before drawing (the basic rule); deck52 also
+before playing ("any time in one's turn").
+"""
 CLAIM_TIMING_START_OF_TURN: ClaimTiming.ValueType  # 2
-"""At the start of the turn, before playing (the "advanced" rule)."""
+"""At the start of the turn, before playing (the "advanced" rule), in every
+ruleset.
+"""
 Global___ClaimTiming: _TypeAlias = ClaimTiming  # noqa: Y015
 
 class _TimeControlKind:

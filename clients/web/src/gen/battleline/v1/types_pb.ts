@@ -740,21 +740,23 @@ export const SeatChoiceSchema: GenEnum<SeatChoice> = /*@__PURE__*/
  */
 export enum ClaimTiming {
   /**
-   * The ruleset's default (after playing a card).
+   * The ruleset's default: after playing a card (deck52: before or after).
    *
    * @generated from enum value: CLAIM_TIMING_UNSPECIFIED = 0;
    */
   UNSPECIFIED = 0,
 
   /**
-   * After playing a card and before drawing (the basic rule).
+   * After playing a card and before drawing (the basic rule); deck52 also
+   * before playing ("any time in one's turn").
    *
    * @generated from enum value: CLAIM_TIMING_AFTER_PLAY = 1;
    */
   AFTER_PLAY = 1,
 
   /**
-   * At the start of the turn, before playing (the "advanced" rule).
+   * At the start of the turn, before playing (the "advanced" rule), in every
+   * ruleset.
    *
    * @generated from enum value: CLAIM_TIMING_START_OF_TURN = 2;
    */
