@@ -30,6 +30,15 @@ PASSED_FOR_THE_AI = [
     "AI 5 \U0001f916", "AI 5\u2019", "AI \u00ab5\u00bb", "A\U0001d159\U0001d159I level 5",
     "AI \u2605\u2605 level 5", "AI level \u00b7\u00b7 5", "AI level V", "AI \u277a",
     "AI level five", "AI 1evel 5", "AI leve1 5", "A \u20d2level 5", "A\u0365 level 5",
+    # The thirty-second audit's re-test: "level" drawn in five unknown characters, then a
+    # Roman number or nothing (they passed while a run was cut to three).
+    "AI \u2502\u03b5\u02c5\u03b5\u2502 V", "AI \u2502\u03b5\u02c5\u03b5\u2502 \u2164",
+    "AI \u2502\u03b5\u02c5\u03b5\u2502 IV", "AI \u2502\u03b5\u02c5\u03b5\u2502 X",
+    "AI \u2502\u03b5\u02c5\u03b5\u2502", "AI \u3163\u0454\u22ce\u0454\u3163 V",
+    "AI \u0964\u025b\u2335\u025b\u0964 V", "AI \u23d0\u03b5\u2d60\u03b5\u23d0 \u2164",
+    "A\u2502 \u2502\u03b5\u02c5\u03b5\u2502 V",
+    "\u0410\u0406 \u2502\u03b5\u02c5\u03b5\u2502 \u2164",
+    "AI \u2605\u2605\u2605\u2605\u2605 V", "AI \u2605\u2605\u2605\u2605\u2605",
 ]
 # Refused by a rule too wide (the thirty-first audit's re-tests: a name and an initial,
 # "Ali V."), or close to those.
@@ -56,9 +65,9 @@ def test_an_ordinary_name_does_not(name: str) -> None:
 # Unknown characters (a star, a CJK ideograph) beside the pattern's own: each run of them
 # could be split between the pattern's places in many ways, and a 40-character name cost a
 # second of the engine's CPU for every CreateMatch or JoinMatch that named it (the
-# thirty-second audit). A run longer than three is read as three.
+# thirty-second audit). A run longer than six is read as six.
 UNKNOWN_RUNS = [
-    "A" + "\u2605" * 38 + "z", "A" + "\u2605" * 39, "AI" + "\u2605" * 37 + "z",
+    "A" + "\u2605" * 38 + "z", "A" + "\u2605" * 37 + "zz", "AI" + "\u2605" * 37 + "z",
     "A" + "\u674e" * 38 + "z", "A\u2605I" + "\u2605" * 36 + "z",
     "AI l" + "\u2605" * 35 + "z", "A" + "\u2605\u2605\u2605z" * 9 + "zz",
 ]
@@ -77,6 +86,7 @@ def test_a_name_full_of_unknown_characters_is_read_in_microseconds() -> None:
 @pytest.mark.parametrize("name", [
     "AI l\u2605\u2605\u2605l 5", "AI \u2605\u2605\u2605\u2605\u2605 5",
     "A\u2605\u2605\u2605\u2605\u2605\u2605 5", "AI level \u2605\u2605\u2605\u2605 5",
+    "AI " + "\u2605" * 30 + " V", "A" + "\u2605" * 30 + " 5",
 ])
-def test_a_run_cut_to_three_unknowns_still_reads_as_the_ai(name: str) -> None:
+def test_a_run_cut_to_six_unknowns_still_reads_as_the_ai(name: str) -> None:
     assert reads_as_hosted_ai(name)

@@ -40,16 +40,18 @@ LATIN_LETTER = re.compile(
     r"SYMBOL LETTER )([A-Z])(?: |$)")
 
 
-# Three unknown characters in a row are as many as the rule reads as letters (`l★★★l`
-# for "level"); a longer run is cut to three before matching. That keeps the match's
-# backtracking small: every UNKNOWN in the pattern sits beside a run of them, and a run
-# of 38 cost a second of CPU (the thirty-second audit), a few microseconds once cut.
-_LONG_UNKNOWN_RUN = re.compile(re.escape(UNKNOWN) + "{4,}")
+# A run of unknown characters is cut to six before matching: the pattern reads at most
+# six of them in a row as letters (the I of AI and the five of "level"), and a run
+# beside them may be of any length, so a longer run reads as six do. Uncut, the match
+# backtracked over every way to share a long run among its places: a name of 38 stars
+# cost a second of the engine's CPU (the thirty-second audit), under a millisecond cut.
+_LONGEST_READ_RUN = 6
+_LONG_UNKNOWN_RUN = re.compile(re.escape(UNKNOWN) + f"{{{_LONGEST_READ_RUN + 1},}}")
 
 
 def reads_as_hosted_ai(name: str) -> bool:
     """Whether `name` reads as the hosted AI's on a screen."""
-    cut = _LONG_UNKNOWN_RUN.sub(UNKNOWN * 3, skeleton(name))
+    cut = _LONG_UNKNOWN_RUN.sub(UNKNOWN * _LONGEST_READ_RUN, skeleton(name))
     return HOSTED_AI.match(cut) is not None
 
 
