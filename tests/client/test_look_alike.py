@@ -34,11 +34,11 @@ PASSED_FOR_THE_AI = [
     # Roman number or nothing (they passed while a run was cut to three).
     "AI \u2502\u03b5\u02c5\u03b5\u2502 V", "AI \u2502\u03b5\u02c5\u03b5\u2502 \u2164",
     "AI \u2502\u03b5\u02c5\u03b5\u2502 IV", "AI \u2502\u03b5\u02c5\u03b5\u2502 X",
-    "AI \u2502\u03b5\u02c5\u03b5\u2502", "AI \u3163\u0454\u22ce\u0454\u3163 V",
+    "AI \u3163\u0454\u22ce\u0454\u3163 V",
     "AI \u0964\u025b\u2335\u025b\u0964 V", "AI \u23d0\u03b5\u2d60\u03b5\u23d0 \u2164",
     "A\u2502 \u2502\u03b5\u02c5\u03b5\u2502 V",
     "\u0410\u0406 \u2502\u03b5\u02c5\u03b5\u2502 \u2164",
-    "AI \u2605\u2605\u2605\u2605\u2605 V", "AI \u2605\u2605\u2605\u2605\u2605",
+    "AI \u2605\u2605\u2605\u2605\u2605 V",
 ]
 # Refused by a rule too wide (the thirty-first audit's re-tests: a name and an initial,
 # "Ali V."), or close to those.
@@ -49,6 +49,10 @@ NAMES = [
     "A\u00efcha", "Alev", "Aili", "Aiden", "Aisha", "Ailsa", "Kai", "Alvin", "Alvi",
     "\u0410\u043b\u0438\u0441\u0430", "\u0623\u062d\u0645\u062f", "\u30a2\u30a4",
     "Ali V.", "Ali VI", "Al IV", "Aliv", "Ali Vi", "Ali 2", "Ai-Li", "Ali I",
+    # "Ai" and a name in another script ("level" in five unknown characters and no
+    # number reads as a name; the thirty-second audit's re-test found them refused).
+    "Ai \u674e\u5c0f\u9f8d\u738b\u660e", "Ai \u5c0f\u6797\u3055\u304f\u3089",
+    "Al \u7530\u4e2d\u592a\u90ce\u3055\u3093", "Ai \u30a2\u30a4\u30b3\u30bb\u30f3\u30bb\u30a4",
 ]
 
 

@@ -21,13 +21,17 @@ UNKNOWN = "?"
 _I = r"[i1?]"  # an I, an l, a 1, a | or a stroke of unknown reading
 _LEVEL = r"(?:\d|[ivx]+(?![a-z])|one|two|three|four|five)"  # 5, V, five
 _BARE = r"(?:\d+|one|two|three|four|five)(?![a-z])"  # (no V: "Ali V." is a name)
+_WORD = rf"{_I} \?* [e?] \?* [v?] \?* [e?] \?* {_I}"  # "level", any letter of it unknown
 # "AI level N" (or with no N), "AI lvl N", "AI lv N", "AI N", as `skeleton` writes them,
-# unknown characters between any two of their letters (the thirtieth and thirty-first
-# audits and their re-tests: each passed for the hosted AI). Names such as "Ali",
-# "Alivia", "Ali V.", "Al Leveille", "Al1ce" and "Ai 李" pass.
+# unknown characters between any two of their letters (the thirtieth to thirty-second
+# audits and their re-tests: each passed for the hosted AI). With no N, "level" must show
+# a letter of its own (the lookahead: only unknown characters may follow it), or "Ai" and
+# any five-letter name in another script would read as the AI. Names such as "Ali",
+# "Alivia", "Ali V.", "Al Leveille", "Al1ce", "Ai 李" and "Ai 小林さくら" pass.
 HOSTED_AI = re.compile(rf"""
     a \?* {_I} \?*
-    (?: {_I} \?* [e?] \?* [v?] \?* [e?] \?* {_I} \?* (?:{_LEVEL}|$)
+    (?: {_WORD} \?* {_LEVEL}
+      | (?=\?*[^?]) {_WORD} \?* $
       | {_I} \?* v \?* (?:{_I} \?*)? \d
       | {_BARE}
     )""", re.VERBOSE)
