@@ -25,8 +25,9 @@ _WORD = rf"{_I} \?* [e?] \?* [v?] \?* [e?] \?* {_I}"  # "level", any letter of i
 # "AI level N" (or with no N), "AI lvl N", "AI lv N", "AI N", as `skeleton` writes them,
 # unknown characters between any two of their letters (the thirtieth to thirty-second
 # audits and their re-tests: each passed for the hosted AI). With no N, "level" must show
-# a letter of its own (the lookahead: only unknown characters may follow it), or "Ai" and
-# any five-letter name in another script would read as the AI. Names such as "Ali",
+# a letter of its own: the lookahead finds a character that is not unknown, and after
+# "level" only unknown ones may come (else "Ai" and any five-letter name in another
+# script would read as the AI). Names such as "Ali",
 # "Alivia", "Ali V.", "Al Leveille", "Al1ce", "Ai 李" and "Ai 小林さくら" pass.
 HOSTED_AI = re.compile(rf"""
     a \?* {_I} \?*
