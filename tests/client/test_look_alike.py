@@ -39,6 +39,10 @@ PASSED_FOR_THE_AI = [
     "A\u2502 \u2502\u03b5\u02c5\u03b5\u2502 V",
     "\u0410\u0406 \u2502\u03b5\u02c5\u03b5\u2502 \u2164",
     "AI \u2605\u2605\u2605\u2605\u2605 V",
+    # Its second re-test: an A the rule does not know in front of the I, "lev", a number
+    # word after "lvl" or "Lv.", "No." before the number.
+    "\u15e9I level 5", "\u15e9I 5", "\u15e9\u2160 level 5", "AI lev 5", "AI Lev. 5", "AI lev5",
+    "AI lvl five", "AI Lv. Five", "AI Lvl. Five", "AI No.5", "AI no. 5",
 ]
 # Refused by a rule too wide (the thirty-first audit's re-tests: a name and an initial,
 # "Ali V."), or close to those.
@@ -53,6 +57,11 @@ NAMES = [
     # number reads as a name; the thirty-second audit's re-test found them refused).
     "Ai \u674e\u5c0f\u9f8d\u738b\u660e", "Ai \u5c0f\u6797\u3055\u304f\u3089",
     "Al \u7530\u4e2d\u592a\u90ce\u3055\u3093", "Ai \u30a2\u30a4\u30b3\u30bb\u30f3\u30bb\u30a4",
+    # The second re-test: one letter of "level" known among unknown ones, names like "lvl
+    # V" or "levi 2", "Aino".
+    "Ai \u0418\u0432\u043b\u0435\u0432", "Al \u0418\u0432\u043b\u0435\u0432",
+    "Ai \u0413\u043d\u0435\u0434\u0438\u0447", "Ai \u041b\u0435\u043d\u0438\u043d", "Ali Viv",
+    "Ai Levi 2", "Aino", "Ali Lev 2",
 ]
 
 
@@ -74,6 +83,8 @@ UNKNOWN_RUNS = [
     "A" + "\u2605" * 38 + "z", "A" + "\u2605" * 37 + "zz", "AI" + "\u2605" * 37 + "z",
     "A" + "\u674e" * 38 + "z", "A\u2605I" + "\u2605" * 36 + "z",
     "AI l" + "\u2605" * 35 + "z", "A" + "\u2605\u2605\u2605z" * 9 + "zz",
+    # A numeral read as "viii" (U+2177) many times over after every way to read the runs.
+    "a\u3316e\u3316\u2172" + "\u2177" * 34 + "n",
 ]
 
 

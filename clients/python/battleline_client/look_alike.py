@@ -19,22 +19,25 @@ from confusable_homoglyphs.confusables import confusables_data
 # star): the rule reads it as any of them.
 UNKNOWN = "?"
 _I = r"[i1?]"  # an I, an l, a 1, a | or a stroke of unknown reading
-_LEVEL = r"(?:\d|[ivx]+(?![a-z])|one|two|three|four|five)"  # 5, V, five
+_NUMBER = r"(?:\d|one|two|three|four|five)"  # 5, five
+_LEVEL = rf"(?:{_NUMBER}|[ivx]{{1,4}}(?![a-z]))"  # 5, V, five (a numeral of four at most)
 _BARE = r"(?:\d+|one|two|three|four|five)(?![a-z])"  # (no V: "Ali V." is a name)
 _WORD = rf"{_I} \?* [e?] \?* [v?] \?* [e?] \?* {_I}"  # "level", any letter of it unknown
-# "AI level N" (or with no N), "AI lvl N", "AI lv N", "AI N", as `skeleton` writes them,
-# unknown characters between any two of their letters (the thirtieth to thirty-second
-# audits and their re-tests: each passed for the hosted AI). With no N, "level" must show
-# a letter of its own: the lookahead finds a character that is not unknown, and after
-# "level" only unknown ones may come (else "Ai" and any five-letter name in another
-# script would read as the AI). Names such as "Ali",
-# "Alivia", "Ali V.", "Al Leveille", "Al1ce", "Ai 李" and "Ai 小林さくら" pass.
+# "AI level N" (or with no N), "AI lvl N", "AI lev N", "AI lv N", "AI N", "AI No. N", as
+# `skeleton` writes them, unknown characters between any two of their letters (the
+# thirtieth to thirty-second audits and their re-tests: each passed for the hosted AI);
+# an unknown character in front of the I may be the A (`ᗩI level 5`). With no N, "level"
+# must show two letters of its own: the lookahead finds two characters that are not
+# unknown, and after "level" only unknown ones may come (else "Ai" and a five-letter name
+# in another script, `Ai 小林さくら`, `Ai Ленин`, would read as the AI). After "lvl" or
+# "lv" only a number counts ("Ali Viv" is a name), and "lev" is not "levi" ("Ai Levi 2").
+# Names such as "Ali", "Alivia", "Ali V.", "Al Leveille", "Al1ce", "Ai 李" pass.
 HOSTED_AI = re.compile(rf"""
-    a \?* {_I} \?*
+    (?: \?? a | \? (?={_I}) ) \?* {_I} \?*
     (?: {_WORD} \?* {_LEVEL}
-      | (?=\?*[^?]) {_WORD} \?* $
-      | {_I} \?* v \?* (?:{_I} \?*)? \d
-      | {_BARE}
+      | (?=\?*[^?]\?*[^?]) {_WORD} \?* $
+      | {_I} \?* (?:[e?] \?* v \?* | v \?* (?:{_I} \?*)?) {_NUMBER}
+      | (?:no \?*)? {_BARE}
     )""", re.VERBOSE)
 LOOK_ALIKE_I = str.maketrans("l|", "ii")  # as a capital I is drawn in many fonts
 # A Latin letter by its Unicode name, whatever its style: small capitals (`ᴀɪ ʟᴇᴠᴇʟ`),
@@ -65,11 +68,14 @@ def skeleton(name: str) -> str:
     unless drawn as a letter or a stroke (`_unmarked`), NFKC (full-width, styled,
     superscript), each character drawn like an ASCII letter or digit as that one (lower
     case; `l` and `|` as `i`), spaces and punctuation dropped, any other character as
-    UNKNOWN; and nothing before the first ASCII letter or digit (a Hangul middle dot or a
-    bar in front of "AI level 5" is read past)."""
+    UNKNOWN; and nothing before the first ASCII letter or digit but one UNKNOWN (a Hangul
+    middle dot or a bar in front of "AI level 5" is read past; `ᗩ` in front of "I" may be
+    its A)."""
     bare = "".join(_unmarked(c) for c in unicodedata.normalize("NFKD", name))
     looks = "".join(map(_ascii_look, unicodedata.normalize("NFKC", bare)))
     start = next((i for i, c in enumerate(looks) if c.isascii() and c.isalnum()), len(looks))
+    if start and looks[start - 1] == UNKNOWN:
+        start -= 1
     return looks[start:].casefold().translate(LOOK_ALIKE_I)
 
 
