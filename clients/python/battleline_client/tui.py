@@ -385,7 +385,7 @@ def revealed_hands(view: types_pb2.MatchView) -> Text | None:
 
 
 RECENT = 4  # the moves the screen tells in words (a hot seat reads 3x as many events
-# per turn by a Watch resume: free while within the engine's FREE_BACKLOG, 16)
+# per turn by a Watch resume, charged 12/100 of a GetRecord read)
 
 
 def recent_moves(events: Sequence[types_pb2.MatchEvent], view: types_pb2.MatchView) -> Text:
