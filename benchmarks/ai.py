@@ -21,6 +21,9 @@ clear best at once: `level5_searched_share` is the share of the positions it sea
 `odds_leaf_speedup` how many times faster the installed odds leaf (compiled by setup.py's
 second mypyc group) scores sampled worlds than its plain-Python twin, both timed in this
 process (`odds_compiled` says which one the search runs).
+`search_process_rss_mb_before` / `_after` are a fresh process's peak resident memory
+before and after level 5 searches many midgame positions (the odds memos are what grows,
+up to `odds.OUTLOOK_CACHE_SIZE`), and `search_process_rss_growth` their ratio.
 `rules_core_share` is the share of search time spent inside the rules core
 (legal actions, apply, clone, sample, formations); printed only when it runs as
 plain Python (`BATTLELINE_PURE_PYTHON=1` at install): the profiler cannot see
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import multiprocessing
 import pstats
 import random
 import statistics
@@ -127,6 +131,30 @@ def level5_games(games: int) -> tuple[float, float]:
     finally:
         gc.callbacks.remove(timed)
     return level5.cpu_s / level5.moves, full[0] / (time.process_time() - start)
+
+
+def search_process_rss_mb(positions: int) -> tuple[float, float]:
+    """A fresh process's peak resident memory (MB) before and after level 5 searches
+    `positions` midgame positions, every candidate searched, as a search process does."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_rss_around_searches, (positions,))
+
+
+def _rss_around_searches(positions: int) -> tuple[float, float]:
+    views = midgame_views(positions)
+    bot = make_bot(f"ismcts:level={max(LEVELS)},seconds=none,margin=none")
+    before = _peak_rss_mb()
+    for seed, view in enumerate(views):
+        bot.choose(view, random.Random(seed))
+    return before, _peak_rss_mb()
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory (Linux's VmHWM: `ru_maxrss` would count the
+    parent's, which a spawned child inherits across exec)."""
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
 
 
 def level5_iterations_per_cpu_s(positions: int) -> float:
@@ -242,6 +270,10 @@ def main() -> None:
     print(f"rules_actions_per_s: {rules_actions_per_s(span):.0f}")
     print(f"python_loop_steps_per_s: {loop:.0f}")
     print(f"ismcts_iteration_in_loop_steps: {loop / its:.0f}")
+    before, after = search_process_rss_mb(30 if args.quick else 150)
+    print(f"search_process_rss_mb_before: {before:.0f}")
+    print(f"search_process_rss_mb_after: {after:.0f}")
+    print(f"search_process_rss_growth: {after / before:.2f}")
     if not is_compiled():
         profile = cProfile.Profile()
         profile.enable()

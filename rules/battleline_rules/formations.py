@@ -202,6 +202,9 @@ class _Side:
 
 
 _COMPLETE_CACHE: dict[tuple[bool, tuple[int, ...]], Formation] = {}
+# Complete sides remembered before they are forgotten at once: a few thousand occur in
+# practice, and the bound (about 30 MB) keeps a long-lived process from holding them all.
+COMPLETE_CACHE_SIZE = 100_000
 
 
 def best_formation(
@@ -223,6 +226,8 @@ def best_formation(
         if cached is None:
             cached = _search(ruleset, cards, 0, 0, fog)
             assert cached is not None
+            if len(_COMPLETE_CACHE) >= COMPLETE_CACHE_SIZE:
+                _COMPLETE_CACHE.clear()
             _COMPLETE_CACHE[key] = cached
         return cached
     return _search(ruleset, cards, missing, available & ruleset.troop_mask, fog)

@@ -227,3 +227,28 @@ def test_both_leaves_price_a_tactic_played_beyond_the_opponents_count(
     state.tactics_played[1] += 2
     behind = leaf(state, 0)
     assert 0.0 < ahead < even < behind < 1.0
+
+
+def test_the_memos_are_bounded_and_forgotten_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A verdict holds its two outlooks, so forgetting the outlooks alone kept them alive
+    through the verdicts: a hosted AI's search process grew to 750 MB (the thirty-third
+    audit). Now both memos are forgotten at once; only the outlooks a leaf computed before a
+    clearing (two a flag) may outlive it in a verdict."""
+    from battleline_ai import odds
+    from battleline_ai.bots import make_bot
+    monkeypatch.setattr(odds, "OUTLOOK_CACHE_SIZE", 300)
+    odds.clear_memos()
+    bot = make_bot("ismcts:level=5,seconds=none,margin=none,iterations=150")
+    most_stale = 0
+    for seed in range(6):
+        state = new_game("standard", None, 700 + seed)
+        rng = random.Random(seed)
+        for _ in range(24):
+            state.apply(ProbBot().choose(state.view(state.current_player), rng))
+        bot.choose(state.view(state.current_player), rng)
+        assert len(odds._OUTLOOKS) <= 300 and len(odds._VERDICTS) <= 300
+        held = {id(outlook) for outlook in odds._OUTLOOKS.values()}
+        stale = {id(o) for mine, theirs, _ in odds._VERDICTS.values() for o in (mine, theirs)}
+        most_stale = max(most_stale, len(stale - held))
+    assert most_stale <= 2 * 9
+    odds.clear_memos()

@@ -370,7 +370,10 @@ def _merged(targets: list[Target]) -> tuple[Target, ...]:
 
 
 _OUTLOOKS: dict[tuple[object, ...], Outlook] = {}
-OUTLOOK_CACHE_SIZE = 200_000
+# Entries of each memo before both are forgotten together: about 250 MB of a search
+# process at the bound, searching no slower than 200,000 did (which grew a hosted AI's
+# search processes to 750 MB each, past its container's limit: the thirty-third audit).
+OUTLOOK_CACHE_SIZE = 50_000
 # `win_probability` of two outlooks, by their ids (hashing the outlooks would cost about
 # what the verdict does). Each entry holds its two outlooks, so neither id can name another
 # object while it is a key. Half of a search's flag verdicts repeat a pair of outlooks.
@@ -378,7 +381,8 @@ _VERDICTS: dict[tuple[int, int], tuple[Outlook, Outlook, float]] = {}
 
 
 def clear_memos() -> None:
-    """Forget the memoised outlooks and verdicts (a benchmark times a cold start)."""
+    """Forget the memoised outlooks and verdicts together (a verdict holds its outlooks:
+    clearing one memo alone would keep the other's memory)."""
     _OUTLOOKS.clear()
     _VERDICTS.clear()
 
@@ -394,7 +398,7 @@ def side_outlook(
     found = _OUTLOOKS.get(key)
     if found is None:
         if len(_OUTLOOKS) >= OUTLOOK_CACHE_SIZE:
-            _OUTLOOKS.clear()
+            clear_memos()
         found = _OUTLOOKS[key] = _outlook(ruleset, cards, size, fog, supply)
     return found
 
@@ -458,7 +462,7 @@ def _memo_win_probability(mine: Outlook, theirs: Outlook) -> float:
     found = _VERDICTS.get(key)
     if found is None:
         if len(_VERDICTS) >= OUTLOOK_CACHE_SIZE:
-            _VERDICTS.clear()
+            clear_memos()
         found = _VERDICTS[key] = (mine, theirs, win_probability(mine, theirs))
     return found[2]
 
