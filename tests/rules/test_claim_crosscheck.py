@@ -244,9 +244,9 @@ def crosscheck_games(checker: Checker, ruleset: str, games: int, rate: float, se
 def test_claims_match_brute_force_in_random_games() -> None:
     """0 disagreements on >= 10,000 claim positions from random games of every ruleset."""
     checker = Checker()
-    crosscheck_games(checker, "standard", 150, 0.5, seed=1)
-    crosscheck_games(checker, "basic", 80, 0.5, seed=2)
-    crosscheck_games(checker, "deck52", 200, 0.5, seed=3)
+    crosscheck_games(checker, "standard", 90, 0.5, seed=1)
+    crosscheck_games(checker, "basic", 50, 0.5, seed=2)
+    crosscheck_games(checker, "deck52", 120, 0.5, seed=3)
     summary = checker.report("claim cross-check, random games")
     print(summary)
     counts = checker.counts
