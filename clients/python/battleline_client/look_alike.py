@@ -19,9 +19,10 @@ from confusable_homoglyphs.confusables import confusables_data
 # star): the rule reads it as any of them.
 UNKNOWN = "?"
 _I = r"[i1?]"  # an I, an l, a 1, a | or a stroke of unknown reading
-_NUMBER = r"(?:\d|one|two|three|four|five)"  # 5, five
+_WORDS = "one|two|three|four|five"
+_NUMBER = rf"(?:\d|{_WORDS})"  # 5, five
 _LEVEL = rf"(?:{_NUMBER}|[ivx]{{1,4}}(?![a-z]))"  # 5, V, five (a numeral of four at most)
-_BARE = r"(?:\d+|one|two|three|four|five)(?![a-z])"  # (no V: "Ali V." is a name)
+_BARE = rf"(?:\d+|{_WORDS})(?![a-z])"  # (no V: "Ali V." is a name)
 _WORD = rf"{_I} \?* [e?] \?* [v?] \?* [e?] \?* {_I}"  # "level", any letter of it unknown
 # "AI level N" (or with no N), "AI lvl N", "AI lev N", "AI lv N", "AI N", "AI No. N", as
 # `skeleton` writes them, unknown characters between any two of their letters (the
