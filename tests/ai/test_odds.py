@@ -14,6 +14,8 @@ from math import comb
 
 import pytest
 
+from battleline_ai import odds
+from battleline_ai.bots import make_bot
 from battleline_ai.odds import (
     FlagOdds,
     Supply,
@@ -234,8 +236,6 @@ def test_the_memos_are_bounded_and_forgotten_together(monkeypatch: pytest.Monkey
     through the verdicts: a hosted AI's search process grew to 750 MB (the thirty-third
     audit). Now both memos are forgotten at once; only the outlooks a leaf computed before a
     clearing (two a flag) may outlive it in a verdict."""
-    from battleline_ai import odds
-    from battleline_ai.bots import make_bot
     monkeypatch.setattr(odds, "OUTLOOK_CACHE_SIZE", 300)
     odds.clear_memos()
     bot = make_bot("ismcts:level=5,seconds=none,margin=none,iterations=150")
