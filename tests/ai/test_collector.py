@@ -46,12 +46,15 @@ def test_no_collection_runs_during_a_search_and_the_collector_comes_back() -> No
     gc.enable()
     gc.callbacks.append(count)
     try:
-        # The same kind of work with the collector on: several collections.
-        rng = random.Random(1)
+        # The same kind of work with the collector on, its worlds kept alive as a search
+        # keeps its tree: several collections, however warm an earlier test in this
+        # process left the memos (on warm memos the values alone allocate too little).
+        rng, kept = random.Random(1), []
         for _ in range(300):
             world = view.sample_world(rng)
             world.apply_unchecked(rng.choice(world.legal_actions()))
             seen_position_value(world, view.current_player)
+            kept.append(world)
         assert len(collections) > 1
         for enabled in (True, False):
             (gc.enable if enabled else gc.disable)()
