@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 from typing import IO
@@ -142,6 +143,14 @@ def is_alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def alive_after(pids: list[int], seconds: float) -> list[int]:
+    """Those of `pids` still running once all have ended or `seconds` have passed."""
+    deadline = time.monotonic() + seconds
+    while (alive := [pid for pid in pids if is_alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
 
 
 def calls_served(metrics_port: int) -> int:

@@ -20,6 +20,7 @@ from tests.ai.service_harness import AI_KEY, play_random
 from tests.processes import (
     BATTLELINE,
     EMBEDDED_STORE,
+    alive_after,
     children,
     command_line,
     free_port,
@@ -76,11 +77,9 @@ def test_serve_starts_an_ai_that_plays_and_dies_with_it(tmp_path: Path) -> None:
     finally:
         process.send_signal(signal.SIGKILL)  # the harshest exit: no cleanup code runs
         process.wait(10)
-    deadline = time.monotonic() + 20
-    while any(is_alive(p) for p in [*ai, *workers, *redis]) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not any(is_alive(p) for p in [*ai, *workers]), "AI processes outlived serve"
-    assert not any(is_alive(p) for p in redis), "the embedded Redis outlived serve"
+    alive = alive_after([*ai, *workers, *redis], 20)
+    assert not set(alive) & {*ai, *workers}, "AI processes outlived serve"
+    assert not set(alive) & set(redis), "the embedded Redis outlived serve"
 
 
 def test_an_ai_that_dies_is_started_again_and_plays(redis_url: str, tmp_path: Path) -> None:

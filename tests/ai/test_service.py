@@ -41,7 +41,7 @@ from tests.ai.service_harness import (
 )
 from tests.engine.harness import LoopThread
 from tests.engine.test_errors import details, reason
-from tests.processes import children, command_line, descendants
+from tests.processes import alive_after, children, command_line, descendants
 
 FAIR_ENDS = {types_pb2.END_REASON_BREAKTHROUGH, types_pb2.END_REASON_ENVELOPMENT,
              types_pb2.END_REASON_FLANKS, types_pb2.END_REASON_DRAW,
@@ -101,8 +101,14 @@ def test_a_killed_worker_is_replaced_and_the_match_finishes(engine: LocalService
             assert AI_KEY not in repr(store.xrange(REQUESTS_KEY)), "a credential in the stream"
             assert client.view(created.match_id, AI_KEY).viewer == types_pb2.SEAT_SECOND
 
+            searchers = [child for child in children(first.pid)
+                         if "spawn_main" in " ".join(command_line(child))]
             first.send_signal(signal.SIGKILL)
             first.wait(5)
+            # Its search processes die with it, even one killed while it still started
+            # (its worker has only just started: one stayed, idle, for good).
+            assert searchers, "no search process started"
+            assert not alive_after(searchers, 10)
             second = start_worker(engine.address, redis_url, log, claim_idle=2.0)
             play_random(client, [seat], rng, timeout_s=90)
             view = seat.view()

