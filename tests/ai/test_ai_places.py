@@ -29,13 +29,19 @@ from tests.ai.service_harness import (
 def test_a_late_worker_drops_a_cancelled_match_and_serves_the_next(redis_url: str,
                                                                     tmp_path: Path) -> None:
     store = redis.Redis.from_url(redis_url)
-    with LocalService(redis_url, config=replace(WITH_AI, ai_join_ms=500)) as engine, \
+    log = tmp_path / "worker.log"
+    with LocalService(redis_url, config=replace(WITH_AI, ai_join_ms=2000)) as engine, \
             Client(engine.address) as client:
         early = client.create(opponent="ai", ai_level=1)
         assert wait_phase(client, early.match_id, types_pb2.MATCH_PHASE_FINISHED, 10)
         assert client.view(early.match_id).end_reason == types_pb2.END_REASON_CANCELLED
-        worker = start_worker(engine.address, redis_url, tmp_path / "worker.log")
+        worker = start_worker(engine.address, redis_url, log)
         try:
+            # The later match once the worker reads requests: its start (an interpreter,
+            # imports) may take longer than a match waits for an AI on a loaded machine.
+            deadline = time.monotonic() + 30
+            while "ai worker" not in log.read_text() and time.monotonic() < deadline:
+                time.sleep(0.1)
             later = client.create(opponent="ai", ai_level=1)
             assert wait_phase(client, later.match_id, types_pb2.MATCH_PHASE_PLAYING, 30)
             # The worker may read both requests at once and join the later match before
@@ -43,7 +49,7 @@ def test_a_late_worker_drops_a_cancelled_match_and_serves_the_next(redis_url: st
             wait_pending(store, 1)
         finally:
             stop(worker)
-    assert "dropped" in (tmp_path / "worker.log").read_text()
+    assert "dropped" in log.read_text()
     store.close()
 
 
