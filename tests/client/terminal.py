@@ -35,9 +35,9 @@ class Session:
 
 
 def _session(command: list[str], answer: bool, timeout_s: float,
-             log_path: str | None = None) -> Session:
+             log_path: str | None = None, temp_dir: str | None = None) -> Session:
     child = pexpect.spawn(command[0], command[1:], encoding="utf-8", timeout=30,
-                          dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"})
+                          dimensions=(60, 160), env=terminal_env(temp_dir))
     if log_path is not None:  # what the terminal shows, as it comes (line-buffered)
         child.logfile_read = open(log_path, "w", buffering=1, encoding="utf-8")  # noqa: SIM115
     prompts, result, seen = 0, "", []
@@ -62,12 +62,20 @@ def _session(command: list[str], answer: bool, timeout_s: float,
             child.terminate(force=True)
 
 
+def terminal_env(temp_dir: str | None = None) -> dict[str, str]:
+    """The command's environment: a wide terminal, and with `temp_dir` its temporary
+    files (an engine `play` starts keeps its data there) where a test can tell its own
+    processes from those of tests running beside it."""
+    return {**os.environ, "COLUMNS": "160", **({"TMPDIR": temp_dir} if temp_dir else {})}
+
+
 def start(command: list[str], *, answer: bool = True, timeout_s: float = 120,
-          log_path: str | None = None) -> tuple[Pool, AsyncResult[Session]]:
+          log_path: str | None = None,
+          temp_dir: str | None = None) -> tuple[Pool, AsyncResult[Session]]:
     """Start a session in a clean process; `.get()` the result, then close the pool.
     With `log_path`, the terminal's output is written there as it comes."""
     pool = multiprocessing.get_context("spawn").Pool(1)
-    return pool, pool.apply_async(_session, (command, answer, timeout_s, log_path))
+    return pool, pool.apply_async(_session, (command, answer, timeout_s, log_path, temp_dir))
 
 
 def run(command: list[str], *, answer: bool = True, timeout_s: float = 120) -> Session:
@@ -87,7 +95,7 @@ def _default_signals() -> None:
 
 def _left(command: list[str], after: str, hang_up: bool) -> Session:
     child = pexpect.spawn(command[0], command[1:], encoding="utf-8", timeout=30,
-                          dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"},
+                          dimensions=(60, 160), env=terminal_env(),
                           preexec_fn=_default_signals)
     try:
         child.expect(after)

@@ -5,9 +5,12 @@ five-minute wait. Driven in a real terminal (pexpect), against real processes.""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -48,11 +51,21 @@ def _finished(session: terminal.Session) -> None:
     assert session.result.startswith("match over"), session.output
 
 
-def _play(tmp_path: Path, *args: str) -> tuple[terminal.Session, str]:
+@pytest.fixture
+def play_temp() -> Iterator[str]:
+    """The temporary folder of the test's `battleline play`, short enough for the socket
+    paths of the engine it starts there."""
+    folder = tempfile.mkdtemp(prefix="bl-")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _play(tmp_path: Path, *args: str, temp_dir: str | None = None,
+          ) -> tuple[terminal.Session, str]:
     """A whole game answered with the first legal action; the session and all it showed."""
     log = tmp_path / "terminal.log"
     pool, pending = terminal.start([BATTLELINE, "play", *args], timeout_s=240,
-                                   log_path=str(log))
+                                   log_path=str(log), temp_dir=temp_dir)
     with pool:
         session = pending.get(270)
     return session, log.read_text(encoding="utf-8")
@@ -69,24 +82,25 @@ def test_play_uses_the_running_serve(free_default_port: None, tmp_path: Path) ->
     assert f"playing on the engine at {DEFAULT_TARGET}" in shown
 
 
-def test_play_with_no_engine_starts_one_with_its_ai(free_default_port: None,
-                                                   tmp_path: Path) -> None:
-    session, shown = _play(tmp_path, "--auto-claim")
+def test_play_with_no_engine_starts_one_with_its_ai(free_default_port: None, tmp_path: Path,
+                                                   play_temp: str) -> None:
+    session, shown = _play(tmp_path, "--auto-claim", temp_dir=play_temp)
     _finished(session)
     assert "a local engine with its hosted AI on 127.0.0.1:" in shown
     time.sleep(1)
-    assert _left_behind() == [], "the engine started for the game outlived it"
+    assert _left_behind(play_temp) == [], "the engine started for the game outlived it"
 
 
-def _left_behind() -> list[str]:
-    """Command lines of processes still running from a play-started engine's directory."""
+def _left_behind(temp_dir: str) -> list[str]:
+    """Command lines of processes still running from the directory of an engine `play`
+    started in `temp_dir` (not those of other tests' games, in processes beside this)."""
     found = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if "battleline-play-" in text:
+        if f"{temp_dir}/battleline-play-" in text:
             found.append(text)
     return found
 
@@ -159,9 +173,8 @@ def test_play_waits_for_a_hosted_ai_worker_seconds_not_minutes(redis_url: str) -
     assert "no hosted-AI worker is serving this" in session.output
 
 
-def _interrupt_at_first_move() -> str:
+def _interrupt_at_first_move(temp_dir: str) -> str:
     """`battleline play` with no engine running, Ctrl-C at the first move prompt."""
-    import os
     import signal
 
     import pexpect
@@ -169,7 +182,7 @@ def _interrupt_at_first_move() -> str:
     # SIGINT at its default, as in a user's terminal: a test run started in the background
     # by a non-interactive shell ignores it, and every child would inherit that.
     child = pexpect.spawn(BATTLELINE, ["play"], encoding="utf-8", timeout=60,
-                          dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"},
+                          dimensions=(60, 160), env=terminal.terminal_env(temp_dir),
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         child.expect(terminal.MOVE)
@@ -181,12 +194,12 @@ def _interrupt_at_first_move() -> str:
 
 
 def test_leaving_a_game_on_an_engine_started_for_it_says_the_match_ends(
-        free_default_port: None) -> None:
+        free_default_port: None, play_temp: str) -> None:
     import multiprocessing
 
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        shown = pool.apply(_interrupt_at_first_move)
+        shown = pool.apply(_interrupt_at_first_move, (play_temp,))
     assert "the engine started for this game stops, and the match with it" in shown
     assert "goes on without you" not in shown
     time.sleep(1)
-    assert _left_behind() == []
+    assert _left_behind(play_temp) == []
