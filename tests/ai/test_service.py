@@ -27,7 +27,7 @@ from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 from battleline_engine.auth import AI_OWNER
 from battleline_engine.ratelimit import Rate
-from battleline_engine.storage.ai import REQUESTS_KEY
+from battleline_engine.storage.ai import GROUP, REQUESTS_KEY
 from battleline_host.local import LocalService
 from battleline_rules import dump_position, new_game
 from tests.ai.service_harness import (
@@ -115,6 +115,8 @@ def test_a_killed_worker_is_replaced_and_the_match_finishes(engine: LocalService
             assert is_finished(view) and view.end_reason in FAIR_ENDS, view
         wait_pending(store, 0)
         assert "reclaimed request" in log.read_text()
+        # The dead worker's name left the group with its last request.
+        assert len(store.xinfo_consumers(REQUESTS_KEY, GROUP)) == 1
     finally:
         stop(first)
         if second is not None:

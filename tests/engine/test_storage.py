@@ -315,6 +315,30 @@ def test_ai_requests_through_consumer_group(redis_url: str, cluster: bool) -> No
     run(redis_url, cluster, body)
 
 
+def test_ai_consumers_gone_silent_with_nothing_held_leave_the_group(redis_url: str,
+                                                                    cluster: bool) -> None:
+    """Soak audit: every worker process reads under a name of its own, and the dead
+    ones' names stayed in the group for good."""
+    async def body(s: Storage) -> None:
+        await s.ai.ensure_group()
+        for match_id in ("m1", "m2"):
+            await s.ai.request(match_id, 1, 3)
+        dead = await s.ai.read("dead", count=1, block_ms=1000)
+        await s.ai.ack(dead[0][0])  # its match is done: it holds nothing
+        assert await s.ai.read("busy", count=1, block_ms=1000)  # holds its request
+        await s.ai.read("live", block_ms=10)  # a worker reading now and then
+        await s.ai.read("me", block_ms=10)
+        assert await s.ai.forget_gone("me", 10_000) == 0  # none silent for 10 s yet
+        await asyncio.sleep(1.0)
+        await s.ai.read("live", block_ms=10)
+        assert await s.ai.forget_gone("me", 800) == 1
+        left = await s.redis.xinfo_consumers(REQUESTS_KEY, GROUP)
+        assert sorted(c["name"].decode() for c in left) == ["busy", "live", "me"]
+        assert (await s.redis.xpending(REQUESTS_KEY, GROUP))["pending"] == 1
+
+    run(redis_url, cluster, body)
+
+
 def test_ai_places_of_a_client_are_checked_and_counted_together(redis_url: str,
                                                                 cluster: bool) -> None:
     async def body(s: Storage) -> None:

@@ -209,12 +209,14 @@ class AiWorker:
                     self._start(entry_id, fields)
 
     async def _reclaim(self, count: int) -> list[tuple[str, dict[str, str]]]:
-        """Requests whose holder has been silent for `claim_idle_s` (it died)."""
-        out = await self.storage.ai.take_over(
-            self.name, int(self.config.claim_idle_s * 1000), count)
+        """Requests whose holder has been silent for `claim_idle_s` (it died); then such
+        holders, left with nothing, leave the group."""
+        idle_ms = int(self.config.claim_idle_s * 1000)
+        out = await self.storage.ai.take_over(self.name, idle_ms, count)
         for entry_id, fields in out:
             log.info("ai worker %s: reclaimed request %s (match %s)", self.name, entry_id,
                      fields.get("match"))
+        await self.storage.ai.forget_gone(self.name, idle_ms)
         return out
 
     def _start(self, entry_id: str, fields: dict[str, str]) -> None:

@@ -7,7 +7,8 @@
 An engine appends a request when an AI match is created; AI workers read it
 through one consumer group, keep the entries they serve pending (claiming them
 again as a heartbeat), ack them when the match is done, and take over entries
-whose worker has been silent too long. A worker whose match has waited long for
+whose worker has been silent too long (and delete such workers from the group once
+they hold nothing). A worker whose match has waited long for
 its human parks it (`park`, then ack) and holds nothing for it; the engine that
 commits the human's move takes the parked request (`unpark`) and appends it again;
 the sweeper looks at parked matches in turn, so a wake that engine never finished
@@ -34,6 +35,23 @@ KEEP_REQUESTS_MS: Final = 7 * 24 * 3600 * 1000  # then trimmed, acked or not
 
 Request = tuple[str, dict[str, str]]  # (entry id, fields)
 
+# The group's consumers that hold nothing and have been silent for ARGV[2] ms, deleted
+# (all but ARGV[3], the caller): each worker process reads under a name of its own, so a
+# dead one's name stays in the group for good otherwise. In one script: a consumer that
+# read a request between a check and its deletion would lose that request with it.
+_FORGET_GONE_LUA: Final = """
+local gone = 0
+for _, consumer in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local f = {}
+  for i = 1, #consumer, 2 do f[consumer[i]] = consumer[i + 1] end
+  if f['pending'] == 0 and f['idle'] >= tonumber(ARGV[2]) and f['name'] ~= ARGV[3] then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], f['name'])
+    gone = gone + 1
+  end
+end
+return gone
+"""
+
 
 def _parked_key(match_id: str) -> str:
     return f"{PREFIX}:ai:parked:{check_id(match_id)}"
@@ -47,7 +65,9 @@ class AiRequests:
     """The request stream and its consumer group."""
 
     def __init__(self, connection: Connection) -> None:
+        self._connection = connection
         self._redis = connection.redis
+        self._forget_gone = connection.register(_FORGET_GONE_LUA)
 
     async def ensure_group(self) -> None:
         """Create the AI workers' consumer group (and stream) if missing."""
@@ -132,6 +152,12 @@ class AiRequests:
                 continue
             out.append(_request(item[0], item[1]))
         return out
+
+    async def forget_gone(self, consumer: str, min_idle_ms: int) -> int:
+        """Delete the consumers (other than `consumer`) that hold no request and have
+        been silent for `min_idle_ms` (their workers died); returns how many."""
+        return int(await self._connection.script(
+            self._forget_gone, [REQUESTS_KEY], [GROUP, min_idle_ms, consumer]))
 
     async def held_by(self, consumer: str) -> set[str]:
         """The ids of the requests `consumer` holds (pending for it)."""
