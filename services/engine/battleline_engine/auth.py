@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import time
 from collections import OrderedDict
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 import grpc
@@ -14,8 +15,11 @@ import grpc
 from battleline_client.tcp_table import unmapped
 
 from .errors import Kind, Refusal
+from .model import CACHE_TRUST_S
 from .ratelimit import RateLimiter
 from .storage import STORE_UNAVAILABLE, Storage, hash_token
+
+T = TypeVar("T")
 
 
 def bearer(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
@@ -154,18 +158,24 @@ class Seats:
     concurrent guesses cannot all pass a check before any is counted."""
 
     def __init__(self, storage: Storage, callers: Callers, guesses: RateLimiter,
-                 ai_key: AiKey | None = None, size: int = 50_000) -> None:
+                 ai_key: AiKey | None = None, size: int = 50_000,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.storage = storage
         self.callers = callers
         self.guesses = guesses
         self.ai_key = ai_key or AiKey("")
         self.size = size
-        self._cache: OrderedDict[str, tuple[str, int]] = OrderedDict()
-        self._ai_seats: OrderedDict[str, int] = OrderedDict()  # match id -> the AI's seat
+        self._clock = clock
+        # Each kept with when it was cached, and trusted for CACHE_TRUST_S.
+        self._cache: OrderedDict[str, tuple[tuple[str, int], float]] = OrderedDict()
+        self._ai_seats: OrderedDict[str, tuple[int, float]] = OrderedDict()  # by match id
+
+    def _trusted(self, held: tuple[T, float] | None) -> T | None:
+        return held[0] if held is not None and self._clock() - held[1] < CACHE_TRUST_S else None
 
     async def of(self, token: str, caller: str) -> tuple[str, int] | None:
         """The seat `token` names, looked up at `caller`'s charge if not cached."""
-        found = self._cache.get(token)
+        found = self._trusted(self._cache.get(token))
         if found is None:
             self.guesses.take(caller)
             try:
@@ -181,7 +191,8 @@ class Seats:
     def remember(self, token: str, match_id: str, seat: int) -> None:
         """Cache a token this process handed out or found, so its first use costs no
         lookup (nor a place in `guesses`)."""
-        self._cache[token] = (match_id, seat)
+        self._cache[token] = ((match_id, seat), self._clock())
+        self._cache.move_to_end(token)
         if len(self._cache) > self.size:
             self._cache.popitem(last=False)
 
@@ -216,14 +227,15 @@ class Seats:
         return token is not None and self.ai_key.matches(token)
 
     async def _ai_seat(self, match_id: str) -> int:
-        seat = self._ai_seats.get(match_id)
+        seat = self._trusted(self._ai_seats.get(match_id))
         if seat is None:
             seat = await self.storage.matches.seat_by_hash(match_id, self.ai_key.hash)
             if seat is None:
                 raise Refusal(Kind.FORBIDDEN, "not-ai-seat",
                               "the AI key acts only for a seat the hosted AI took in this "
                               "match (JoinMatch with the key first)")
-            self._ai_seats[match_id] = seat
+            self._ai_seats[match_id] = (seat, self._clock())
+            self._ai_seats.move_to_end(match_id)
             if len(self._ai_seats) > self.size:
                 self._ai_seats.popitem(last=False)
         return seat

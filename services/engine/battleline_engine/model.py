@@ -11,7 +11,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Final
@@ -138,11 +140,15 @@ def deal(meta: Meta, game: int, first_player: int) -> GameState:
 
 CANCELLED: Final = "cancelled"  # Match.end of a match that ended before its first game
 CREATE_REQUEST: Final = "create_request"  # field: the digest of the create a secret made it by
+# How long an engine process trusts what it cached of a match or a token before reading
+# it again: once a match is gone, its id (and tokens) may name another (below).
+CACHE_TRUST_S: Final = 24 * 3600
 # How long a match's id is kept from naming a second match after its own is gone, when it
-# was derived from its creator's secret: the same tokens would name the new match, and each
-# engine process's token and state caches (bounded, not timed) would still take them for
-# the old one's (twenty-fifth audit). A random id is never made twice.
-SECRET_ID_KEPT_S: Final = 400 * 24 * 3600
+# was derived from its creator's secret: the same tokens would name the new match, and an
+# engine process's token and state caches would take them for the old one's (twenty-fifth
+# audit) until they stop trusting what they hold. Kept for 400 days until the thirty-fourth
+# audit: 85 bytes a create for 13 months. A random id is never made twice.
+SECRET_ID_KEPT_S: Final = 2 * CACHE_TRUST_S
 
 
 def id_kept_s(fields: dict[str, str]) -> int:
@@ -229,9 +235,10 @@ class StateCache:
     states made every full garbage collection slower.
     """
 
-    def __init__(self, size: int = 4096) -> None:
+    def __init__(self, size: int = 4096, clock: Callable[[], float] = time.monotonic) -> None:
         self.size = size  # matches
-        self._matches: OrderedDict[str, Match] = OrderedDict()
+        self._clock = clock
+        self._matches: OrderedDict[str, tuple[Match, float]] = OrderedDict()  # and when
 
     def get(self, record: MatchRecord) -> GameState:
         """The parsed state of `record` (the held match's, if it is at that version)."""
@@ -241,22 +248,23 @@ class StateCache:
     def remember(self, match: Match) -> None:
         """Keep `match` as the match at its version (unless a later one is kept)."""
         match_id, version = match.record.match_id, match.record.version
-        old = self._matches.get(match_id)
-        if old is not None:
-            if old.record.version > version:  # a slower call read an older version
-                return
-            self._matches.move_to_end(match_id)
-        self._matches[match_id] = match
+        old = self.latest(match_id)
+        if old is not None and old.record.version > version:  # a slower call read an older
+            return
+        self._matches[match_id] = (match, self._clock())
+        self._matches.move_to_end(match_id)
         if len(self._matches) > self.size:
             self._matches.popitem(last=False)
 
     def latest(self, match_id: str) -> Match | None:
-        """The latest version of the match this process has read or written."""
-        return self._matches.get(match_id)
+        """The latest version of the match this process has read or written (within
+        `CACHE_TRUST_S`)."""
+        held = self._matches.get(match_id)
+        return held[0] if held is not None and self._clock() - held[1] < CACHE_TRUST_S else None
 
     def match(self, match_id: str, version: int) -> Match | None:
         """The match at `version`, if that is the latest this process has seen of it."""
-        found = self._matches.get(match_id)
+        found = self.latest(match_id)
         return found if found is not None and found.record.version == version else None
 
 
