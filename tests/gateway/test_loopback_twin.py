@@ -63,13 +63,17 @@ def test_a_port_taken_on_ipv6_loopback_is_refused_not_shared(
         start: Callable[[int], object]) -> None:
     """Another listener on [::1]:P: neither the page nor the metrics port starts on
     127.0.0.1:P beside it, and the refusal names [::1]:P."""
-    with socket.socket(socket.AF_INET6) as other:
-        other.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        other.bind(("::1", 0))
-        other.listen()
-        port = other.getsockname()[1]
-        with pytest.raises(CannotListen, match=rf"\[::1\]:{port}"):
-            start(port)
+    for _ in range(5):  # a P that a test beside this one holds on 127.0.0.1 proves nothing
+        with socket.socket(socket.AF_INET6) as other:
+            other.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            other.bind(("::1", 0))
+            other.listen()
+            port = other.getsockname()[1]
+            with pytest.raises(CannotListen) as refused:
+                start(port)
+        if f"127.0.0.1:{port}" not in str(refused.value):
+            break
+    assert f"[::1]:{port}" in str(refused.value)
 
 
 def test_other_hosts_hold_nothing_beside_them() -> None:
