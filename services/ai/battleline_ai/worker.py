@@ -216,7 +216,10 @@ class AiWorker:
         for entry_id, fields in out:
             log.info("ai worker %s: reclaimed request %s (match %s)", self.name, entry_id,
                      fields.get("match"))
-        await self.storage.ai.forget_gone(self.name, idle_ms)
+        try:
+            await self.storage.ai.forget_gone(self.name, idle_ms)
+        except Exception as err:  # a full store refuses it: the requests taken play on
+            log_failure(log, f"ai worker {self.name}: forgetting silent workers", err)
         return out
 
     def _start(self, entry_id: str, fields: dict[str, str]) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -15,7 +14,7 @@ import grpc
 from battleline_client.tcp_table import unmapped
 
 from .errors import Kind, Refusal
-from .model import CACHE_TRUST_S
+from .model import CACHE_TRUST_S, cache_clock
 from .ratelimit import RateLimiter
 from .storage import STORE_UNAVAILABLE, Storage, hash_token
 
@@ -159,7 +158,7 @@ class Seats:
 
     def __init__(self, storage: Storage, callers: Callers, guesses: RateLimiter,
                  ai_key: AiKey | None = None, size: int = 50_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = cache_clock) -> None:
         self.storage = storage
         self.callers = callers
         self.guesses = guesses

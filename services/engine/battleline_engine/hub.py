@@ -178,7 +178,9 @@ class Hub:
                         queue.put_nowait(events)
 
     async def _end_gone(self) -> None:
-        """Queue GONE to the subscribers of the watched matches no longer stored."""
+        """Queue GONE to the subscribers of the watched matches no longer stored, and let
+        go of them: a stream whose client stops reading never reaches that GONE, and its
+        cursor would starve the Watches of a later match under the same id."""
         self._next_gone_check = time.monotonic() + self.gone_check_s
         watched = list(self._cursors)
         try:
@@ -191,8 +193,10 @@ class Hub:
         raise_lost_cancellation()
         for match_id in watched:
             if match_id not in stored:
-                for queue in self._subscribers.get(match_id, ()):
+                for queue in self._subscribers.pop(match_id, ()):
                     queue.put_nowait(GONE)
+                self._cursors.pop(match_id, None)
+                self._dirty.discard(match_id)
 
 
 class Subscription:

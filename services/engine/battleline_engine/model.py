@@ -141,14 +141,26 @@ def deal(meta: Meta, game: int, first_player: int) -> GameState:
 CANCELLED: Final = "cancelled"  # Match.end of a match that ended before its first game
 CREATE_REQUEST: Final = "create_request"  # field: the digest of the create a secret made it by
 # How long an engine process trusts what it cached of a match or a token before reading
-# it again: once a match is gone, its id (and tokens) may name another (below).
+# it again (`cache_clock` time): once a match is gone, its id and tokens may name another.
 CACHE_TRUST_S: Final = 24 * 3600
 # How long a match's id is kept from naming a second match after its own is gone, when it
 # was derived from its creator's secret: the same tokens would name the new match, and an
 # engine process's token and state caches would take them for the old one's (twenty-fifth
-# audit) until they stop trusting what they hold. Kept for 400 days until the thirty-fourth
-# audit: 85 bytes a create for 13 months. A random id is never made twice.
-SECRET_ID_KEPT_S: Final = 2 * CACHE_TRUST_S
+# audit) until they stop trusting what they hold, and a request for the hosted AI stays in
+# its stream for a week (`storage.ai.KEEP_REQUESTS_MS`): two requests would take one seat.
+# Kept for 400 days until the thirty-fourth audit: 85 bytes a create for 13 months.
+# A random id is never made twice.
+SECRET_ID_KEPT_S: Final = 8 * CACHE_TRUST_S
+
+
+_BOOT_CLOCK: Final = getattr(time, "CLOCK_BOOTTIME", None)  # Linux
+
+
+def cache_clock() -> float:
+    """Seconds on a clock that runs while the machine sleeps (Linux's boot time, elsewhere
+    the wall clock), so a cache trusted for `CACHE_TRUST_S` is not trusted across the days a
+    laptop was suspended, while Redis's clock expired the match and its mark."""
+    return time.clock_gettime(_BOOT_CLOCK) if _BOOT_CLOCK is not None else time.time()
 
 
 def id_kept_s(fields: dict[str, str]) -> int:
@@ -235,7 +247,7 @@ class StateCache:
     states made every full garbage collection slower.
     """
 
-    def __init__(self, size: int = 4096, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, size: int = 4096, clock: Callable[[], float] = cache_clock) -> None:
         self.size = size  # matches
         self._clock = clock
         self._matches: OrderedDict[str, tuple[Match, float]] = OrderedDict()  # and when
