@@ -7,6 +7,7 @@ seat's view, and its request acknowledged when the match is over.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import random
@@ -23,10 +24,12 @@ import redis
 
 from battleline.v1 import ai_pb2, ai_pb2_grpc, types_pb2
 from battleline_ai.suggest import KEY_GUESSES, QUEUE_PER_PROCESS, AiServer
+from battleline_ai.worker import AiWorker, WorkerConfig
 from battleline_client.client import Client
 from battleline_client.common import is_finished, is_my_turn
 from battleline_engine.auth import AI_OWNER
 from battleline_engine.ratelimit import Rate
+from battleline_engine.storage import Storage
 from battleline_engine.storage.ai import GROUP, REQUESTS_KEY
 from battleline_host.local import LocalService
 from battleline_rules import dump_position, new_game
@@ -122,6 +125,35 @@ def test_a_killed_worker_is_replaced_and_the_match_finishes(engine: LocalService
         if second is not None:
             stop(second)
         store.close()
+
+
+def test_a_reclaim_pass_keeps_what_it_took_when_forgetting_silent_workers_fails(
+        redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A re-test: Redis 6.2 with a full store refuses the consumer deletion (OOM), which
+    ended the worker's request loop and dropped the requests the pass had taken over."""
+    async def main() -> list[str]:
+        worker = AiWorker(WorkerConfig(engine="127.0.0.1:1", redis_url=redis_url, key="k",
+                                       claim_idle_s=0.2))
+        worker.storage = Storage.from_url(redis_url)
+        ai = worker.storage.ai
+        try:
+            await ai.ensure_group()
+            request_id = await ai.request("m1", 1, 3)
+            assert await ai.read("dead", block_ms=1000)  # its worker dies holding it
+            await asyncio.sleep(0.4)
+
+            async def refused(*_: object) -> int:
+                raise redis.ResponseError("OOM command not allowed when used memory > "
+                                          "'maxmemory'.")
+
+            monkeypatch.setattr(ai, "forget_gone", refused)
+            taken = await worker._reclaim(10)
+            assert await ai.held_by(worker.name) == {request_id}
+            return [entry_id for entry_id, _ in taken]
+        finally:
+            await worker.storage.close()
+
+    assert len(asyncio.run(main())) == 1
 
 
 def test_a_holder_that_died_right_after_joining_loses_no_seat(
