@@ -1,6 +1,6 @@
 """An engine process trusts what it cached of a match or a token for `CACHE_TRUST_S`
 only: a match made under a seat secret names its id and tokens again once its mark is
-gone (`SECRET_ID_KEPT_S` past its own expiry, two days since the thirty-fourth audit,
+gone (`SECRET_ID_KEPT_S` past its own expiry, eight days since the thirty-fourth audit,
 400 before), and no cache may still take them for the old match's then."""
 
 from __future__ import annotations

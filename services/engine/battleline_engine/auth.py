@@ -6,7 +6,7 @@ import hmac
 import ipaddress
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import unquote
 
 import grpc
@@ -14,11 +14,9 @@ import grpc
 from battleline_client.tcp_table import unmapped
 
 from .errors import Kind, Refusal
-from .model import CACHE_TRUST_S, cache_clock
+from .model import cache_clock, trusted
 from .ratelimit import RateLimiter
 from .storage import STORE_UNAVAILABLE, Storage, hash_token
-
-T = TypeVar("T")
 
 
 def bearer(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
@@ -165,16 +163,13 @@ class Seats:
         self.ai_key = ai_key or AiKey("")
         self.size = size
         self._clock = clock
-        # Each kept with when it was cached, and trusted for CACHE_TRUST_S.
+        # Each kept with when it was cached (`model.trusted`).
         self._cache: OrderedDict[str, tuple[tuple[str, int], float]] = OrderedDict()
         self._ai_seats: OrderedDict[str, tuple[int, float]] = OrderedDict()  # by match id
 
-    def _trusted(self, held: tuple[T, float] | None) -> T | None:
-        return held[0] if held is not None and self._clock() - held[1] < CACHE_TRUST_S else None
-
     async def of(self, token: str, caller: str) -> tuple[str, int] | None:
         """The seat `token` names, looked up at `caller`'s charge if not cached."""
-        found = self._trusted(self._cache.get(token))
+        found = trusted(self._cache.get(token), self._clock())
         if found is None:
             self.guesses.take(caller)
             try:
@@ -226,7 +221,7 @@ class Seats:
         return token is not None and self.ai_key.matches(token)
 
     async def _ai_seat(self, match_id: str) -> int:
-        seat = self._trusted(self._ai_seats.get(match_id))
+        seat = trusted(self._ai_seats.get(match_id), self._clock())
         if seat is None:
             seat = await self.storage.matches.seat_by_hash(match_id, self.ai_key.hash)
             if seat is None:

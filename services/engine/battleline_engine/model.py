@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
-from typing import Final
+from typing import Final, TypeVar
 
 from battleline_rules import (
     Action,
@@ -153,6 +153,7 @@ CACHE_TRUST_S: Final = 24 * 3600
 SECRET_ID_KEPT_S: Final = 8 * CACHE_TRUST_S
 
 
+T = TypeVar("T")
 _BOOT_CLOCK: Final = getattr(time, "CLOCK_BOOTTIME", None)  # Linux
 
 
@@ -161,6 +162,12 @@ def cache_clock() -> float:
     the wall clock), so a cache trusted for `CACHE_TRUST_S` is not trusted across the days a
     laptop was suspended, while Redis's clock expired the match and its mark."""
     return time.clock_gettime(_BOOT_CLOCK) if _BOOT_CLOCK is not None else time.time()
+
+
+def trusted(held: tuple[T, float] | None, now: float) -> T | None:
+    """A cached value kept with its `cache_clock` time, if cached within `CACHE_TRUST_S`
+    of `now`."""
+    return held[0] if held is not None and now - held[1] < CACHE_TRUST_S else None
 
 
 def id_kept_s(fields: dict[str, str]) -> int:
@@ -271,8 +278,7 @@ class StateCache:
     def latest(self, match_id: str) -> Match | None:
         """The latest version of the match this process has read or written (within
         `CACHE_TRUST_S`)."""
-        held = self._matches.get(match_id)
-        return held[0] if held is not None and self._clock() - held[1] < CACHE_TRUST_S else None
+        return trusted(self._matches.get(match_id), self._clock())
 
     def match(self, match_id: str, version: int) -> Match | None:
         """The match at `version`, if that is the latest this process has seen of it."""
