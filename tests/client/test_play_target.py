@@ -60,8 +60,8 @@ def play_temp() -> Iterator[str]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _play(tmp_path: Path, *args: str, temp_dir: str | None = None,
-          ) -> tuple[terminal.Session, str]:
+def _play(tmp_path: Path, *args: str,
+          temp_dir: str | None = None) -> tuple[terminal.Session, str]:
     """A whole game answered with the first legal action; the session and all it showed."""
     log = tmp_path / "terminal.log"
     pool, pending = terminal.start([BATTLELINE, "play", *args], timeout_s=240,
