@@ -15,7 +15,7 @@ from typing import Any
 
 from battleline_engine.hub import Hub
 from battleline_engine.matches import Matches
-from battleline_engine.storage import Storage
+from battleline_engine.storage import CommitStatus, Storage
 from battleline_engine.sweeper import Sweeper
 
 
@@ -66,7 +66,12 @@ def test_the_event_hub_stops_though_a_redis_call_lost_its_cancellation(redis_url
         storage.events.read_new_events = _swallowing(  # type: ignore[method-assign]
             storage.events.read_new_events, {})
         hub = Hub(storage, gone_check_s=30)
-        await hub.subscribe("abcdefghijklmnop", 0)  # a subscriber keeps the loops going
+        # A subscriber of a stored match keeps the loops going (the hub lets go of a
+        # match it finds gone, and its loops stop with nobody watching).
+        made = await storage.matches.create("abcdefghijklmnop", "S", status="playing",
+                                            events=[{"kind": "created"}])
+        assert made.status is CommitStatus.OK
+        await hub.subscribe("abcdefghijklmnop", 0)
         await asyncio.sleep(0.1)
         listener, reader = hub._listener, hub._reader
         await _stops_within(hub.stop(), listener)
