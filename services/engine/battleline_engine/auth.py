@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import unquote
@@ -14,7 +13,7 @@ import grpc
 from battleline_client.tcp_table import unmapped
 
 from .errors import Kind, Refusal
-from .model import cache_clock, trusted
+from .model import TrustedCache, cache_clock
 from .ratelimit import RateLimiter
 from .storage import STORE_UNAVAILABLE, Storage, hash_token
 
@@ -161,15 +160,12 @@ class Seats:
         self.callers = callers
         self.guesses = guesses
         self.ai_key = ai_key or AiKey("")
-        self.size = size
-        self._clock = clock
-        # Each kept with when it was cached (`model.trusted`).
-        self._cache: OrderedDict[str, tuple[tuple[str, int], float]] = OrderedDict()
-        self._ai_seats: OrderedDict[str, tuple[int, float]] = OrderedDict()  # by match id
+        self._cache: TrustedCache[str, tuple[str, int]] = TrustedCache(size, clock)
+        self._ai_seats: TrustedCache[str, int] = TrustedCache(size, clock)  # by match id
 
     async def of(self, token: str, caller: str) -> tuple[str, int] | None:
         """The seat `token` names, looked up at `caller`'s charge if not cached."""
-        found = trusted(self._cache.get(token), self._clock())
+        found = self._cache.get(token)
         if found is None:
             self.guesses.take(caller)
             try:
@@ -185,10 +181,7 @@ class Seats:
     def remember(self, token: str, match_id: str, seat: int) -> None:
         """Cache a token this process handed out or found, so its first use costs no
         lookup (nor a place in `guesses`)."""
-        self._cache[token] = ((match_id, seat), self._clock())
-        self._cache.move_to_end(token)
-        if len(self._cache) > self.size:
-            self._cache.popitem(last=False)
+        self._cache.put(token, (match_id, seat))
 
     async def require(self, context: grpc.aio.ServicerContext[Any, Any], match_id: str) -> int:
         """The caller's seat in `match_id`: UNAUTHENTICATED or PERMISSION_DENIED otherwise."""
@@ -221,15 +214,12 @@ class Seats:
         return token is not None and self.ai_key.matches(token)
 
     async def _ai_seat(self, match_id: str) -> int:
-        seat = trusted(self._ai_seats.get(match_id), self._clock())
+        seat = self._ai_seats.get(match_id)
         if seat is None:
             seat = await self.storage.matches.seat_by_hash(match_id, self.ai_key.hash)
             if seat is None:
                 raise Refusal(Kind.FORBIDDEN, "not-ai-seat",
                               "the AI key acts only for a seat the hosted AI took in this "
                               "match (JoinMatch with the key first)")
-            self._ai_seats[match_id] = (seat, self._clock())
-            self._ai_seats.move_to_end(match_id)
-            if len(self._ai_seats) > self.size:
-                self._ai_seats.popitem(last=False)
+            self._ai_seats.put(match_id, seat)
         return seat

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
-from typing import Final, TypeVar
+from typing import Final, Generic, TypeVar
 
 from battleline_rules import (
     Action,
@@ -153,7 +153,8 @@ CACHE_TRUST_S: Final = 24 * 3600
 SECRET_ID_KEPT_S: Final = 8 * CACHE_TRUST_S
 
 
-T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 _BOOT_CLOCK: Final = getattr(time, "CLOCK_BOOTTIME", None)  # Linux
 
 
@@ -164,10 +165,24 @@ def cache_clock() -> float:
     return time.clock_gettime(_BOOT_CLOCK) if _BOOT_CLOCK is not None else time.time()
 
 
-def trusted(held: tuple[T, float] | None, now: float) -> T | None:
-    """A cached value kept with its `cache_clock` time, if cached within `CACHE_TRUST_S`
-    of `now`."""
-    return held[0] if held is not None and now - held[1] < CACHE_TRUST_S else None
+class TrustedCache(Generic[K, V]):
+    """What an engine process remembers of matches and tokens: at most `size` entries
+    (the one stored longest ago goes first), each trusted for `CACHE_TRUST_S`."""
+
+    def __init__(self, size: int, clock: Callable[[], float] = cache_clock) -> None:
+        self.size = size
+        self._clock = clock
+        self._held: OrderedDict[K, tuple[V, float]] = OrderedDict()  # and when stored
+
+    def get(self, key: K) -> V | None:
+        held = self._held.get(key)
+        return held[0] if held is not None and self._clock() - held[1] < CACHE_TRUST_S else None
+
+    def put(self, key: K, value: V) -> None:
+        self._held[key] = (value, self._clock())
+        self._held.move_to_end(key)
+        if len(self._held) > self.size:
+            self._held.popitem(last=False)
 
 
 def id_kept_s(fields: dict[str, str]) -> int:
@@ -255,9 +270,7 @@ class StateCache:
     """
 
     def __init__(self, size: int = 4096, clock: Callable[[], float] = cache_clock) -> None:
-        self.size = size  # matches
-        self._clock = clock
-        self._matches: OrderedDict[str, tuple[Match, float]] = OrderedDict()  # and when
+        self._matches: TrustedCache[str, Match] = TrustedCache(size, clock)
 
     def get(self, record: MatchRecord) -> GameState:
         """The parsed state of `record` (the held match's, if it is at that version)."""
@@ -270,15 +283,12 @@ class StateCache:
         old = self.latest(match_id)
         if old is not None and old.record.version > version:  # a slower call read an older
             return
-        self._matches[match_id] = (match, self._clock())
-        self._matches.move_to_end(match_id)
-        if len(self._matches) > self.size:
-            self._matches.popitem(last=False)
+        self._matches.put(match_id, match)
 
     def latest(self, match_id: str) -> Match | None:
         """The latest version of the match this process has read or written (within
         `CACHE_TRUST_S`)."""
-        return trusted(self._matches.get(match_id), self._clock())
+        return self._matches.get(match_id)
 
     def match(self, match_id: str, version: int) -> Match | None:
         """The match at `version`, if that is the latest this process has seen of it."""
