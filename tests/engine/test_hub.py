@@ -10,7 +10,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from battleline_engine.errors import Kind, Refusal
-from battleline_engine.hub import Batch, Hub, Subscription
+from battleline_engine.hub import GONE, Batch, Hub, Subscription
 from battleline_engine.storage import CommitStatus, Storage
 
 WATCHED = 300
@@ -204,6 +204,41 @@ def test_viewers_of_a_match_gone_from_redis_are_told_and_the_others_wait(
             assert [e.number for e in await asyncio.wait_for(waiting["kept1"], 5)] == [2]
             assert hub.cursor("gone1") == -1, "the gone match is no longer watched"
             await batches["kept1"].aclose()
+        finally:
+            await hub.stop()
+            await admin.aclose()
+            await storage.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_gone_matchs_unread_stream_leaves_nothing_for_a_later_match_of_its_id(
+        redis_url: str) -> None:
+    """Re-test of the thirty-fourth audit's shorter id mark: a stream of a match that
+    expired, whose client had stopped reading, never took the match's GONE from its queue,
+    so the hub kept that match's cursor; a match made again under the id (its secret, once
+    the mark is gone) then got no events on that process up to the old cursor. The hub now
+    lets go of a gone match's streams and cursor at its check."""
+    async def scenario() -> None:
+        storage = Storage.from_url(redis_url)
+        admin = aioredis.Redis.from_url(redis_url)
+        hub = Hub(storage, gone_check_s=0.2)
+        try:
+            await _create(storage, "again1")
+            for version in range(1, 30):
+                await _move(storage, "again1", version, f"move {version + 1}")
+            stuck = await hub.subscribe("again1", 30)  # never read again
+            await admin.delete(*await admin.keys("*{again1}*"))  # as its expiry would
+            async with asyncio.timeout(10):
+                while hub.cursor("again1") != -1:
+                    await asyncio.sleep(0.1)
+            assert stuck.get_nowait() is GONE
+            await _create(storage, "again1")
+            queue = await hub.subscribe("again1", 1)
+            for version in range(1, 5):
+                await _move(storage, "again1", version, f"move {version + 1}")
+            assert await _numbers(queue, 4, 10) == [2, 3, 4, 5]
+            hub.unsubscribe("again1", stuck)  # the stuck stream ends at last: nothing breaks
         finally:
             await hub.stop()
             await admin.aclose()

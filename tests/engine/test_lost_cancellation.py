@@ -15,8 +15,9 @@ from typing import Any
 
 from battleline_engine.hub import Hub
 from battleline_engine.matches import Matches
-from battleline_engine.storage import CommitStatus, Storage
+from battleline_engine.storage import Storage
 from battleline_engine.sweeper import Sweeper
+from tests.engine.test_hub import _create
 
 
 def _swallowing(call: Callable[..., Awaitable[Any]], empty: Any) -> Callable[..., Awaitable[Any]]:
@@ -68,9 +69,7 @@ def test_the_event_hub_stops_though_a_redis_call_lost_its_cancellation(redis_url
         hub = Hub(storage, gone_check_s=30)
         # A subscriber of a stored match keeps the loops going (the hub lets go of a
         # match it finds gone, and its loops stop with nobody watching).
-        made = await storage.matches.create("abcdefghijklmnop", "S", status="playing",
-                                            events=[{"kind": "created"}])
-        assert made.status is CommitStatus.OK
+        await _create(storage, "abcdefghijklmnop")
         await hub.subscribe("abcdefghijklmnop", 0)
         await asyncio.sleep(0.1)
         listener, reader = hub._listener, hub._reader
