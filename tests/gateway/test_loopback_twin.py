@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -184,6 +184,33 @@ def test_servers_on_ipv6_loopback_hold_ipv4_loopback_too() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextlib.contextmanager
+def _ipv4_loopback_crowded(ports: int = 5000) -> Iterator[None]:
+    """Another's listeners on `ports` of 127.0.0.1's ephemeral ports (about one in six)."""
+    held: list[socket.socket] = []
+    try:
+        for _ in range(ports):
+            sock = socket.socket(socket.AF_INET)
+            held.append(sock)
+            sock.bind(("127.0.0.1", 0))
+            sock.listen()
+        yield
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_port_zero_on_ipv6_loopback_picks_a_port_free_on_both_loopbacks() -> None:
+    """Port 0 on ::1 picked a port free there that another held on 127.0.0.1, and the
+    server did not start (one CI run in four, where the tests beside it held many)."""
+    with _ipv4_loopback_crowded():
+        for _ in range(40):  # the page's sockets, and the metrics port's listening
+            for sock in metrics_http.metrics_sockets(0, "::1"):
+                sock.close()
+        for _ in range(10):
+            _with_grpc_server("[::1]:0", lambda port: None)
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])

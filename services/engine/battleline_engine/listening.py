@@ -212,11 +212,20 @@ def listen(server: grpc.aio.Server, address: str,
             raise CannotListen(f"cannot listen on {where}")
         return port
 
-    port = bind(address)
     twin = None if address.startswith("unix:") else loopback_twin(host)
+    if twin is not None and int(number) == 0:  # a port free on both loopbacks
+        for sock in bound_sockets(host, 0):
+            address = host_port(written_host, sock.getsockname()[1])
+            sock.close()
+    port = bind(address)
     if twin is not None:
         bind(host_port(twin, port))
     return port
+
+
+# Ports tried for port 0 on a loopback and its twin: one picked free on the first may be
+# another's on the twin (one CI run in four failed so, its tests holding many ports).
+_PORT_PICKS = 16
 
 
 def _is_localhost(host: str) -> bool:
@@ -266,28 +275,35 @@ def bound_sockets(host: str, port: int, *, to: str = "listen on") -> list[socket
     """Sockets bound (not yet listening) to `host:port` (`localhost`: 127.0.0.1) and,
     beside a loopback, to its `loopback_twin` at the same port: for a server that
     takes its sockets made (the web page's uvicorn, the metrics port). Raises
-    CannotListen ("cannot `to` host:port") if either is taken. (Another socket bound
-    there too, with SO_REUSEADDR, that listens first makes the server's own `listen`
-    fail: its caller says so in one line.)"""
+    CannotListen ("cannot `to` host:port") if either is taken. Port 0 picks one free on
+    both: the port picked on the first may be another's on the twin. (Another socket
+    bound there too, with SO_REUSEADDR, that listens first makes the server's own
+    `listen` fail: its caller says so in one line.)"""
+    import errno
     import socket
 
     bare = unbracketed(host)  # `--host [::1]` (a re-test)
     where = "127.0.0.1" if _is_localhost(bare) else bare
-    bound: list[socket.socket] = []
-    try:
-        for name in (where, loopback_twin(where)):
-            if name is None:
-                continue
-            sock = socket.socket(socket.AF_INET6 if ":" in name else socket.AF_INET)
-            bound.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if name == "::1":  # IPv6 alone (`::` stays dual-stack)
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            sock.bind((name, port))
-            port = sock.getsockname()[1]  # the one picked for port 0, the twin's too
-    except OSError as err:
-        for sock in bound:
-            sock.close()
-        raise CannotListen(f"cannot {to} {host_port(name or where, port)}: "
-                           f"{err.strerror}") from None
-    return bound
+    names = [name for name in (where, loopback_twin(where)) if name is not None]
+    picks_left = _PORT_PICKS if port == 0 else 1
+    while True:
+        picks_left -= 1
+        bound: list[socket.socket] = []
+        chosen = port
+        try:
+            for name in names:
+                sock = socket.socket(socket.AF_INET6 if ":" in name else socket.AF_INET)
+                bound.append(sock)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if name == "::1":  # IPv6 alone (`::` stays dual-stack)
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind((name, chosen))
+                chosen = sock.getsockname()[1]  # the one picked for port 0, the twin's too
+            return bound
+        except OSError as err:
+            for sock in bound:
+                sock.close()
+            twin_taken = len(bound) > 1 and err.errno == errno.EADDRINUSE
+            if not (twin_taken and picks_left):
+                raise CannotListen(f"cannot {to} {host_port(name, chosen)}: "
+                                   f"{err.strerror}") from None
