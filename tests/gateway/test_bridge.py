@@ -3,6 +3,7 @@ with the same answers, secrets and refusals as native gRPC."""
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import urllib.error
@@ -11,12 +12,13 @@ import urllib.request
 import grpc
 import pytest
 from connectrpc.code import Code
+from connectrpc.compat import google_protobuf_json_codec
 from connectrpc.errors import ConnectError
 from connectrpc.protocol import ProtocolType
 from google.rpc import error_details_pb2
 
-from battleline.v1 import types_pb2
-from battleline_gateway.bridge import connect_error
+from battleline.v1 import record_pb2, types_pb2
+from battleline_gateway.bridge import LARGE_ANSWER_BYTES, connect_error, json_codec
 from tests.engine.harness import Client, Engine, play_local
 
 from .bridge_client import BridgeClient
@@ -38,6 +40,38 @@ def test_a_whole_match_and_its_record_through_the_bridge(gateway: str, name: str
     assert played.final.phase == types_pb2.MATCH_PHASE_FINISHED
     record = client.get_record(played.match_id, played.tokens[0])
     assert record.complete and record.HasField("seed")  # every card revealed after the end
+
+
+def test_a_record_read_again_as_json_is_the_same_record(gateway: str, engine: Engine) -> None:
+    """The JSON of a large answer is kept and sent again (thirty-third audit): a record
+    read twice over Connect JSON, and another after one more game, each the engine's."""
+    native = Client.to(engine.address)
+    web = BridgeClient(gateway, ProtocolType.CONNECT, json=True)
+    played = play_local(native, "standard", random.Random(11), series_games=3)
+    record = native.get_record(played.match_id)
+    assert record.ByteSize() >= LARGE_ANSWER_BYTES
+    for _ in range(2):
+        assert web.get_record(played.match_id) == record
+    shorter = play_local(native, "standard", random.Random(11))
+    assert web.get_record(shorter.match_id) == native.get_record(shorter.match_id)
+    native.channel.close()
+
+
+def test_the_json_codec_keeps_large_answers_by_their_bytes() -> None:
+    """The same large answer is encoded once; another, however alike, is its own; a
+    small one is not kept."""
+    codec = json_codec()
+    record = record_pb2.GetRecordResponse(complete=True)
+    for number in range(1, 1000):
+        record.events.add(number=number, text=f"play R{number % 10 + 1}@{number % 9 + 1}")
+    assert record.ByteSize() >= LARGE_ANSWER_BYTES
+    plain = google_protobuf_json_codec().encode(record)
+    assert codec.encode(record) == plain and codec.encode(record) == plain
+    assert codec.kept() == (1, 1)  # (hits, answers kept)
+    record.events[-1].text = "play R1@1"
+    assert json.loads(codec.encode(record))["events"][-1]["text"] == "play R1@1"
+    codec.encode(record_pb2.GetRecordResponse(complete=True))
+    assert codec.kept() == (1, 2)
 
 
 def test_watch_streams_through_grpc_web_like_native_grpc(gateway: str, engine: Engine) -> None:
