@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -17,7 +18,7 @@ import pytest
 from battleline_engine import storage as st
 from battleline_engine.storage import CommitStatus, Storage
 from battleline_engine.storage.ai import GROUP, REQUESTS_KEY
-from battleline_engine.storage.connection import Connection
+from battleline_engine.storage.connection import Connection, StoreClock
 from battleline_engine.storage.matches import match_key
 
 T = TypeVar("T")
@@ -419,5 +420,15 @@ def test_load_for_action_is_one_command(redis_url: str, cluster: bool) -> None:
         assert await s.matches.load_for_action("m1", "a:0:x") == (None, b"\x00answer\xff")
         record, prior = await s.matches.load_for_action("m1", "a:0:y")
         assert prior is None and record is not None and record.state == "s2"
+
+    run(redis_url, cluster, body)
+
+
+def test_the_store_clock_takes_the_stores_time_on_a_cluster_too(redis_url: str,
+                                                                cluster: bool) -> None:
+    async def body(s: Storage) -> None:
+        clock = StoreClock()
+        await clock.sync(s.redis)
+        assert abs(clock.now_ms() - time.time() * 1000) < 1000  # Redis runs on this machine
 
     run(redis_url, cluster, body)

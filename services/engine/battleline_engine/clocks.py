@@ -67,7 +67,8 @@ def advance(
         return clock  # the same turn goes on: the clock keeps running
     remaining = list(clock.remaining_ms)
     if clock.seat >= 0 and meta.clock == ClockKind.PER_GAME:
-        remaining[clock.seat] = max(0, remaining[clock.seat] - (now_ms - clock.start_ms))
+        used = max(0, now_ms - clock.start_ms)  # never a gain, whatever a clock did
+        remaining[clock.seat] = max(0, remaining[clock.seat] - used)
     rem = (remaining[0], remaining[1])
     if key is None:
         return ClockState(remaining_ms=rem)
@@ -77,5 +78,6 @@ def advance(
 def left_ms(meta: Meta, clock: ClockState, seat: int, now_ms: int) -> int:
     """Time `seat` has left now (of the running move, or its budget when not running)."""
     if seat == clock.seat:
-        return max(0, clock.deadline_ms(meta) - now_ms)
+        left = clock.deadline_ms(meta) - now_ms
+        return min(clock.budget_ms(meta, seat), max(0, left))  # never more than it had
     return clock.budget_ms(meta, seat)

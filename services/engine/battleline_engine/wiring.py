@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,23 +35,31 @@ class Hosted:
 
 
 class Background:
-    """The per-process tasks (clock sweeper, event reader), started and stopped with the
-    server. Hosted as a service without RPCs so the server's lifecycle drives it."""
+    """The per-process tasks (the store's time, the clock sweeper), started and stopped
+    with the server. Hosted as a service without RPCs so the server's lifecycle drives
+    it."""
 
     service_name = ""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.sweeper = Sweeper(runtime.storage, runtime.matches, runtime.config.sweep_interval_s)
+        self._time: asyncio.Task[None] | None = None
 
     def register(self, server: grpc.aio.Server) -> None:
         del server
 
     async def start(self) -> None:
+        await self.runtime.storage.sync_time()  # before the first call is served
+        self._time = asyncio.create_task(self.runtime.storage.keep_time(), name="store-time")
         self.sweeper.start()
 
     async def stop(self) -> None:
         await self.sweeper.stop()
+        if self._time is not None:
+            self._time.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._time
         await self.runtime.hub.stop()
 
 

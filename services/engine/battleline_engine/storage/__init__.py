@@ -16,12 +16,16 @@ error codes. `Storage` is the one connection and its parts.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+
 import redis.asyncio as aioredis
 
 from ..fastredis import BATCH_INTERVAL_S
 from .ai import AiRequests
 from .clocks import ClockIndex
 from .connection import (
+    STORE_CLOCK,
     STORE_UNAVAILABLE,
     Connection,
     check_id,
@@ -49,6 +53,12 @@ __all__ = [
     "log_failure", "new_match_id", "new_seat_token", "now_ms", "other_seat_secret",
     "raise_lost_cancellation", "secret_match_id", "store_full", "store_unwritable", "valid_id",
 ]
+
+log = logging.getLogger(__name__)
+# How often an engine takes the store's time again: a monotonic clock drifts from it by
+# well under a millisecond a minute.
+CLOCK_SYNC_S = 30.0
+CLOCK_SYNC_TIMEOUT_S = 5.0  # a time that took longer to come is not worth taking
 
 
 class Storage:
@@ -83,6 +93,23 @@ class Storage:
     def redis(self) -> aioredis.Redis | aioredis.RedisCluster:
         """The client itself, for tests and tools that look at keys directly."""
         return self.connection.redis
+
+    async def sync_time(self) -> None:
+        """Take the store's time now (`StoreClock`); a failure is logged, and the time
+        taken last kept."""
+        try:
+            await asyncio.wait_for(STORE_CLOCK.sync(self.connection.redis), CLOCK_SYNC_TIMEOUT_S)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            log_failure(log, "store clock", err)
+
+    async def keep_time(self) -> None:
+        """`sync_time` every CLOCK_SYNC_S, until cancelled."""
+        while True:
+            await asyncio.sleep(CLOCK_SYNC_S)
+            await self.sync_time()
+            raise_lost_cancellation()
 
     async def ping(self) -> bool:
         """Whether Redis answers (for health checks)."""

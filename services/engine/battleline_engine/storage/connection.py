@@ -228,9 +228,36 @@ def raise_lost_cancellation() -> None:
         raise asyncio.CancelledError
 
 
+class StoreClock:
+    """The store's time (Redis's TIME), in milliseconds, read between syncs from this
+    process's monotonic clock: the unit of every stored time.
+
+    Why not this machine's wall clock: every engine of one store starts, charges and
+    ends the same clocks, and an engine whose wall clock was a minute behind the others'
+    gave a player a minute (one ahead timed moves out early); a wall clock stepped back
+    on one machine did the same (thirty-fifth audit). Until the first sync it is the
+    wall clock."""
+
+    def __init__(self) -> None:
+        self._offset_ms = time.time() * 1000 - time.monotonic() * 1000
+
+    def now_ms(self) -> int:
+        return int(time.monotonic() * 1000 + self._offset_ms)
+
+    async def sync(self, redis: aioredis.Redis | aioredis.RedisCluster) -> None:
+        """Take the store's time, as of halfway through the round trip that read it."""
+        sent = time.monotonic()
+        seconds, micros = await redis.time()  # on a cluster, its client's default node's
+        received = time.monotonic()
+        self._offset_ms = seconds * 1000 + micros / 1000 - (sent + received) / 2 * 1000
+
+
+STORE_CLOCK = StoreClock()  # one a process, as a wall clock is
+
+
 def now_ms() -> int:
-    """Wall-clock milliseconds, the unit of every stored time."""
-    return int(time.time() * 1000)
+    """The store's time in milliseconds (`StoreClock`)."""
+    return STORE_CLOCK.now_ms()
 
 
 _ID_ALPHABET = string.ascii_letters + string.digits
