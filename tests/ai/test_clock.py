@@ -41,6 +41,15 @@ def test_think_time_comes_from_the_seats_clock() -> None:
     assert move_deadline(_view(types_pb2.TIME_CONTROL_KIND_NONE, None), 4.0, now) == now + 4.0
 
 
+def test_think_time_is_the_clocks_remaining_not_its_deadline_on_this_hosts_clock() -> None:
+    """The deadline is the engine's time: an AI host 10 s ahead of it had nothing left of
+    a 10 s move and answered with its fallback (thirty-fifth audit)."""
+    now = 1000.0
+    view = _view(types_pb2.TIME_CONTROL_KIND_PER_MOVE, 10.0)
+    view.clocks[0].deadline.FromNanoseconds(int((now - 0.01) * 1e9))  # past, on our clock
+    assert move_deadline(view, 20.0, now) == pytest.approx(now + 5.0 - MARGIN_S)
+
+
 @pytest.fixture
 def engine(redis_url: str) -> Iterator[LocalService]:
     with LocalService(redis_url, config=WITH_AI) as running:

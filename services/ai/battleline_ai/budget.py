@@ -19,22 +19,21 @@ PER_GAME_SHARE = 1 / 15  # of a per-game clock: a game has roughly 20-30 AI deci
 PER_MOVE_SHARE = 0.5  # of a per-move clock: half, the rest is slack for a loaded machine
 
 
-def remaining_s(view: types_pb2.MatchView, now: float | None = None) -> float | None:
-    """Seconds left on the viewer's clock; None without a time control."""
-    now = time.time() if now is None else now
+def remaining_s(view: types_pb2.MatchView) -> float | None:
+    """Seconds left on the viewer's clock as the view was written; None without a time
+    control. Not from the clock's deadline: that is the engine's time, and an AI host
+    whose clock was 10 s ahead of it had nothing left of a 10 s move (thirty-fifth
+    audit); a view is read within milliseconds of its writing."""
     for clock in view.clocks:
-        if clock.seat != view.viewer:
-            continue
-        if clock.running and clock.HasField("deadline"):
-            return max(0.0, clock.deadline.ToNanoseconds() / 1e9 - now)
-        return clock.remaining.ToNanoseconds() / 1e9
+        if clock.seat == view.viewer:
+            return clock.remaining.ToNanoseconds() / 1e9
     return None
 
 
 def move_deadline(view: types_pb2.MatchView, cap_s: float, now: float | None = None) -> float:
     """Wall-clock time (epoch seconds) by which the move must be chosen."""
     now = time.time() if now is None else now
-    left = remaining_s(view, now)
+    left = remaining_s(view)
     if left is None:
         return now + cap_s
     per_game = view.options.time_control.kind == types_pb2.TIME_CONTROL_KIND_PER_GAME
