@@ -7,6 +7,7 @@ clock, `StoreClock`), and a crowd of clocks running out at once ends at once."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import replace
 
@@ -18,8 +19,9 @@ from google.protobuf import duration_pb2
 from battleline.v1 import types_pb2
 from battleline_engine.clocks import ClockState, advance, left_ms
 from battleline_engine.matches import Matches
+from battleline_engine.metrics import REGISTRY
 from battleline_engine.model import ClockKind, Meta, Status
-from battleline_engine.storage import Storage, connection
+from battleline_engine.storage import STORE_CLOCK, Storage, connection, log_failure
 from battleline_engine.storage.connection import StoreClock
 from battleline_engine.sweeper import Sweeper
 from battleline_rules import new_game
@@ -131,3 +133,100 @@ def test_one_sweep_ends_a_crowd_of_clocks_that_ran_out_together(redis_url: str) 
     finally:
         client.channel.close()
         engine.close()
+
+
+def test_a_per_game_clock_shows_and_gives_no_more_than_its_control() -> None:
+    """A remaining time above the control, as an engine of an earlier release (its own
+    machine's clock a minute behind) stored it beside this one, is not kept (thirty-sixth
+    audit: 178 s of a 120 s control, shown and played)."""
+    meta = Meta("basic", clock=ClockKind.PER_GAME, clock_ms=BUDGET_MS)
+    inflated = ClockState(seat=1, ply=3, start_ms=100_000,
+                          remaining_ms=(BUDGET_MS + 58_000, BUDGET_MS))
+    assert left_ms(meta, inflated, 0, 100_000) == BUDGET_MS
+    running = ClockState(seat=0, ply=4, start_ms=100_000, remaining_ms=inflated.remaining_ms)
+    assert running.deadline_ms(meta) == 100_000 + BUDGET_MS
+
+
+def test_a_machine_clock_off_the_stores_is_told_in_the_log_and_the_metrics(
+        redis_url: str, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Engines of earlier releases keep their machine's clock: beside them in a rollout or
+    a rollback, a gap moves time between players, so an operator must see it first."""
+    async def sync_as(storage: Storage, shift_s: float) -> None:
+        monkeypatch.setattr(connection, "time", _WallShifted(shift_s))
+        await storage.sync_time()
+
+    async def scenario() -> list[float]:
+        storage = Storage.from_url(redis_url)
+        gaps = []
+        try:
+            for shift_s in (20.0, 20.0, 0.0):
+                await sync_as(storage, shift_s)
+                gaps.append(REGISTRY.get_sample_value("battleline_wall_clock_gap_seconds"))
+        finally:
+            await storage.close()
+        return gaps
+
+    with caplog.at_level(logging.INFO, logger="battleline_engine.storage"):
+        gaps = asyncio.run(scenario())
+    assert [round(gap) for gap in gaps] == [20, 20, 0]
+    told = [record for record in caplog.records if "store's" in record.getMessage()]
+    assert [record.levelname for record in told] == ["WARNING", "INFO"]  # once each
+    assert "20.0 s ahead of the store's" in told[0].getMessage()
+
+
+class _StoreAt:
+    """A Redis client whose TIME answers `shift_s` off the real one's, `delay_s` late:
+    a failover to a Redis on a machine whose clock differs, or a busy event loop."""
+
+    def __init__(self, redis_url: str, shift_s: float = 0.0, delay_s: float = 0.0) -> None:
+        self.real = aioredis.Redis.from_url(redis_url)
+        self.shift_s, self.delay_s = shift_s, delay_s
+
+    async def time(self) -> tuple[int, int]:
+        seconds, micros = await self.real.time()
+        await asyncio.sleep(self.delay_s)
+        shifted = int(seconds * 1_000_000 + micros + self.shift_s * 1_000_000)
+        return shifted // 1_000_000, shifted % 1_000_000
+
+
+def test_a_store_whose_time_moved_is_told_and_a_slow_reading_left(redis_url: str) -> None:
+    async def scenario() -> tuple[float, float, float, int]:
+        clock = StoreClock()
+        first = await clock.sync(_StoreAt(redis_url))  # type: ignore[arg-type]
+        moved = await clock.sync(_StoreAt(redis_url, shift_s=40))  # type: ignore[arg-type]
+        at = clock.now_ms()
+        slow = await clock.sync(_StoreAt(redis_url, shift_s=-40,  # type: ignore[arg-type]
+                                         delay_s=0.3))
+        return first, moved, slow, clock.now_ms() - at
+
+    first, moved, slow, since = asyncio.run(scenario())
+    assert first == 0.0 and moved == pytest.approx(40, abs=0.5)
+    assert slow == 0.0 and 250 <= since < 1000  # the 0.3 s reading left: still 40 s on
+
+
+def test_an_engine_without_the_stores_time_asks_every_second_until_it_has_it(
+        redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Redis unreachable when an engine started: it asked again 30 s later, keeping its
+    wall clock (20 s off in a re-test) for that long."""
+    monkeypatch.setattr(STORE_CLOCK, "synced", False)
+
+    async def scenario() -> bool:
+        storage = Storage.from_url(redis_url)
+        keeping = asyncio.create_task(storage.keep_time())
+        await asyncio.sleep(1.5)
+        keeping.cancel()
+        await storage.close()
+        return STORE_CLOCK.synced
+
+    assert asyncio.run(scenario())
+
+
+def test_a_background_failure_is_logged_with_its_traceback_outside_an_except(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The sweeper logs its batch's failures after gathering them: the traceback said
+    `NoneType: None`."""
+    with caplog.at_level(logging.ERROR):
+        log_failure(logging.getLogger("tests.store_time"), "clock sweep", ValueError("boom"))
+    (record,) = caplog.records
+    assert record.exc_info is not None and record.exc_info[1].args == ("boom",)

@@ -40,8 +40,12 @@ class ClockState:
         return {"turn": turn, "rem": f"{self.remaining_ms[0]},{self.remaining_ms[1]}"}
 
     def budget_ms(self, meta: Meta, seat: int) -> int:
-        """Time `seat` has for its turn when it starts."""
-        return self.remaining_ms[seat] if meta.clock == ClockKind.PER_GAME else meta.clock_ms
+        """Time `seat` has for its turn when it starts: never more than the control's
+        (an engine of an earlier release, which kept its machine's clock, could leave
+        more: thirty-sixth audit)."""
+        if meta.clock == ClockKind.PER_GAME:
+            return min(self.remaining_ms[seat], meta.clock_ms)
+        return meta.clock_ms
 
     def deadline_ms(self, meta: Meta) -> int:
         """When the running clock runs out (0: none running)."""

@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from .errors import invalid
 from .status import abort
+from .storage import STORE_CLOCK
 
 REGISTRY: Final = CollectorRegistry(auto_describe=True)
 
@@ -45,6 +46,12 @@ LIVE_MATCHES: Final = Gauge(
 SUBSCRIBERS: Final = Gauge(
     "battleline_stream_subscribers", "Open Watch streams on this process.", registry=REGISTRY,
 )
+WALL_CLOCK_GAP: Final = Gauge(
+    "battleline_wall_clock_gap_seconds",
+    "How far this machine's wall clock is ahead of the store's (Redis TIME), which match "
+    "clocks keep.", registry=REGISTRY,
+)
+WALL_CLOCK_GAP.set_function(STORE_CLOCK.wall_gap_s)
 
 
 def _code_name(context: grpc.aio.ServicerContext[Any, Any], error: BaseException | None) -> str:

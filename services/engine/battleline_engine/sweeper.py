@@ -55,12 +55,12 @@ class Sweeper:
                await self.storage.clocks.due(now_ms(), limit=DUE_PER_SWEEP)]
         random.shuffle(due)  # each replica starts on another part of a crowd
         for start in range(0, len(due), DUE_AT_ONCE):
-            ended = await asyncio.gather(*(self._end_if_due(match_id) for match_id
-                                           in due[start:start + DUE_AT_ONCE]),
-                                         return_exceptions=True)
-            for failure in ended:
-                if isinstance(failure, Exception):
-                    log_failure(log, "clock sweep", failure)
+            batch = due[start:start + DUE_AT_ONCE]
+            ended = await asyncio.gather(*map(self._end_if_due, batch), return_exceptions=True)
+            failures = [failure for failure in ended if isinstance(failure, Exception)]
+            if failures:  # one line for the batch: a store refusing writes fails them all
+                log_failure(log, f"clock sweep ({len(failures)} of {len(batch)} matches)",
+                            failures[0])
             raise_lost_cancellation()
         return len(due)
 

@@ -48,10 +48,11 @@ from .matches import CommitResult, CommitStatus, MatchRecord, MatchStore
 from .reviews import ReviewCache
 
 __all__ = [
-    "AI_PLACE_TTL_S", "STORE_UNAVAILABLE", "CommitResult", "CommitStatus", "EventPage",
-    "MatchRecord", "Storage", "StoredEvent", "check_id", "hash_token", "is_cluster_url",
-    "log_failure", "new_match_id", "new_seat_token", "now_ms", "other_seat_secret",
-    "raise_lost_cancellation", "secret_match_id", "store_full", "store_unwritable", "valid_id",
+    "AI_PLACE_TTL_S", "STORE_CLOCK", "STORE_UNAVAILABLE", "CommitResult", "CommitStatus",
+    "EventPage", "MatchRecord", "Storage", "StoredEvent", "check_id", "hash_token",
+    "is_cluster_url", "log_failure", "new_match_id", "new_seat_token", "now_ms",
+    "other_seat_secret", "raise_lost_cancellation", "secret_match_id", "store_full",
+    "store_unwritable", "valid_id",
 ]
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,10 @@ log = logging.getLogger(__name__)
 # well under a millisecond a minute.
 CLOCK_SYNC_S = 30.0
 CLOCK_SYNC_TIMEOUT_S = 5.0  # a time that took longer to come is not worth taking
+# A gap between this machine's clock and the store's worth a warning (and the gauge
+# `battleline_wall_clock_gap_seconds`): time is the store's, but an engine of an
+# earlier release beside this one keeps its machine's (thirty-sixth audit).
+WALL_GAP_WARN_S = 1.0
 
 
 class Storage:
@@ -72,6 +77,7 @@ class Storage:
         self.events = EventStreams(connection)
         self.ai = AiRequests(connection)
         self.reviews = ReviewCache(connection)
+        self._wall_gap_told = False  # whether the last sync warned of a gap
 
     @classmethod
     def from_url(cls, url: str, *, lean: bool = True,
@@ -96,18 +102,48 @@ class Storage:
 
     async def sync_time(self) -> None:
         """Take the store's time now (`StoreClock`); a failure is logged, and the time
-        taken last kept."""
+        taken last kept. Says so when the store's time moved (a failover to a Redis whose
+        machine's clock differs moves every running clock) and when this machine's own
+        clock is off the store's (`WALL_GAP_WARN_S`)."""
         try:
-            await asyncio.wait_for(STORE_CLOCK.sync(self.connection.redis), CLOCK_SYNC_TIMEOUT_S)
+            moved_s = await asyncio.wait_for(STORE_CLOCK.sync(self.connection.redis),
+                                             CLOCK_SYNC_TIMEOUT_S)
         except asyncio.CancelledError:
             raise
+        except TimeoutError:
+            log.warning("store clock: no time from the store within %g s: keeping the last",
+                        CLOCK_SYNC_TIMEOUT_S)
+            return
         except Exception as err:
             log_failure(log, "store clock", err)
+            return
+        if abs(moved_s) > WALL_GAP_WARN_S:
+            log.warning("the store's time moved %+.1f s since this engine last took it (a "
+                        "failover to a Redis whose machine's clock differs?): running "
+                        "match clocks moved with it", moved_s)
+        self._tell_wall_gap(STORE_CLOCK.wall_gap_s())
+
+    def _tell_wall_gap(self, gap_s: float) -> None:
+        """Warn once when this machine's clock goes off the store's, and say when it is
+        back: match clocks keep the store's, but engines of releases before that kept
+        their own, and beside them (a rollout, a rollback) time moves between players."""
+        if (abs(gap_s) > WALL_GAP_WARN_S) == self._wall_gap_told:
+            return
+        self._wall_gap_told = not self._wall_gap_told
+        if self._wall_gap_told:
+            log.warning("this machine's clock is %.1f s %s the store's (Redis TIME): match "
+                        "clocks keep the store's, but engines of releases before that kept "
+                        "their own, and beside them (a rollout, a rollback) time moves "
+                        "between players: set the clocks right first", abs(gap_s),
+                        "ahead of" if gap_s > 0 else "behind")
+        else:
+            log.info("this machine's clock agrees with the store's again")
 
     async def keep_time(self) -> None:
-        """`sync_time` every CLOCK_SYNC_S, until cancelled."""
+        """`sync_time` every CLOCK_SYNC_S (every second until a first sync is made),
+        until cancelled."""
         while True:
-            await asyncio.sleep(CLOCK_SYNC_S)
+            await asyncio.sleep(CLOCK_SYNC_S if STORE_CLOCK.synced else 1.0)
             await self.sync_time()
             raise_lost_cancellation()
 

@@ -67,7 +67,7 @@ def log_failure(log: logging.Logger, what: str, err: Exception) -> None:
     if isinstance(err, STORE_UNAVAILABLE):
         log.warning("%s: the match store is unreachable: %s", what, err)
     else:
-        log.exception("%s failed", what)
+        log.error("%s failed", what, exc_info=err)  # inside an except clause or not
 
 
 class Connection:
@@ -240,18 +240,32 @@ class StoreClock:
 
     def __init__(self) -> None:
         self._offset_ms = time.time() * 1000 - time.monotonic() * 1000
+        self.synced = False
 
     def now_ms(self) -> int:
         return int(time.monotonic() * 1000 + self._offset_ms)
 
-    async def sync(self, redis: aioredis.Redis | aioredis.RedisCluster) -> None:
-        """Take the store's time, as of halfway through the round trip that read it."""
+    def wall_gap_s(self) -> float:
+        """How far this machine's wall clock is ahead of the store's (behind: negative)."""
+        return time.time() - self.now_ms() / 1000
+
+    async def sync(self, redis: aioredis.Redis | aioredis.RedisCluster) -> float:
+        """Take the store's time, as of halfway through the round trip that read it;
+        returns how far that moved this clock (s). Once synced, a reading whose round
+        trip took over SLOW_TIME_READING_S is left: its error is up to half of it (a
+        busy event loop read a 3 s old answer, 1.5 s off: a re-test)."""
         sent = time.monotonic()
         seconds, micros = await redis.time()  # on a cluster, its client's default node's
         received = time.monotonic()
-        self._offset_ms = seconds * 1000 + micros / 1000 - (sent + received) / 2 * 1000
+        if self.synced and received - sent > SLOW_TIME_READING_S:
+            return 0.0
+        offset_ms = seconds * 1000 + micros / 1000 - (sent + received) / 2 * 1000
+        moved_s = (offset_ms - self._offset_ms) / 1000 if self.synced else 0.0
+        self._offset_ms, self.synced = offset_ms, True
+        return moved_s
 
 
+SLOW_TIME_READING_S = 0.25
 STORE_CLOCK = StoreClock()  # one a process, as a wall clock is
 
 
