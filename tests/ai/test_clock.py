@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from battleline.v1 import types_pb2
-from battleline_ai.budget import MARGIN_S, move_deadline
+from battleline_ai.budget import MARGIN_S, ViewLag, move_deadline
 from battleline_client.client import Client
 from battleline_client.common import answer_times
 from battleline_host.local import LocalService
@@ -48,6 +48,26 @@ def test_think_time_is_the_clocks_remaining_not_its_deadline_on_this_hosts_clock
     view = _view(types_pb2.TIME_CONTROL_KIND_PER_MOVE, 10.0)
     view.clocks[0].deadline.FromNanoseconds(int((now - 0.01) * 1e9))  # past, on our clock
     assert move_deadline(view, 20.0, now) == pytest.approx(now + 5.0 - MARGIN_S)
+
+
+def test_a_view_read_late_leaves_its_move_only_the_rest_of_the_clock() -> None:
+    """A view read 1.3 s after the engine wrote it (a stalled worker) left a 2 s move
+    0.7 s, and the search given 1 s of it answered late (a re-test of the thirty-fifth
+    audit); a host whose clock is 10 s ahead of the engine's is not late for that."""
+    lag = ViewLag()
+
+    def written_at(engine_s: float) -> types_pb2.MatchView:
+        view = _view(types_pb2.TIME_CONTROL_KIND_PER_MOVE, 2.0)
+        view.clocks[0].deadline.FromNanoseconds(int((engine_s + 2.0) * 1e9))
+        return view
+
+    ahead = 10.0
+    assert lag.of(written_at(5000.0), 5000.0 + ahead + 0.005) == pytest.approx(0.0)
+    late = written_at(5010.0)
+    late_s = lag.of(late, 5010.0 + ahead + 1.305)
+    assert late_s == pytest.approx(1.3)
+    assert move_deadline(late, 5.0, 100.0, late_s) == pytest.approx(100.0 + 0.35 - MARGIN_S)
+    assert lag.of(_view(types_pb2.TIME_CONTROL_KIND_NONE, None), 6000.0) == 0.0
 
 
 @pytest.fixture

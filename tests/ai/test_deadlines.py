@@ -42,7 +42,7 @@ def _note(ran: list[str], name: str) -> str:
 
 async def _hold(pool: DeadlinePool, gate: threading.Event) -> None:
     """Keep the pool's one process busy until `gate` is set."""
-    await pool.run(time.time() + 60, gate.wait)
+    await pool.run(time.monotonic() + 60, gate.wait)
 
 
 @contextlib.asynccontextmanager
@@ -74,7 +74,7 @@ def test_waiting_jobs_start_earliest_deadline_first() -> None:
     async def scenario() -> list[str]:
         started: list[str] = []
         async with _busy_pool() as (pool, free):
-            now = time.time()
+            now = time.monotonic()
             waiting = [asyncio.create_task(pool.run(now + delay, _note, started, name))
                        for name, delay in (("late", 30), ("soon", 10), ("sooner", 5),
                                            ("soon-too", 10))]
@@ -93,7 +93,7 @@ def test_a_process_goes_to_the_owner_served_least_recently() -> None:
     async def scenario() -> list[str]:
         started: list[str] = []
         async with _busy_pool() as (pool, free):
-            now = time.time()
+            now = time.monotonic()
             waiting = [asyncio.create_task(pool.run(now + delay, _note, started, name,
                                                     owner=owner))
                        for name, owner, delay in (("a3", "a", 7), ("a1", "a", 5), ("a2", "a", 6),
@@ -111,11 +111,11 @@ def test_a_job_still_waiting_at_its_start_by_is_dropped() -> None:
         ran: list[str] = []
         async with _busy_pool() as (pool, free):
             begun = time.monotonic()
-            assert await pool.run(time.time() + 0.2, _note, ran, "dropped") is None
+            assert await pool.run(time.monotonic() + 0.2, _note, ran, "dropped") is None
             assert time.monotonic() - begun < 1.0, "dropped only when the process came free"
             await free()
-            assert await pool.run(time.time() - 1, _note, ran, "too late") is None
-            assert await pool.run(time.time() + 1, _note, ran, "next") == "next"
+            assert await pool.run(time.monotonic() - 1, _note, ran, "too late") is None
+            assert await pool.run(time.monotonic() + 1, _note, ran, "next") == "next"
             assert ran == ["next"]
 
     asyncio.run(scenario())
@@ -128,13 +128,13 @@ def test_a_cancelled_caller_frees_the_process_only_when_its_job_ends() -> None:
             pool = DeadlinePool(executor, 1)
             gate = threading.Event()
             holder = asyncio.create_task(_hold(pool, gate))
-            waiter = asyncio.create_task(pool.run(time.time() + 30, _note, ran, "cancelled"))
+            waiter = asyncio.create_task(pool.run(time.monotonic() + 30, _note, ran, "cancelled"))
             await _started(holder, waiter)
             holder.cancel()  # its job still runs: the process is not free
             waiter.cancel()  # gives up its place in the queue
-            assert await pool.run(time.time() + 0.2, _note, ran, "dropped") is None
+            assert await pool.run(time.monotonic() + 0.2, _note, ran, "dropped") is None
             gate.set()
-            assert await pool.run(time.time() + 5, _note, ran, "after") == "after"
+            assert await pool.run(time.monotonic() + 5, _note, ran, "after") == "after"
             assert ran == ["after"]
 
     asyncio.run(scenario())

@@ -17,7 +17,7 @@ from tests.ai.endgames import endgame_positions
 def test_a_failing_search_falls_back_to_the_heuristic(caplog: pytest.LogCaptureFixture) -> None:
     view = new_game("standard", seed=3).view(0)
     with caplog.at_level(logging.ERROR, logger="battleline.ai"):
-        decision = decide_by(dump_position(view), "ismcts:leaf=none-such", time.time() + 5, 1)
+        decision = decide_by(dump_position(view), "ismcts:leaf=none-such", time.monotonic() + 5, 1)
     assert parse_action(decision.action) in view.legal_actions()
     assert decision.iterations == 0  # answered by the rule-based bot, not a search
     assert "the heuristic answers this move" in caplog.text
@@ -29,7 +29,7 @@ def test_level5_plays_a_proven_win_through_the_search_entry() -> None:
         won = solve(view)
         if won is None or view.phase.name != "PLAY":
             continue
-        decision = decide_by(dump_position(view), "ismcts:level=5", time.time() + 5, 1)
+        decision = decide_by(dump_position(view), "ismcts:level=5", time.monotonic() + 5, 1)
         assert parse_action(decision.action) == won
         assert decision.value == 1.0 and decision.iterations == 0
         return

@@ -137,9 +137,10 @@ def decide_at_once(position: str, spec: str, seed: int) -> Decision:
 
 
 def decide_by(position: str, spec: str, deadline: float, seed: int) -> Decision:
-    """`decide` with an absolute deadline (epoch seconds), measured when the search
-    process starts: time spent queueing for a process counts against the clock."""
-    seconds = deadline - time.time()
+    """`decide` with an absolute deadline (`time.monotonic()`, one clock for every process
+    of the host), measured when the search process starts: time spent queueing for a
+    process counts against the clock."""
+    seconds = deadline - time.monotonic()
     if seconds < MIN_SECONDS:
         return decide_at_once(position, spec, seed)  # no time to search: answer now, not late
     try:

@@ -55,7 +55,8 @@ class DeadlinePool:
 
     async def run(self, start_by: float, fn: Callable[..., T], *args: object, owner: str = "",
                   started: Callable[[Future[T]], None] | None = None) -> T | None:
-        """`fn(*args)` in a process, or None if no process came free by `start_by` (epoch s).
+        """`fn(*args)` in a process, or None if no process came free by `start_by`
+        (`time.monotonic()`).
         `owner`: whose job it is (a client), for a fair share of the processes; `started`
         is given the job once it is handed to the executor: a cancelled caller leaves it
         running (one not yet begun is cancelled with the caller)."""
@@ -76,7 +77,7 @@ class DeadlinePool:
 
     async def _turn(self, start_by: float, owner: str) -> bool:
         """Whether a process is ours before `start_by`; waits for it in turn."""
-        if time.time() >= start_by:
+        if time.monotonic() >= start_by:
             return False
         if self._free:
             self._free -= 1
@@ -85,7 +86,7 @@ class DeadlinePool:
         loop = asyncio.get_running_loop()
         turn: asyncio.Future[bool] = loop.create_future()
         self._waiting.append(_Waiter(start_by, next(self._arrival), owner, turn))
-        expiry = loop.call_later(start_by - time.time(), _drop, turn)
+        expiry = loop.call_later(start_by - time.monotonic(), _drop, turn)
         try:
             return await turn
         except asyncio.CancelledError:

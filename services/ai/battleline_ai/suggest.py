@@ -192,7 +192,7 @@ class AiServicer(ai_pb2_grpc.AiServiceServicer):
         UNAVAILABLE for its caller to retry."""
         remaining = context.time_remaining()
         wait_s = remaining if remaining is not None else DEFAULT_WAIT_S
-        start_by = time.time() + wait_s - place.seconds
+        start_by = time.monotonic() + wait_s - place.seconds
         pool = self.pool
         try:
             done = await self.turns.run(start_by, fn, *args, owner=place.owner,

@@ -64,7 +64,7 @@ from battleline_engine import logs
 from battleline_engine.logs import LogFormat, LogLevel
 from battleline_engine.storage import Storage, log_failure
 
-from .budget import move_deadline
+from .budget import ViewLag, move_deadline
 from .decide import (
     MIN_SECONDS,
     Decision,
@@ -130,6 +130,7 @@ class AiWorker:
         self.name = config.name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.active: dict[str, asyncio.Task[None]] = {}  # request id -> its player
         self.stopping = asyncio.Event()
+        self.view_lag = ViewLag()  # how late the views of its matches come
 
     async def run(self) -> None:
         """Serve requests until `stop()`; unfinished matches stay pending for others."""
@@ -329,13 +330,13 @@ class AiWorker:
             acted = view.version
             if not view.position:  # an engine that fills positions only on request
                 view = await seat.view()
-            now = time.time()
+            now, late_s = time.monotonic(), self.view_lag.of(view, time.time())
             move_spec, deadline, even = evened(
-                spec, view.position, move_deadline(view, self.config.move_cap_s, now),
+                spec, view.position, move_deadline(view, self.config.move_cap_s, now, late_s),
                 now, self.config.think_s)
             decision = await self._decide(view.position, move_spec, deadline, owner)
             if even:
-                await asyncio.sleep(deadline - time.time())
+                await asyncio.sleep(deadline - time.monotonic())
             log.debug("match %s v%d: %s (%d iterations, %.2f s, win %.2f)", seat.match_id,
                       view.version, decision.action, decision.iterations, decision.seconds,
                       decision.value)
