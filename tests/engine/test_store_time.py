@@ -1,8 +1,9 @@
-"""Match clocks by the thirty-fifth audit: every engine of one store keeps the store's
-time (an engine whose machine's wall clock was a minute behind the others' gave a player
-a minute, one ahead timed moves out early, and so did a wall clock stepped on one
-machine: each engine now reads Redis's TIME and counts from it on its own monotonic
-clock, `StoreClock`), and a crowd of clocks running out at once ends at once."""
+"""Match clocks by the thirty-fifth and thirty-sixth audits: every engine of one store
+keeps the store's time (an engine whose machine's wall clock was a minute behind the
+others' gave a player a minute, one ahead timed moves out early, and so did a wall clock
+stepped on one machine: each engine now reads Redis's TIME and counts from it on its own
+monotonic clock, `StoreClock`), says when its machine's clock or the store's time is off,
+gives no clock more than its control, and ends a crowd of clocks running out at once."""
 
 from __future__ import annotations
 
