@@ -62,9 +62,9 @@ from battleline_client.errors import (
 from battleline_client.port_owner import UNTRUSTED, AsyncOwnerCheck
 from battleline_engine import logs
 from battleline_engine.logs import LogFormat, LogLevel
-from battleline_engine.storage import Storage, log_failure
+from battleline_engine.storage import Storage, log_failure, now_ms
 
-from .budget import ViewLag, move_deadline
+from .budget import move_deadline
 from .decide import (
     MIN_SECONDS,
     Decision,
@@ -130,7 +130,6 @@ class AiWorker:
         self.name = config.name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.active: dict[str, asyncio.Task[None]] = {}  # request id -> its player
         self.stopping = asyncio.Event()
-        self.view_lag = ViewLag()  # how late the views of its matches come
 
     async def run(self) -> None:
         """Serve requests until `stop()`; unfinished matches stay pending for others."""
@@ -144,7 +143,9 @@ class AiWorker:
                                                                 strict=True),))
         await self.storage.ai.ensure_group()
         log.info("ai worker %s: engine %s", self.name, self.config.engine)
+        await self.storage.sync_time()  # the engines' time, to tell how late a view came
         heartbeat = asyncio.create_task(self._heartbeat())
+        keeping_time = asyncio.create_task(self.storage.keep_time())
         # The executor starts a process on first use (~0.5 s: an interpreter, imports).
         # Started now, the first moves wait for it in our queue, from which a short clock
         # still falls back in time, not inside the executor, from which nothing does.
@@ -154,10 +155,11 @@ class AiWorker:
             await self._take_requests()
         finally:
             heartbeat.cancel()
+            keeping_time.cancel()
             await self._hand_back()
             for task in (*warm_up, *self.active.values()):
                 task.cancel()
-            await asyncio.gather(heartbeat, *warm_up, *self.active.values(),
+            await asyncio.gather(heartbeat, keeping_time, *warm_up, *self.active.values(),
                                  return_exceptions=True)
             await self.client.close()
             self.pool.shutdown(cancel_futures=True)
@@ -330,9 +332,10 @@ class AiWorker:
             acted = view.version
             if not view.position:  # an engine that fills positions only on request
                 view = await seat.view()
-            now, late_s = time.monotonic(), self.view_lag.of(view, time.time())
+            now = time.monotonic()
             move_spec, deadline, even = evened(
-                spec, view.position, move_deadline(view, self.config.move_cap_s, now, late_s),
+                spec, view.position,
+                move_deadline(view, self.config.move_cap_s, now, now_ms() / 1000),
                 now, self.config.think_s)
             decision = await self._decide(view.position, move_spec, deadline, owner)
             if even:
