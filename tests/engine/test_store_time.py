@@ -118,7 +118,7 @@ def test_one_sweep_ends_a_crowd_of_clocks_that_ran_out_together(redis_url: str) 
                                        limit=duration_pb2.Duration(seconds=1))
     try:
         ids = [client.create("basic", time_control=one_second).match_id for _ in range(300)]
-        time.sleep(1.2)
+        time.sleep(1.5)
 
         async def sweep() -> tuple[int, list[str]]:
             storage = Storage.from_url(redis_url)
@@ -177,33 +177,45 @@ def test_a_machine_clock_off_the_stores_is_told_in_the_log_and_the_metrics(
 
 
 class _StoreAt:
-    """A Redis client whose TIME answers `shift_s` off the real one's, `delay_s` late:
-    a failover to a Redis on a machine whose clock differs, or a busy event loop."""
+    """A Redis client whose TIME answers `shift_s` off the real one's, each the next of
+    `delays_s` late (the last one from then on): a failover to a Redis on a machine whose
+    clock differs, or a busy event loop."""
 
-    def __init__(self, redis_url: str, shift_s: float = 0.0, delay_s: float = 0.0) -> None:
+    def __init__(self, redis_url: str, shift_s: float = 0.0,
+                 delays_s: tuple[float, ...] = (0.0,)) -> None:
         self.real = aioredis.Redis.from_url(redis_url)
-        self.shift_s, self.delay_s = shift_s, delay_s
+        self.shift_s, self.delays_s = shift_s, list(delays_s)
 
     async def time(self) -> tuple[int, int]:
         seconds, micros = await self.real.time()
-        await asyncio.sleep(self.delay_s)
+        await asyncio.sleep(self.delays_s.pop(0) if len(self.delays_s) > 1 else self.delays_s[0])
         shifted = int(seconds * 1_000_000 + micros + self.shift_s * 1_000_000)
         return shifted // 1_000_000, shifted % 1_000_000
 
 
-def test_a_store_whose_time_moved_is_told_and_a_slow_reading_left(redis_url: str) -> None:
-    async def scenario() -> tuple[float, float, float, int]:
+def test_the_fastest_reading_is_taken_and_a_slow_one_left(redis_url: str) -> None:
+    """A first reading answered late (a loaded test run's put its clock 0.2 s off, and a
+    test of 300 clocks run out found 123 not yet due) is not the one taken: the fastest
+    of three is; once synced, a sync whose every reading is slow is left."""
+    async def scenario() -> tuple[float | None, int, float | None]:
         clock = StoreClock()
-        first = await clock.sync(_StoreAt(redis_url))  # type: ignore[arg-type]
-        moved = await clock.sync(_StoreAt(redis_url, shift_s=40))  # type: ignore[arg-type]
-        at = clock.now_ms()
+        first = await clock.sync(_StoreAt(redis_url, delays_s=(0.4, 0.0)))  # type: ignore[arg-type]
+        error_ms = clock.now_ms() - _store_ms(redis_url)
         slow = await clock.sync(_StoreAt(redis_url, shift_s=-40,  # type: ignore[arg-type]
-                                         delay_s=0.3))
-        return first, moved, slow, clock.now_ms() - at
+                                         delays_s=(0.3,)))
+        return first, error_ms, slow
 
-    first, moved, slow, since = asyncio.run(scenario())
-    assert first == 0.0 and moved == pytest.approx(40, abs=0.5)
-    assert slow == 0.0 and 250 <= since < 1000  # the 0.3 s reading left: still 40 s on
+    first, error_ms, slow = asyncio.run(scenario())
+    assert first == 0.0 and abs(error_ms) < 50 and slow is None
+
+
+def test_a_store_whose_time_moved_is_told(redis_url: str) -> None:
+    async def scenario() -> float | None:
+        clock = StoreClock()
+        await clock.sync(_StoreAt(redis_url))  # type: ignore[arg-type]
+        return await clock.sync(_StoreAt(redis_url, shift_s=40))  # type: ignore[arg-type]
+
+    assert asyncio.run(scenario()) == pytest.approx(40, abs=0.5)
 
 
 def test_an_engine_without_the_stores_time_asks_every_second_until_it_has_it(
