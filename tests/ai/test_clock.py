@@ -4,17 +4,20 @@ whole match on a 2-second per-move clock with no AI move late."""
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+import redis
 
 from battleline.v1 import types_pb2
 from battleline_ai.budget import MARGIN_S, move_deadline
 from battleline_client.client import Client
 from battleline_client.common import answer_times
 from battleline_host.local import LocalService
-from tests.ai.service_harness import WITH_AI, play_random, start_worker, stop
+from tests.ai.service_harness import WITH_AI, play_random, start_worker, stop, wait_phase
 
 CLOCK_S = 2.0
 
@@ -113,3 +116,33 @@ def test_every_play_of_the_ai_takes_its_think_time_searched_or_not(
     assert len(gaps) >= 10
     assert min(gaps) >= THINK_S, f"a play came {min(gaps):.3f} s after the move before it"
     assert max(gaps) < THINK_S + 0.6, f"a play came {max(gaps):.3f} s after the move before it"
+
+
+def test_a_worker_takes_no_match_before_it_has_the_stores_time(
+        engine: LocalService, redis_url: str, tmp_path: Path) -> None:
+    """On its own host's clock a worker reads the engines' deadlines wrong (5 s ahead, a
+    re-test's worker played whole games by the fallback): until Redis gives it the time
+    (here its user may not ask for it, at first), it takes no match."""
+    store = redis.Redis.from_url(redis_url)
+    password = "timeless-0123456789"
+    store.acl_setuser("timeless", enabled=True, passwords=[f"+{password}"], keys=["*"],
+                      channels=["*"], commands=["+@all", "-time"])
+    address = urlsplit(redis_url)
+    log = tmp_path / "worker.log"
+    worker = start_worker(engine.address, f"redis://timeless:{password}@{address.netloc}",
+                          log)
+    try:
+        with Client(engine.address) as client:
+            created = client.create(opponent="ai", ai_level=1, clock="per-move",
+                                    clock_seconds=60, seat="second")
+            deadline = time.monotonic() + 20
+            while log.read_text().count("store clock") < 3:  # asked again and again
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            assert client.view(created.match_id).phase == types_pb2.MATCH_PHASE_WAITING
+            store.acl_setuser("timeless", commands=["+time"])
+            assert wait_phase(client, created.match_id, types_pb2.MATCH_PHASE_PLAYING, 20)
+    finally:
+        stop(worker)
+        store.acl_deluser("timeless")
+        store.close()

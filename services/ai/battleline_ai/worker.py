@@ -130,6 +130,7 @@ class AiWorker:
         self.name = config.name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.active: dict[str, asyncio.Task[None]] = {}  # request id -> its player
         self.stopping = asyncio.Event()
+        self.has_time = asyncio.Event()  # the store's time taken (`_keep_time`)
 
     async def run(self) -> None:
         """Serve requests until `stop()`; unfinished matches stay pending for others."""
@@ -143,14 +144,13 @@ class AiWorker:
                                                                 strict=True),))
         await self.storage.ai.ensure_group()
         log.info("ai worker %s: engine %s", self.name, self.config.engine)
-        await self.storage.sync_time()  # the engines' time, to tell how late a view came
         heartbeat = asyncio.create_task(self._heartbeat())
-        keeping_time = asyncio.create_task(self.storage.keep_time())
         # The executor starts a process on first use (~0.5 s: an interpreter, imports).
         # Started now, the first moves wait for it in our queue, from which a short clock
         # still falls back in time, not inside the executor, from which nothing does.
         warm_up = [asyncio.create_task(self.searches.run(math.inf, os.getpid))
                    for _ in range(self.config.search_processes)]
+        keeping_time = asyncio.create_task(self._keep_time())
         try:
             await self._take_requests()
         finally:
@@ -164,6 +164,15 @@ class AiWorker:
             await self.client.close()
             self.pool.shutdown(cancel_futures=True)
             await self.storage.close()
+
+    async def _keep_time(self) -> None:
+        """The store's time, which the engines keep and a clock's deadline is on: asked
+        every second until this worker has it (no request is taken before: on a host
+        clock 5 s ahead, whole games were played by the fallback), then kept."""
+        while not await self.storage.sync_time():
+            await asyncio.sleep(1.0)
+        self.has_time.set()
+        await self.storage.keep_time()
 
     def _start_searchers(self) -> None:
         self.pool = search_processes(self.config.search_processes)
@@ -191,7 +200,7 @@ class AiWorker:
         delays = backoff(1.0)
         while not self.stopping.is_set():
             free = self.config.concurrency - len(self.active)
-            if free <= 0:
+            if not self.has_time.is_set() or free <= 0:
                 await asyncio.sleep(0.2)
                 continue
             entries: list[tuple[str, dict[str, str]]] = []
