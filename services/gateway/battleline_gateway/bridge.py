@@ -196,13 +196,14 @@ class _PlainCodec(Codec[Message, Message]):
         self._codec = codec
         self._form = form
         self._object_only = object_only  # JSON: a request is one object, nothing else
+        self._keeps_repeats = repeats_kept > 0
         self._repeat = functools.lru_cache(maxsize=repeats_kept)(self._encode_binary)
 
     def name(self) -> str:
         return self._codec.name()
 
     def encode(self, message: Message) -> bytes:
-        if self._repeat.cache_parameters()["maxsize"]:
+        if self._keeps_repeats:
             binary = message.SerializeToString(deterministic=True)
             if len(binary) >= LARGE_ANSWER_BYTES:
                 return self._repeat(message.DESCRIPTOR.full_name, binary)
