@@ -62,7 +62,7 @@ from battleline_client.errors import (
 from battleline_client.port_owner import UNTRUSTED, AsyncOwnerCheck
 from battleline_engine import logs
 from battleline_engine.logs import LogFormat, LogLevel
-from battleline_engine.storage import Storage, log_failure, now_ms
+from battleline_engine.storage import STORE_CLOCK, Storage, log_failure, now_ms
 
 from .budget import move_deadline
 from .decide import (
@@ -130,7 +130,6 @@ class AiWorker:
         self.name = config.name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.active: dict[str, asyncio.Task[None]] = {}  # request id -> its player
         self.stopping = asyncio.Event()
-        self.has_time = asyncio.Event()  # the store's time taken (`_keep_time`)
 
     async def run(self) -> None:
         """Serve requests until `stop()`; unfinished matches stay pending for others."""
@@ -150,7 +149,7 @@ class AiWorker:
         # still falls back in time, not inside the executor, from which nothing does.
         warm_up = [asyncio.create_task(self.searches.run(math.inf, os.getpid))
                    for _ in range(self.config.search_processes)]
-        keeping_time = asyncio.create_task(self._keep_time())
+        keeping_time = await self.storage.keeping_time()
         try:
             await self._take_requests()
         finally:
@@ -164,15 +163,6 @@ class AiWorker:
             await self.client.close()
             self.pool.shutdown(cancel_futures=True)
             await self.storage.close()
-
-    async def _keep_time(self) -> None:
-        """The store's time, which the engines keep and a clock's deadline is on: asked
-        every second until this worker has it (no request is taken before: on a host
-        clock 5 s ahead, whole games were played by the fallback), then kept."""
-        while not await self.storage.sync_time():
-            await asyncio.sleep(1.0)
-        self.has_time.set()
-        await self.storage.keep_time()
 
     def _start_searchers(self) -> None:
         self.pool = search_processes(self.config.search_processes)
@@ -200,7 +190,9 @@ class AiWorker:
         delays = backoff(1.0)
         while not self.stopping.is_set():
             free = self.config.concurrency - len(self.active)
-            if not self.has_time.is_set() or free <= 0:
+            # No request before the store's time, which a clock's deadline is on (on a
+            # host clock 5 s ahead, whole games were played by the fallback).
+            if not STORE_CLOCK.synced or free <= 0:
                 await asyncio.sleep(0.2)
                 continue
             entries: list[tuple[str, dict[str, str]]] = []

@@ -50,8 +50,7 @@ class Background:
         del server
 
     async def start(self) -> None:
-        await self.runtime.storage.sync_time()  # before the first call is served
-        self._time = asyncio.create_task(self.runtime.storage.keep_time(), name="store-time")
+        self._time = await self.runtime.storage.keeping_time()  # before the first call
         self.sweeper.start()
 
     async def stop(self) -> None:

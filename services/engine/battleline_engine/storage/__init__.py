@@ -140,6 +140,12 @@ class Storage:
         else:
             log.info("this machine's clock agrees with the store's again")
 
+    async def keeping_time(self) -> asyncio.Task[None]:
+        """Take the store's time now, then keep it (`keep_time`) in a task, the caller's
+        to cancel: what an engine does before serving, and an AI worker before playing."""
+        await self.sync_time()
+        return asyncio.create_task(self.keep_time(), name="store-time")
+
     async def keep_time(self) -> None:
         """`sync_time` every CLOCK_SYNC_S (every second until a first sync is made),
         until cancelled."""
