@@ -2,7 +2,8 @@
 the board is drawn as a board and what can be done is told in a few lines (not sixty
 numbered actions), `?` explains the notation, a refused input prints one error and one
 hint, `list` shows the actions, `resign` asks first, and a move can be chosen by card,
-then flag, the screen after it telling the move in words."""
+then flag, the screen after it telling the move in words. Each game is on an engine of
+its own: a `battleline serve` another test runs on the README's port would take it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import re
 
 import pexpect
 
+from battleline_host.local import LocalService
 from tests.client.terminal import MOVE, PASS
 from tests.processes import BATTLELINE
 
@@ -20,11 +22,12 @@ def _plain(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
 
 
-def _newcomer() -> dict[str, str]:
+def _newcomer(target: str) -> dict[str, str]:
     """A hot-seat game: ask for help, type nonsense, list, then think better of resigning.
     Returns what the terminal showed after each input."""
-    child = pexpect.spawn(BATTLELINE, ["play", "--local", "--seed", "3"], encoding="utf-8",
-                          timeout=60, dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"})
+    child = pexpect.spawn(BATTLELINE, ["play", "--local", "--seed", "3", "--target", target],
+                          encoding="utf-8", timeout=60, dimensions=(60, 160),
+                          env={**os.environ, "COLUMNS": "160"})
     shown: dict[str, str] = {}
     try:
         child.expect(PASS)
@@ -62,9 +65,9 @@ def _newcomer() -> dict[str, str]:
         child.terminate(force=True)
 
 
-def test_a_newcomer_gets_help_short_errors_and_a_resign_question() -> None:
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        shown = pool.apply(_newcomer)
+def test_a_newcomer_gets_help_short_errors_and_a_resign_question(redis_url: str) -> None:
+    with LocalService(redis_url) as engine, multiprocessing.get_context("spawn").Pool(1) as pool:
+        shown = pool.apply(_newcomer, (engine.address,))
     first = shown["first"]
     assert all(f"[{n}]" in first for n in range(1, 10)), first  # the nine flags
     can = first[first.index("you can"):]
@@ -81,7 +84,7 @@ def test_a_newcomer_gets_help_short_errors_and_a_resign_question() -> None:
     assert "refused" in shown["refused"]
     # `quit` is no action: it says how to leave instead of "no action 'quit'".
     assert "to leave: resign gives the match up" in _plain(shown["quit"]), shown["quit"]
-    # `hint` asks the hosted AI; the hot seat's own engine runs none, and says so in a line.
+    # `hint` asks the hosted AI; this engine runs none, and says so in a line.
     assert "no hint (no-ai-service): hints and reviews need the AI service" in _plain(
         shown["hint"]), shown["hint"]
     assert " 1. " in shown["list"]
@@ -123,12 +126,13 @@ def _expect_move(child: pexpect.spawn) -> None:
         child.sendline("")
 
 
-def _guile_by_name() -> tuple[str, str]:
+def _guile_by_name(target: str) -> tuple[str, str]:
     """A hot-seat game played until a guile tactic is offered; it is chosen by typing its
     name, then answering which card and which flag. Returns the questions asked and what
     the terminal showed after the move."""
-    child = pexpect.spawn(BATTLELINE, ["play", "--local", "--seed", "2"], encoding="utf-8",
-                          timeout=60, dimensions=(60, 160), env={**os.environ, "COLUMNS": "160"})
+    child = pexpect.spawn(BATTLELINE, ["play", "--local", "--seed", "2", "--target", target],
+                          encoding="utf-8", timeout=60, dimensions=(60, 160),
+                          env={**os.environ, "COLUMNS": "160"})
     try:
         _expect_move(child)
         for _ in range(200):
@@ -147,9 +151,9 @@ def _guile_by_name() -> tuple[str, str]:
         child.terminate(force=True)
 
 
-def test_a_guile_tactic_is_chosen_by_name_then_card_then_flag() -> None:
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        asked, after = pool.apply(_guile_by_name)
+def test_a_guile_tactic_is_chosen_by_name_then_card_then_flag(redis_url: str) -> None:
+    with LocalService(redis_url) as engine, multiprocessing.get_context("spawn").Pool(1) as pool:
+        asked, after = pool.apply(_guile_by_name, (engine.address,))
     verb = asked.split()[0]
     assert re.search(rf"^{verb} (which card|to which flag)\? \(", asked), asked
     assert GUILE_WORDS[verb] in after, after

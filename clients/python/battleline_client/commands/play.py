@@ -27,6 +27,7 @@ from ..errors import BattleLineError, NotFound, PermissionDenied, Unauthenticate
 from ..port_owner import listening_uids, may_take_token, strangers
 from ..printable import plain
 from ..saved_seats import SavedSeat, SavedSeats, default_directory
+from ..typed_line import read_line
 from . import options
 
 if TYPE_CHECKING:
@@ -83,6 +84,12 @@ class Terminal:
         self.shown = 0  # number of the last event printed
         self.recent: deque[types_pb2.MatchEvent] = deque(maxlen=tui.RECENT * 3)
 
+    def prompt(self, text: str) -> str:
+        """Show `text` (markup) and read the line typed after it; Ctrl-C interrupts
+        the wait whenever it is pressed (see `typed_line`)."""
+        self.console.print(text, end="")
+        return read_line()
+
     def events(self, events: Iterator[types_pb2.MatchEvent] | list[types_pb2.MatchEvent],
                view: types_pb2.MatchView | None) -> None:
         for event in events:
@@ -99,7 +106,7 @@ class Terminal:
             self.console.clear()
             if self.console.is_terminal:
                 self.console.file.write("\x1b[3J")  # the scrollback as well
-        self.console.input(f"[bold]{escape(who)}[/]: your turn; press Enter when the "
+        self.prompt(f"[bold]{escape(who)}[/]: your turn; press Enter when the "
                            "other seat is not looking ")
         self.console.clear()
 
@@ -117,11 +124,11 @@ class Terminal:
         if listed:
             self.console.print(tui.choices(view))
         while True:
-            text = self.console.input(
+            text = self.prompt(
                 f"[bold]{escape(who)}[/], your move (1-{len(view.legal_actions)} from 'list', "
                 "a card then a flag, notation; ? for help): ").strip()
             if text.lower() == "resign":
-                if self.console.input("resign the match? \\[y/N] ").strip().lower() in ("y", "yes"):
+                if self.prompt("resign the match? \\[y/N] ").strip().lower() in ("y", "yes"):
                     return None
                 continue
             if text.lower() in ("?", "help"):
@@ -140,7 +147,7 @@ class Terminal:
             asked = text.upper()
             while len(plays) > 1:  # a card with several uses: which card it takes, which flag
                 question, answers = tui.choice_step(plays)
-                answer = self.console.input(escape(
+                answer = self.prompt(escape(
                     f"{asked} {question} ({' '.join(answers)}; Enter: back) ")).strip().upper()
                 if not answer:
                     plays = []
