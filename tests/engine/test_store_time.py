@@ -18,6 +18,7 @@ import redis.asyncio as aioredis
 from google.protobuf import duration_pb2
 
 from battleline.v1 import types_pb2
+from battleline_engine.boot_clock import boot_clock
 from battleline_engine.clocks import ClockState, advance, left_ms
 from battleline_engine.matches import Matches
 from battleline_engine.metrics import REGISTRY
@@ -95,6 +96,28 @@ def test_the_store_clock_is_the_stores_whatever_the_wall_clock_does(
     assert abs(clock.now_ms() - _store_ms(redis_url)) < 1000
     monkeypatch.setattr(connection, "time", _WallShifted(-3600))  # stepped back an hour
     assert abs(clock.now_ms() - _store_ms(redis_url)) < 1000
+
+
+def test_the_store_clock_counts_the_time_its_machine_slept(redis_url: str) -> None:
+    """A machine suspended for a minute: the store's time went on, and so must the clock
+    (on the monotonic clock, which stops in sleep, it stayed a minute behind until its
+    next sync). It counts on the boot clock, here a stand-in that sleeps."""
+    slept_s = [0.0]
+    clock = StoreClock(clock=lambda: boot_clock() + slept_s[0])
+
+    async def sync() -> None:
+        store = aioredis.Redis.from_url(redis_url)
+        try:
+            await clock.sync(store)
+        finally:
+            await store.aclose()
+
+    asyncio.run(sync())
+    before = clock.now_ms()
+    slept_s[0] = 60.0
+    assert 60_000 <= clock.now_ms() - before < 61_000
+    if hasattr(time, "CLOCK_BOOTTIME"):  # the default, on Linux
+        assert abs(boot_clock() - time.clock_gettime(time.CLOCK_BOOTTIME)) < 0.1
 
 
 def test_a_clock_that_went_back_gives_no_time_and_shows_no_more_than_the_budget() -> None:

@@ -30,6 +30,7 @@ from battleline_rules import (
     new_game,
 )
 
+from .boot_clock import HAS_BOOT_CLOCK, boot_clock
 from .storage import MatchRecord
 
 
@@ -155,14 +156,13 @@ SECRET_ID_KEPT_S: Final = 8 * CACHE_TRUST_S
 
 K = TypeVar("K")
 V = TypeVar("V")
-_BOOT_CLOCK: Final = getattr(time, "CLOCK_BOOTTIME", None)  # Linux
 
 
 def cache_clock() -> float:
     """Seconds on a clock that runs while the machine sleeps (Linux's boot time, elsewhere
     the wall clock), so a cache trusted for `CACHE_TRUST_S` is not trusted across the days a
     laptop was suspended, while Redis's clock expired the match and its mark."""
-    return time.clock_gettime(_BOOT_CLOCK) if _BOOT_CLOCK is not None else time.time()
+    return boot_clock() if HAS_BOOT_CLOCK else time.time()
 
 
 class TrustedCache(Generic[K, V]):

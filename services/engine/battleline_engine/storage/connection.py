@@ -15,11 +15,13 @@ import re
 import secrets
 import string
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import redis.asyncio as aioredis
 import redis.exceptions
 
+from ..boot_clock import boot_clock
 from ..fastredis import BATCH_INTERVAL_S, FastRedis
 from ..listener_pin import ListenerPin
 
@@ -230,8 +232,9 @@ def raise_lost_cancellation() -> None:
 
 
 class StoreClock:
-    """The store's time (Redis's TIME), in milliseconds, read between syncs from this
-    process's monotonic clock: the unit of every stored time.
+    """The store's time (Redis's TIME), in milliseconds, read between syncs from a clock of
+    this machine that never steps and counts its sleep (`boot_clock`): the unit of every
+    stored time.
 
     Why not this machine's wall clock: every engine of one store starts, charges and
     ends the same clocks, and an engine whose wall clock was a minute behind the others'
@@ -239,13 +242,14 @@ class StoreClock:
     on one machine did the same (thirty-fifth audit). Until the first sync it is the
     wall clock."""
 
-    def __init__(self) -> None:
-        self._offset_ms = time.time() * 1000 - time.monotonic() * 1000
+    def __init__(self, clock: Callable[[], float] = boot_clock) -> None:
+        self._clock = clock
+        self._offset_ms = time.time() * 1000 - clock() * 1000
         self._round_trip_s = math.inf  # of the reading in use
         self.synced = False
 
     def now_ms(self) -> int:
-        return int(time.monotonic() * 1000 + self._offset_ms)
+        return int(self._clock() * 1000 + self._offset_ms)
 
     def wall_gap_s(self) -> float:
         """How far this machine's wall clock is ahead of the store's (behind: negative)."""
@@ -260,9 +264,9 @@ class StoreClock:
         off: re-tests and CI)."""
         round_trip_s, offset_ms = math.inf, self._offset_ms
         for _ in range(TIME_READINGS):
-            sent = time.monotonic()
+            sent = self._clock()
             seconds, micros = await redis.time()  # a cluster: its client's default node's
-            received = time.monotonic()
+            received = self._clock()
             if received - sent < round_trip_s:
                 round_trip_s = received - sent
                 offset_ms = seconds * 1000 + micros / 1000 - (sent + received) / 2 * 1000
