@@ -85,7 +85,7 @@ def run(command: list[str], *, answer: bool = True, timeout_s: float = 120) -> S
         return pending.get(timeout_s + 30)
 
 
-def _default_signals() -> None:
+def default_signals() -> None:
     """Ctrl-C and a closed terminal as a terminal's user has them: a test run started in
     the background (`nohup .ci/run &`) ignores SIGINT and SIGHUP, and so would the
     command, which then never sees them."""
@@ -96,7 +96,7 @@ def _default_signals() -> None:
 def _left(command: list[str], after: str, hang_up: bool) -> Session:
     child = pexpect.spawn(command[0], command[1:], encoding="utf-8", timeout=30,
                           dimensions=(60, 160), env=terminal_env(),
-                          preexec_fn=_default_signals)
+                          preexec_fn=default_signals)
     try:
         child.expect(after)
         seen = [child.before or "", str(child.after)]

@@ -173,8 +173,9 @@ def test_play_waits_for_a_hosted_ai_worker_seconds_not_minutes(redis_url: str) -
     assert "no hosted-AI worker is serving this" in session.output
 
 
-def _interrupt_at_first_move(temp_dir: str) -> str:
-    """`battleline play` with no engine running, Ctrl-C at the first move prompt."""
+def _leave(temp_dir: str, at: str = terminal.MOVE, how: str = "ctrl-c") -> str:
+    """`battleline play` with no engine running, left when the terminal shows `at`: by
+    Ctrl-C, or by `how` = "SIGTERM" or "SIGHUP" (the terminal closed)."""
     import signal
 
     import pexpect
@@ -183,10 +184,13 @@ def _interrupt_at_first_move(temp_dir: str) -> str:
     # by a non-interactive shell ignores it, and every child would inherit that.
     child = pexpect.spawn(BATTLELINE, ["play"], encoding="utf-8", timeout=60,
                           dimensions=(60, 160), env=terminal.terminal_env(temp_dir),
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                          preexec_fn=terminal.default_signals)
     try:
-        child.expect(terminal.MOVE)
-        child.sendintr()
+        child.expect(at)
+        if how == "ctrl-c":
+            child.sendintr()
+        else:
+            child.kill(getattr(signal, how))
         child.expect(pexpect.EOF)
         return child.before or ""
     finally:
@@ -198,8 +202,30 @@ def test_leaving_a_game_on_an_engine_started_for_it_says_the_match_ends(
     import multiprocessing
 
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        shown = pool.apply(_interrupt_at_first_move, (play_temp,))
+        shown = pool.apply(_leave, (play_temp,))
     assert "the engine started for this game stops, and the match with it" in shown
     assert "goes on without you" not in shown
     time.sleep(1)
     assert _left_behind(play_temp) == []
+    assert _folders_left(play_temp) == []
+
+
+@pytest.mark.parametrize(("at", "how"), [("starting a local engine", "ctrl-c"),
+                                         (terminal.MOVE, "SIGTERM"), (terminal.MOVE, "SIGHUP")],
+                         ids=["ctrl-c-as-it-starts", "sigterm-at-a-move", "sighup-at-a-move"])
+def test_an_engine_started_for_a_game_leaves_nothing_however_play_ends(
+        free_default_port: None, play_temp: str, at: str, how: str) -> None:
+    """An audit: a Ctrl-C while the engine started, or play killed (SIGTERM) or its
+    terminal closed (SIGHUP) during the game, left the engine's folder (the AI's key, the
+    store's files) in the temporary directory."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        pool.apply(_leave, (play_temp, at, how))
+    time.sleep(1)
+    assert _left_behind(play_temp) == []
+    assert _folders_left(play_temp) == []
+
+
+def _folders_left(temp_dir: str) -> list[str]:
+    return [path.name for path in Path(temp_dir).glob("battleline-play-*")]

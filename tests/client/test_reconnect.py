@@ -253,3 +253,35 @@ def test_a_join_sent_again_with_the_callers_own_secret_gets_the_same_seat(
         first, again = (client.join(match_id=created.match_id, seat_secret=secret)
                         for _ in range(2))
     assert first == again and first.token.endswith(f".{secret}")
+
+
+class _CtrlCWhileCancelling(grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """A Watch call whose cancel is where a Ctrl-C lands (it cancels, then raises)."""
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        call = continuation(details, request)
+
+        class Interrupted:
+            def __iter__(self) -> Any:
+                return iter(call)
+
+            def cancel(self) -> bool:
+                call.cancel()
+                raise KeyboardInterrupt
+
+        return Interrupted()
+
+
+def test_a_ctrl_c_while_a_seats_watch_is_closed_reaches_the_caller(
+        service: LocalService) -> None:
+    """An audit of `battleline play`: a Ctrl-C that landed as a hot seat's stream was
+    closed (its call cancelled by the collector, in a finalizer) was printed as
+    "Exception ignored" and dropped, and the game went on at the move prompt."""
+    channel = grpc.intercept_channel(grpc.insecure_channel(service.address),
+                                     _CtrlCWhileCancelling())
+    with Client(service.address) as client, Client(service.address, channel=channel) as other:
+        created = client.create(opponent="local", clock="none")
+        stream = Seat(other, created.seat).watch()
+        assert next(stream).HasField("snapshot")
+        with pytest.raises(KeyboardInterrupt):
+            stream.close()

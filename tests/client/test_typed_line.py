@@ -67,3 +67,11 @@ def test_a_signal_on_another_thread_interrupts_the_wait() -> None:
 ])
 def test_a_typed_line_is_read_as_input_reads_it(typed: bytes, shown: str) -> None:
     assert _run("read", typed) == shown
+
+
+def test_no_standard_input_at_all_is_the_end_of_input() -> None:
+    """Started with descriptor 0 closed (`exec 0<&-`), `play` died of an AttributeError
+    and left its match running; the end of input resigns it."""
+    done = subprocess.run(["sh", "-c", f'exec 0<&-; exec "{sys.executable}" -c "$0" read',
+                           CHILD], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split("\n")[-2:] == ["end of input", ""], done.stdout + done.stderr

@@ -14,6 +14,7 @@ typed exception from `battleline_client.errors`.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
@@ -270,9 +271,13 @@ class Seat(SeatMemory["Client"]):
     def watch(self, **kwargs: Any) -> Generator[watch_pb2.WatchResponse]:
         """This seat's Watch stream (see `Client.watch`); views on it update `last_view`
         when newer, so `act` after a streamed view sends the right version."""
-        for message in self.client.watch(self.handle.match_id, self.handle.token, **kwargs):
-            self.remember_streamed(message)
-            yield message
+        # Closed with this generator, not left to the collector: a Ctrl-C while its call
+        # is cancelled then reaches the caller (a finalizer's is printed and dropped).
+        with contextlib.closing(self.client.watch(self.handle.match_id, self.handle.token,
+                                                  **kwargs)) as messages:
+            for message in messages:
+                self.remember_streamed(message)
+                yield message
 
     def record(self) -> record_pb2.GetRecordResponse:
         """The record as this seat may see it."""

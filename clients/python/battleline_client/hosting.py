@@ -16,9 +16,11 @@ points. This module only starts a process; it imports nothing of the server.
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -78,45 +80,79 @@ class ServeChild:
         self.process: subprocess.Popen[bytes] | None = None
         self.data_dir: Path | None = None  # made by start(), removed by stop()
         self.address = ""
+        self._handlers: dict[int, Any] = {}  # this process's own, while serve runs
 
     def start(self, timeout_s: float = 60.0) -> str:
-        """Start serve and wait until it prints the address it listens on."""
+        """Start serve and wait until it prints the address it listens on. Interrupted
+        (Ctrl-C, SIGTERM) or failed, it stops serve and removes its directory first."""
         require_server("a local engine")
+        self._exit_on_termination()
         self.data_dir = Path(tempfile.mkdtemp(prefix="battleline-play-"))  # mode 0700
         log_path = self.data_dir / "serve.log"
         command = [sys.executable, "-m", "battleline_client.cli", "serve", "--port", "0",
                    "--host", "127.0.0.1", "--no-web", "--grace", "1", "--log-format", "text",
                    "--log-level", "warning", "--data-dir", str(self.data_dir / "data"),
                    *self.options]
-        with open(log_path, "wb") as log:
-            # A session of its own: the terminal's Ctrl-C is for `play`, which then stops
-            # serve itself (SIGTERM) after closing its connection, not both at once.
-            self.process = subprocess.Popen(dying_with_parent(command), stdin=subprocess.DEVNULL,
-                                            stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+        try:
+            with open(log_path, "wb") as log:
+                # A session of its own: the terminal's Ctrl-C is for `play`, which then
+                # stops serve itself (SIGTERM) after closing its connection, not both at once.
+                self.process = subprocess.Popen(dying_with_parent(command),
+                                                stdin=subprocess.DEVNULL, stdout=log,
+                                                stderr=subprocess.STDOUT, start_new_session=True)
+            self.address = self._listening_address(self.process, log_path, timeout_s)
+            return self.address
+        except BaseException:
+            self.stop()
+            raise
+
+    @staticmethod
+    def _listening_address(process: subprocess.Popen[bytes], log_path: Path,
+                           timeout_s: float) -> str:
         deadline = time.monotonic() + timeout_s
         marker = "battleline engine listening on "
         while time.monotonic() < deadline:
             for line in log_path.read_text(errors="replace").splitlines():
                 if line.startswith(marker):
-                    self.address = line[len(marker):].strip()
-                    return self.address
-            if self.process.poll() is not None:
+                    return line[len(marker):].strip()
+            if process.poll() is not None:
                 break
             time.sleep(0.1)
         tail = log_path.read_text(errors="replace")[-2000:]
-        self.stop()
         raise RuntimeError(f"battleline serve did not start:\n{tail}")
 
     def stop(self) -> None:
-        """SIGTERM (serve stops its AI workers and Redis), SIGKILL after 20 s; then the
-        temporary directory goes."""
-        if self.process is not None:
-            stop_processes(self.process, timeout_s=20)
-            self.process = None
-        if self.data_dir is not None:
-            shutil.rmtree(self.data_dir, ignore_errors=True)
-            self.data_dir = None
+        """SIGTERM (serve stops its AI workers and Redis), SIGKILL after 20 s, or at once
+        on a second Ctrl-C; then the temporary directory goes, however the wait ended."""
+        try:
+            if self.process is not None:
+                try:
+                    stop_processes(self.process, timeout_s=20)
+                except BaseException:
+                    self.process.kill()  # its Redis and AI go with it (dying_with_parent)
+                    raise
+                finally:
+                    self.process = None
+        finally:
+            if self.data_dir is not None:
+                shutil.rmtree(self.data_dir, ignore_errors=True)
+                self.data_dir = None
+            for signum, handler in self._handlers.items():
+                if handler is not None:  # None: set outside Python, and left so
+                    signal.signal(signum, handler)
+            self._handlers.clear()
+
+    def _exit_on_termination(self) -> None:
+        """While serve runs, SIGTERM and SIGHUP (the terminal closed) end this command
+        with SystemExit, as Ctrl-C ends it with KeyboardInterrupt: by default they ended
+        it at once, and the `finally` that stops serve and removes its directory (the
+        AI's key, the store's files) never ran (an audit found 21 directories left)."""
+        if threading.current_thread() is not threading.main_thread():
+            return  # only the main thread may set handlers; its caller keeps the defaults
+        for name in ("SIGTERM", "SIGHUP"):
+            signum = getattr(signal, name, None)
+            if signum is not None and signum not in self._handlers:
+                self._handlers[signum] = signal.signal(signum, _exit_by_signal)
 
     def __enter__(self) -> ServeChild:
         self.start()
@@ -124,3 +160,7 @@ class ServeChild:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _exit_by_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)

@@ -23,9 +23,12 @@ from typing import TextIO
 
 def read_line(stdin: TextIO | None = None) -> str:
     """The next line typed, without its newline, as `input()` returns it; EOFError at
-    the end of input (Ctrl-D). Where no wakeup pipe can serve (not a terminal, not the
-    main thread, not POSIX), `input()` itself."""
+    the end of input (Ctrl-D) or with no input at all (standard input closed). Where no
+    wakeup pipe can serve (not a terminal, not the main thread, not POSIX), `input()`
+    itself."""
     stdin = stdin or sys.stdin
+    if stdin is None:  # started with descriptor 0 closed: input() would raise RuntimeError
+        raise EOFError("no standard input")
     if (os.name != "posix" or threading.current_thread() is not threading.main_thread()
             or not stdin.isatty()):
         return input()

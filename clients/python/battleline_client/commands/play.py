@@ -381,28 +381,30 @@ def play_remote(term: Terminal, seat: Seat, wait_s: float) -> types_pb2.MatchVie
     view = _wait_for_opponent(term, seat, wait_s)
     term.recall(_own_account(seat, view))  # the opponent may have moved first: told too
     term.shown = view.last_event_number
-    stream = seat.watch(include_views=True, resume_after=view.last_event_number)
-    while not is_finished(view):
-        if is_my_turn(view):
-            term.screen(view)
-            view = term.turn(seat, view, "you")
-            continue
-        waited = tui.seat_label(view, view.current_seat)
-        term.console.print(f"[dim]waiting for {escape(waited)}...[/]")
-        for message in stream:
-            if message.HasField("event"):
-                # Told with the view that follows it when the message carries one.
-                term.events([message.event],
-                            message.view if message.HasField("view") else view)
-            if message.HasField("view"):
-                # The newest view known: a streamed view can be older than our last answer.
-                view = seat.last_view or message.view
-                if is_my_turn(view) or is_finished(view):
-                    break
-        else:  # the stream is over: the engine ends it with the match, and only then
-            view = seat.view()
-            if not (is_finished(view) or is_my_turn(view)):
-                raise _unexpected("ended the match's stream while the match goes on")
+    with contextlib.closing(seat.watch(include_views=True,
+                                       resume_after=view.last_event_number)) as stream:
+        while not is_finished(view):
+            if is_my_turn(view):
+                term.screen(view)
+                view = term.turn(seat, view, "you")
+                continue
+            waited = tui.seat_label(view, view.current_seat)
+            term.console.print(f"[dim]waiting for {escape(waited)}...[/]")
+            for message in stream:
+                if message.HasField("event"):
+                    # Told with the view that follows it when the message carries one.
+                    term.events([message.event],
+                                message.view if message.HasField("view") else view)
+                if message.HasField("view"):
+                    # The newest view known: a streamed view can be older than our last
+                    # answer.
+                    view = seat.last_view or message.view
+                    if is_my_turn(view) or is_finished(view):
+                        break
+            else:  # the stream is over: the engine ends it with the match, and only then
+                view = seat.view()
+                if not (is_finished(view) or is_my_turn(view)):
+                    raise _unexpected("ended the match's stream while the match goes on")
     return view
 
 
