@@ -18,9 +18,11 @@ import redis.exceptions
 from redis.crc import key_slot
 
 from battleline_engine import storage as st
+from battleline_engine.matches import Matches
 from battleline_engine.storage import CommitStatus, Storage
 from battleline_engine.storage.connection import Connection
 from battleline_engine.storage.matches import match_key
+from battleline_engine.sweeper import Sweeper
 from tests.processes import free_port
 
 from .load import Driver
@@ -89,6 +91,41 @@ def test_storage_works_unchanged_on_a_cluster(cluster: RedisCluster) -> None:
         assert await s.matches.existing([*ids, "gone1", "gone2"]) == set(ids)
 
     _run(cluster.url, body)
+
+
+def test_a_clock_whose_index_write_failed_after_its_commit_still_wakes_the_sweeper(
+        cluster: RedisCluster) -> None:
+    """An audit on a real cluster: the index's node away just after a join's commit left a
+    running clock out of the index (written after the script, in another slot), and the
+    match never ran out of time. An entry written before the commit stands in, early at
+    worst, and the sweeper moves it to the match's deadline (unless a commit rewrote it)."""
+    async def body(s: Storage) -> tuple[list[tuple[str, int]], list[tuple[str, int]], int]:
+        now = st.now_ms()
+        await s.matches.create("late1", "S0", status="playing", events=[{"kind": "created"}],
+                               deadline_ms=now + 100)
+        indexed = s.clocks.index
+
+        async def node_away(match_id: str, deadline_ms: int) -> None:
+            raise redis.exceptions.ConnectionError("the index's node is away")
+
+        s.clocks.index = node_away  # type: ignore[method-assign]
+        done = await s.matches.commit("late1", expected_version=1, state="S1",
+                                      events=[{"kind": "action"}], deadline_ms=now + 60_000)
+        s.clocks.index = indexed  # type: ignore[method-assign]
+        assert done.status is CommitStatus.OK
+        early = await s.clocks.due(now + 60_000)
+        await asyncio.sleep(0.2)
+        await Sweeper(s, Matches(s), 3600).sweep_once()
+        moved = await s.clocks.due(now + 60_000)
+        await s.clocks.index("late1", now + 5)  # a commit's, after the sweeper read the entry
+        await s.clocks.move_if_unchanged("late1", now + 60_000, now + 90_000)
+        (kept,) = await s.clocks.due(now + 90_000)
+        return early, moved, kept[1] - now
+
+    early, moved, kept_ms = _run(cluster.url, body)
+    assert [match_id for match_id, _ in early] == ["late1"]  # indexed, early
+    assert moved == [("late1", early[0][1] - 100 + 60_000)]  # the match's own deadline
+    assert kept_ms == 5
 
 
 def test_serve_chooses_the_cluster_client_from_redis_cluster_1(cluster: RedisCluster) -> None:

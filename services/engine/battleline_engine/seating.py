@@ -21,7 +21,7 @@ from battleline_rules import RULESETS, dump_position
 
 from .clocks import ClockState, advance, start_clock
 from .errors import Kind, Refusal, not_found, precondition
-from .matches import STORE_ERRORS, Matches, seat_name
+from .matches import Matches, seat_name
 from .model import (
     CREATE_REQUEST,
     Match,
@@ -36,8 +36,10 @@ from .model import (
 )
 from .storage import (
     AI_PLACE_TTL_S,
+    STORE_UNAVAILABLE,
     CommitStatus,
     hash_token,
+    log_failure,
     new_match_id,
     new_seat_token,
     now_ms,
@@ -351,8 +353,8 @@ class Seating:
         # with its secret finds its seat through it (a stranger's finds no open seat).
         try:
             await self.storage.lobby.remove_open([match_id], [meta.ruleset])
-        except STORE_ERRORS:
-            log.warning("join of %s: lobby index not tidied", match_id, exc_info=True)
+        except STORE_UNAVAILABLE as err:  # one line: a store (node) away for a moment
+            log_failure(log, f"join of {match_id}: lobby index not tidied", err)
         return await self._matches.read(match_id), seat, token
 
     async def _joined_again(self, match_id: str, meta: Meta, ai_key_hash: str, secret: str,

@@ -51,12 +51,12 @@ class Sweeper:
         """Time out every due match (up to DUE_PER_SWEEP), and look at a few parked AI
         matches; returns how many due entries were handled."""
         await self.matches.wake_parked(PARKED_PER_SWEEP)
-        due = [match_id for match_id, _ in
-               await self.storage.clocks.due(now_ms(), limit=DUE_PER_SWEEP)]
+        due = await self.storage.clocks.due(now_ms(), limit=DUE_PER_SWEEP)
         random.shuffle(due)  # each replica starts on another part of a crowd
         for start in range(0, len(due), DUE_AT_ONCE):
             batch = due[start:start + DUE_AT_ONCE]
-            ended = await asyncio.gather(*map(self._end_if_due, batch), return_exceptions=True)
+            ended = await asyncio.gather(*(self._end_if_due(*entry) for entry in batch),
+                                         return_exceptions=True)
             failures = [failure for failure in ended if isinstance(failure, Exception)]
             if failures:  # one line for the batch: a store refusing writes fails them all
                 log_failure(log, f"clock sweep ({len(failures)} of {len(batch)} matches)",
@@ -64,12 +64,15 @@ class Sweeper:
             raise_lost_cancellation()
         return len(due)
 
-    async def _end_if_due(self, match_id: str) -> None:
+    async def _end_if_due(self, match_id: str, indexed_ms: int) -> None:
         record = await self.storage.matches.load(match_id)
         if record is None or record.status == Status.FINISHED or record.deadline_ms == 0:
             await self.storage.clocks.unindex(match_id)
-            return
-        await self.matches.read(match_id)  # ends it if the deadline has passed
+        elif record.deadline_ms > now_ms():  # indexed early (`ClockIndex.index_no_later`)
+            await self.storage.clocks.move_if_unchanged(match_id, indexed_ms,
+                                                        record.deadline_ms)
+        else:
+            await self.matches.read(match_id)  # ends it
 
     async def _run(self) -> None:
         while True:

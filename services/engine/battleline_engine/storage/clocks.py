@@ -18,11 +18,23 @@ if TYPE_CHECKING:
 _KEY: Final = f"{PREFIX}:clocks"
 
 
+# Move an entry only if it still holds the deadline the sweeper saw due: a commit that
+# wrote another meanwhile (even an earlier one: a per-game clock's next mover) wins.
+_MOVE_IF_UNCHANGED_LUA: Final = """
+local seen = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if seen and tonumber(seen) == tonumber(ARGV[2]) then
+  return redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+end
+return 0
+"""
+
+
 class ClockIndex:
     """Deadlines of running clocks, by match."""
 
     def __init__(self, connection: Connection) -> None:
         self._conn = connection
+        self._move_if_unchanged = connection.register(_MOVE_IF_UNCHANGED_LUA)
 
     @property
     def key(self) -> str:
@@ -36,6 +48,18 @@ class ClockIndex:
             await self._conn.redis.zadd(_KEY, {match_id: deadline_ms})
         else:
             await self._conn.redis.zrem(_KEY, match_id)
+
+    async def index_no_later(self, match_id: str, deadline_ms: int) -> None:
+        """Make sure the index wakes the sweeper by `deadline_ms` (an entry already
+        earlier is kept): on Redis Cluster, written before a match's commit, so that a
+        commit whose own index write fails after it (the index's node away) still has an
+        entry, early at worst, which the sweeper then moves to the match's deadline."""
+        await self._conn.redis.zadd(_KEY, {match_id: deadline_ms}, lt=True)
+
+    async def move_if_unchanged(self, match_id: str, seen_ms: int, deadline_ms: int) -> None:
+        """Move an entry found due to the match's own, later deadline, unless a commit
+        rewrote the entry since it was read."""
+        await self._move_if_unchanged(keys=[_KEY], args=[match_id, seen_ms, deadline_ms])
 
     async def due(self, at_ms: int, limit: int = 100) -> list[tuple[str, int]]:
         """Matches whose indexed deadline is <= `at_ms`: (match id, deadline ms).

@@ -369,6 +369,8 @@ class MatchStore:
         args += _fields_and_events(fields or {}, events)
         keys = [*_match_keys(match_id), match_key(match_id, "made")]
         in_script_clock = self._clock_key(keys, deadline_ms or None)
+        if deadline_ms and not in_script_clock:
+            await self._clocks.index_no_later(match_id, deadline_ms)
         # Not on the lean connection, which repeats a command after a lost connection: a
         # create that ran would then answer EXISTS instead of UNAVAILABLE.
         reply = await self._create(keys=keys, args=args)
@@ -486,6 +488,8 @@ class MatchStore:
         args += _fields_and_events(fields or {}, events)
         keys = [*_match_keys(match_id), match_key(match_id, "made")]
         in_script_clock = self._clock_key(keys, deadline_ms)
+        if deadline_ms and not in_script_clock:
+            await self._clocks.index_no_later(match_id, deadline_ms)
         reply = await self._conn.script(self._commit, keys, args)
         outcome = CommitStatus(text(reply[0]))
         if outcome is CommitStatus.DUPLICATE:
@@ -495,17 +499,22 @@ class MatchStore:
         if deadline_ms is not None and not in_script_clock:
             await self._index_clock(match_id, deadline_ms)
         if finished:
-            await self._lobby.remove_open([match_id])
-            await self._conn.redis.zrem(_LIVE, match_id)
+            await _after_the_match(f"match {match_id}: finished, not taken out of the "
+                                   "lobby index", self._lobby.remove_open([match_id]))
+            await _after_the_match(f"match {match_id}: finished, left in the live-match "
+                                   "count", self._conn.redis.zrem(_LIVE, match_id))
         elif claim_seat is not None:  # joined: from the lobby's minutes to the idle TTL
             await self._index_live(match_id, _expiry_ms(now_ms(), ttl), joined=True)
         return CommitResult(outcome, int(reply[1]), int(reply[2]))
 
     async def _index_clock(self, match_id: str, deadline_ms: int) -> None:
-        """Index a running clock outside the match's script (Redis Cluster: another slot);
-        if that fails, the clock still runs out on the next read of the match, only the
-        sweeper does not see it coming."""
-        await _after_the_match(f"match {match_id}: its clock left out of the index",
+        """Index a clock outside the match's script (Redis Cluster: another slot). If
+        that fails, the entry written before the commit (`ClockIndex.index_no_later`)
+        wakes the sweeper early, which then moves it; a stopped clock's entry left behind
+        is dropped by the sweeper."""
+        what = "its clock's deadline" if deadline_ms else "its stopped clock"
+        await _after_the_match(f"match {match_id}: {what} not written to the clock index "
+                               "(the sweeper mends it)",
                                self._clocks.index(match_id, deadline_ms))
 
     async def _index_live(self, match_id: str, expiry_ms: float, joined: bool = False) -> None:
