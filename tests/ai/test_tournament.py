@@ -133,3 +133,21 @@ def test_paired_counts_split_deals_and_an_exact_sign_test() -> None:
     assert (nine_four.only_x, nine_four.only_y) == (9, 4)
     assert abs(nine_four.p_value - 2 * 1093 / 8192) < 1e-12
     assert paired({}, {}).p_value == 1.0
+
+
+def test_the_pool_of_a_tournament_leaves_ctrl_c_to_its_caller() -> None:
+    """An audit of signals: the terminal's Ctrl-C reached `tournament --workers 2`'s pool
+    workers too, and each printed a KeyboardInterrupt traceback as the command stopped."""
+    import signal
+
+    from battleline_ai.processes import spawned_pool
+
+    # As in a terminal: a run in the background (`nohup`) ignores SIGINT, and so would
+    # every process it starts, whatever the pool did.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with spawned_pool(1) as pool:
+            handler = pool.apply(signal.getsignal, (signal.SIGINT,))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert handler == signal.SIG_IGN

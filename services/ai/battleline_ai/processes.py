@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import multiprocessing
 import multiprocessing.pool
+import signal
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
@@ -19,8 +20,14 @@ T = TypeVar("T")
 def spawned_pool(processes: int) -> multiprocessing.pool.Pool:
     """A pool of fresh interpreters. Not forked: a fork copies the state of the caller's
     threads (a gRPC client or server in the same process), and a forked child that then
-    collected an object whose finalizer joins such a thread hung (seen in the tests)."""
-    return multiprocessing.get_context("spawn").Pool(processes)
+    collected an object whose finalizer joins such a thread hung (seen in the tests).
+    Its workers leave Ctrl-C to the caller, which stops them: the terminal's SIGINT
+    reached them too, and each printed a traceback (an audit of signals)."""
+    return multiprocessing.get_context("spawn").Pool(processes, initializer=_ignore_ctrl_c)
+
+
+def _ignore_ctrl_c() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @dataclass
