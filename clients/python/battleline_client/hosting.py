@@ -86,14 +86,14 @@ class ServeChild:
         """Start serve and wait until it prints the address it listens on. Interrupted
         (Ctrl-C, SIGTERM) or failed, it stops serve and removes its directory first."""
         require_server("a local engine")
-        self._exit_on_termination()
-        self.data_dir = Path(tempfile.mkdtemp(prefix="battleline-play-"))  # mode 0700
-        log_path = self.data_dir / "serve.log"
-        command = [sys.executable, "-m", "battleline_client.cli", "serve", "--port", "0",
-                   "--host", "127.0.0.1", "--no-web", "--grace", "1", "--log-format", "text",
-                   "--log-level", "warning", "--data-dir", str(self.data_dir / "data"),
-                   *self.options]
         try:
+            self._exit_on_termination()
+            self.data_dir = Path(tempfile.mkdtemp(prefix="battleline-play-"))  # mode 0700
+            log_path = self.data_dir / "serve.log"
+            command = [sys.executable, "-m", "battleline_client.cli", "serve", "--port", "0",
+                       "--host", "127.0.0.1", "--no-web", "--grace", "1", "--log-format",
+                       "text", "--log-level", "warning", "--data-dir",
+                       str(self.data_dir / "data"), *self.options]
             with open(log_path, "wb") as log:
                 # A session of its own: the terminal's Ctrl-C is for `play`, which then
                 # stops serve itself (SIGTERM) after closing its connection, not both at once.

@@ -107,7 +107,7 @@ class Terminal:
             if self.console.is_terminal:
                 self.console.file.write("\x1b[3J")  # the scrollback as well
         self.prompt(f"[bold]{escape(who)}[/]: your turn; press Enter when the "
-                           "other seat is not looking ")
+                    "other seat is not looking ")
         self.console.clear()
 
     def recall(self, events: list[types_pb2.MatchEvent]) -> None:
