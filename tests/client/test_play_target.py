@@ -229,3 +229,19 @@ def test_an_engine_started_for_a_game_leaves_nothing_however_play_ends(
 
 def _folders_left(temp_dir: str) -> list[str]:
     return [path.name for path in Path(temp_dir).glob("battleline-play-*")]
+
+
+def test_an_engine_started_here_goes_when_its_starter_exits_any_way(play_temp: str) -> None:
+    """A re-test: a signal that landed after the engine's start returned and before its
+    caller's `try` (about a millisecond) left its folder, the AI's key in it. The engine
+    is stopped at the interpreter's exit too, here one its caller never stopped."""
+    import sys
+
+    started = "from battleline_client.hosting import ServeChild\n" \
+              "ServeChild('--no-ai').start()\nraise SystemExit(3)"
+    done = subprocess.run([sys.executable, "-c", started], env=terminal.terminal_env(play_temp),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3, done.stderr
+    time.sleep(1)
+    assert _left_behind(play_temp) == []
+    assert _folders_left(play_temp) == []

@@ -64,6 +64,7 @@ def test_a_signal_on_another_thread_interrupts_the_wait() -> None:
 @pytest.mark.parametrize(("typed", "shown"), [
     (b"R7 3\n", "read 'R7 3'"), (b"\n", "read ''"), ("é 5\n".encode(), "read 'é 5'"),
     (b"\x04", "end of input"),  # Ctrl-D at the start of a line
+    (b"\xff\xfe 3\n", "read '\ufffd\ufffd 3'"),  # not UTF-8: it ended play in an error
 ])
 def test_a_typed_line_is_read_as_input_reads_it(typed: bytes, shown: str) -> None:
     assert _run("read", typed) == shown
@@ -75,3 +76,9 @@ def test_no_standard_input_at_all_is_the_end_of_input() -> None:
     done = subprocess.run(["sh", "-c", f'exec 0<&-; exec "{sys.executable}" -c "$0" read',
                            CHILD], capture_output=True, text=True, timeout=60)
     assert done.stdout.split("\n")[-2:] == ["end of input", ""], done.stdout + done.stderr
+
+
+def test_a_line_from_a_pipe_is_read_as_typed() -> None:
+    done = subprocess.run([sys.executable, "-c", CHILD, "read"], input=b"\xff R7 3\nnext\n",
+                          capture_output=True, timeout=60)
+    assert done.stdout.decode().split("\n")[-2] == "read '\ufffd R7 3'", done.stderr

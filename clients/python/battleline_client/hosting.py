@@ -15,6 +15,7 @@ points. This module only starts a process; it imports nothing of the server.
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import signal
 import subprocess
@@ -88,6 +89,9 @@ class ServeChild:
         require_server("a local engine")
         try:
             self._exit_on_termination()
+            # And at the interpreter's exit, whatever ends it: a signal that lands after
+            # this returns and before its caller's `try` (a re-test hit that window) too.
+            atexit.register(self.stop)
             self.data_dir = Path(tempfile.mkdtemp(prefix="battleline-play-"))  # mode 0700
             log_path = self.data_dir / "serve.log"
             command = [sys.executable, "-m", "battleline_client.cli", "serve", "--port", "0",
@@ -141,6 +145,7 @@ class ServeChild:
                 if handler is not None:  # None: set outside Python, and left so
                     signal.signal(signum, handler)
             self._handlers.clear()
+            atexit.unregister(self.stop)
 
     def _exit_on_termination(self) -> None:
         """While serve runs, SIGTERM and SIGHUP (the terminal closed) end this command

@@ -23,16 +23,26 @@ from typing import TextIO
 
 def read_line(stdin: TextIO | None = None) -> str:
     """The next line typed, without its newline, as `input()` returns it; EOFError at
-    the end of input (Ctrl-D) or with no input at all (standard input closed). Where no
-    wakeup pipe can serve (not a terminal, not the main thread, not POSIX), `input()`
-    itself."""
+    the end of input (Ctrl-D) or with no input at all (standard input closed). Bytes that
+    are not text in the terminal's encoding read as U+FFFD: a move with them is refused
+    as any unknown move (as they were, they ended `play` in a UnicodeEncodeError)."""
     stdin = stdin or sys.stdin
     if stdin is None:  # started with descriptor 0 closed: input() would raise RuntimeError
         raise EOFError("no standard input")
-    if (os.name != "posix" or threading.current_thread() is not threading.main_thread()
-            or not stdin.isatty()):
-        return input()
-    fd = stdin.fileno()
+    data: bytes | str
+    if (os.name == "posix" and threading.current_thread() is threading.main_thread()
+            and stdin.isatty()):
+        data = _typed(stdin.fileno())
+    else:  # a pipe or a file: no prompt to race with
+        data = stdin.buffer.readline() if hasattr(stdin, "buffer") else stdin.readline()
+    if not data:
+        raise EOFError
+    text = data if isinstance(data, str) else data.decode(stdin.encoding or "utf-8", "replace")
+    return text.rstrip("\r\n")
+
+
+def _typed(fd: int) -> bytes:
+    """What the terminal hands over once a line is typed (in canonical mode, one line)."""
     with _signal_wakeup() as woken:
         while True:
             ready, _, _ = select.select([fd, woken], [], [])
@@ -40,11 +50,7 @@ def read_line(stdin: TextIO | None = None) -> str:
                 with contextlib.suppress(BlockingIOError):
                     os.read(woken, 512)
             if fd in ready:
-                break
-    data = os.read(fd, 65536)  # a terminal in canonical mode hands over one line
-    if not data:
-        raise EOFError
-    return data.decode(stdin.encoding or "utf-8", stdin.errors or "strict").rstrip("\r\n")
+                return os.read(fd, 65536)
 
 
 @contextlib.contextmanager

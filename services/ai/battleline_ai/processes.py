@@ -8,6 +8,7 @@ import itertools
 import multiprocessing
 import multiprocessing.pool
 import signal
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
@@ -22,8 +23,17 @@ def spawned_pool(processes: int) -> multiprocessing.pool.Pool:
     threads (a gRPC client or server in the same process), and a forked child that then
     collected an object whose finalizer joins such a thread hung (seen in the tests).
     Its workers leave Ctrl-C to the caller, which stops them: the terminal's SIGINT
-    reached them too, and each printed a traceback (an audit of signals)."""
-    return multiprocessing.get_context("spawn").Pool(processes, initializer=_ignore_ctrl_c)
+    reached them too, and each printed a traceback (an audit of signals). They are
+    started with SIGINT ignored where the caller can set it (its main thread), so that
+    one that lands while they still import is ignored too, and ignore it after."""
+    context = multiprocessing.get_context("spawn")
+    if threading.current_thread() is not threading.main_thread():
+        return context.Pool(processes, initializer=_ignore_ctrl_c)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited through exec
+    try:
+        return context.Pool(processes, initializer=_ignore_ctrl_c)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _ignore_ctrl_c() -> None:
