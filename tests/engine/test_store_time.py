@@ -79,12 +79,8 @@ def test_an_engine_whose_wall_clock_is_off_keeps_the_stores_time(
     client.channel.close()
 
 
-def test_the_store_clock_is_the_stores_whatever_the_wall_clock_does(
-        redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(connection, "time", _WallShifted(86_400))  # a day ahead
-    clock = StoreClock()
-    assert clock.now_ms() - _store_ms(redis_url) > 86_000_000  # the wall's, until a sync
-
+def _sync(clock: StoreClock, redis_url: str) -> None:
+    """Take the store's time once, on a connection of this call's own event loop."""
     async def sync() -> None:
         store = aioredis.Redis.from_url(redis_url)
         try:
@@ -93,6 +89,15 @@ def test_the_store_clock_is_the_stores_whatever_the_wall_clock_does(
             await store.aclose()
 
     asyncio.run(sync())
+
+
+def test_the_store_clock_is_the_stores_whatever_the_wall_clock_does(
+        redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connection, "time", _WallShifted(86_400))  # a day ahead
+    clock = StoreClock()
+    assert clock.now_ms() - _store_ms(redis_url) > 86_000_000  # the wall's, until a sync
+
+    _sync(clock, redis_url)
     assert abs(clock.now_ms() - _store_ms(redis_url)) < 1000
     monkeypatch.setattr(connection, "time", _WallShifted(-3600))  # stepped back an hour
     assert abs(clock.now_ms() - _store_ms(redis_url)) < 1000
@@ -105,14 +110,7 @@ def test_the_store_clock_counts_the_time_its_machine_slept(redis_url: str) -> No
     slept_s = [0.0]
     clock = StoreClock(clock=lambda: boot_clock() + slept_s[0])
 
-    async def sync() -> None:
-        store = aioredis.Redis.from_url(redis_url)
-        try:
-            await clock.sync(store)
-        finally:
-            await store.aclose()
-
-    asyncio.run(sync())
+    _sync(clock, redis_url)
     before = clock.now_ms()
     slept_s[0] = 60.0
     assert 60_000 <= clock.now_ms() - before < 61_000
