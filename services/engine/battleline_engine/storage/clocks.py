@@ -8,14 +8,16 @@ re-checks it (and commits with a version check) before acting.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Final, cast
 
-from .connection import PREFIX, Connection, text
+from .connection import PREFIX, STORE_UNAVAILABLE, Connection, text
 
 if TYPE_CHECKING:
     from redis.typing import ZSetScoredMembers
 
 _KEY: Final = f"{PREFIX}:clocks"
+log = logging.getLogger(__name__)
 
 
 # Move an entry only if it still holds the deadline the sweeper saw due: a commit that
@@ -35,6 +37,9 @@ class ClockIndex:
     def __init__(self, connection: Connection) -> None:
         self._conn = connection
         self._move_if_unchanged = connection.register(_MOVE_IF_UNCHANGED_LUA)
+        # Entries this process could not write (Redis Cluster: the index's node away),
+        # by match: written again by each sweep (`write_kept`) until they land.
+        self._kept: dict[str, int] = {}
 
     @property
     def key(self) -> str:
@@ -48,13 +53,32 @@ class ClockIndex:
             await self._conn.redis.zadd(_KEY, {match_id: deadline_ms})
         else:
             await self._conn.redis.zrem(_KEY, match_id)
+        self._kept.pop(match_id, None)
+
+    def keep(self, match_id: str, deadline_ms: int) -> None:
+        """Hold an entry that could not be written, for `write_kept`."""
+        self._kept[match_id] = min(deadline_ms, self._kept.get(match_id, deadline_ms))
 
     async def index_no_later(self, match_id: str, deadline_ms: int) -> None:
         """Make sure the index wakes the sweeper by `deadline_ms` (an entry already
         earlier is kept): on Redis Cluster, written before a match's commit, so that a
-        commit whose own index write fails after it (the index's node away) still has an
-        entry, early at worst, which the sweeper then moves to the match's deadline."""
-        await self._conn.redis.zadd(_KEY, {match_id: deadline_ms}, lt=True)
+        commit whose own index write fails after it (cancelled, or the index's node
+        away) still has an entry, early at worst, which the sweeper then moves. With the
+        index's node away the commit goes on (one node must not stop every clocked
+        action of the cluster): the entry is kept, and written by a sweep once it can."""
+        try:
+            await self._conn.redis.zadd(_KEY, {match_id: deadline_ms}, lt=True)
+        except STORE_UNAVAILABLE as err:
+            self.keep(match_id, deadline_ms)
+            log.warning("match %s: its clock is indexed once the store takes it: %s",
+                        match_id, err)
+
+    async def write_kept(self) -> None:
+        """Write the entries this process kept (`keep`), earliest first, until one fails."""
+        for match_id, deadline_ms in sorted(self._kept.items(), key=lambda kept: kept[1]):
+            await self._conn.redis.zadd(_KEY, {match_id: deadline_ms}, lt=True)
+            if self._kept.get(match_id) == deadline_ms:
+                del self._kept[match_id]
 
     async def move_if_unchanged(self, match_id: str, seen_ms: int, deadline_ms: int) -> None:
         """Move an entry found due to the match's own, later deadline, unless a commit

@@ -33,6 +33,7 @@ lobby (lobby.py) up to date, through those parts.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -497,7 +498,8 @@ class MatchStore:
         if outcome is not CommitStatus.OK:
             return CommitResult(outcome, int(reply[1]) if len(reply) > 1 else 0)
         if deadline_ms is not None and not in_script_clock:
-            await self._index_clock(match_id, deadline_ms)
+            # Shielded: a call cancelled here (its deadline) still writes its clock.
+            await asyncio.shield(self._index_clock(match_id, deadline_ms))
         if finished:
             await _after_the_match(f"match {match_id}: finished, not taken out of the "
                                    "lobby index", self._lobby.remove_open([match_id]))
@@ -510,12 +512,16 @@ class MatchStore:
     async def _index_clock(self, match_id: str, deadline_ms: int) -> None:
         """Index a clock outside the match's script (Redis Cluster: another slot). If
         that fails, the entry written before the commit (`ClockIndex.index_no_later`)
-        wakes the sweeper early, which then moves it; a stopped clock's entry left behind
-        is dropped by the sweeper."""
-        what = "its clock's deadline" if deadline_ms else "its stopped clock"
-        await _after_the_match(f"match {match_id}: {what} not written to the clock index "
-                               "(the sweeper mends it)",
-                               self._clocks.index(match_id, deadline_ms))
+        wakes the sweeper early, which then moves it, and the entry is kept for the next
+        sweep to write; a stopped clock's entry left behind is dropped by the sweeper."""
+        try:
+            await self._clocks.index(match_id, deadline_ms)
+        except redis.exceptions.RedisError as err:
+            if deadline_ms:
+                self._clocks.keep(match_id, deadline_ms)
+            what = "its clock's deadline" if deadline_ms else "its stopped clock"
+            log.warning("match %s: %s not written to the clock index (the sweeper writes "
+                        "or drops it): %s", match_id, what, err)
 
     async def _index_live(self, match_id: str, expiry_ms: float, joined: bool = False) -> None:
         """Note when a match expires untouched in `bl:live`, which feeds a gauge and nothing
