@@ -20,7 +20,7 @@ import grpc
 import grpc.aio
 import pytest
 
-from battleline_engine import metrics_http
+from battleline_engine import listening, metrics_http
 from battleline_engine.listening import (
     CannotListen,
     bound_sockets,
@@ -281,3 +281,31 @@ def test_a_name_of_one_loopback_holds_the_other_too() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_port_taken_between_its_pick_and_grpcs_bind_is_picked_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clean-clone CI run: an engine on 127.0.0.1:0 failed to start, the port picked
+    free on both loopbacks taken (an outgoing connection's ephemeral port) before gRPC
+    bound it. Here another socket takes the first port picked, right after the pick."""
+    picked = listening.bound_sockets
+    racers: list[socket.socket] = []
+
+    def taken_after_the_pick(host: str, port: int) -> list[socket.socket]:
+        sockets = picked(host, port)
+        if not racers:  # the first pick: a listener beside the picking socket (both
+            racer = socket.socket()  # with SO_REUSEADDR), there once it is closed
+            racers.append(racer)
+            racer.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            racer.bind(("127.0.0.1", sockets[0].getsockname()[1]))
+            racer.listen()
+        return sockets
+
+    monkeypatch.setattr(listening, "bound_sockets", taken_after_the_pick)
+    try:
+        ports: list[int] = []
+        _with_grpc_server("127.0.0.1:0", ports.append)
+        assert ports and ports[0] != racers[0].getsockname()[1]
+    finally:
+        for racer in racers:
+            racer.close()

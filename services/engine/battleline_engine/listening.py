@@ -6,7 +6,7 @@ MAX_CALLS for its options' defaults before it loads the engine."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -213,14 +213,29 @@ def listen(server: grpc.aio.Server, address: str,
         return port
 
     twin = None if address.startswith("unix:") else loopback_twin(host)
-    if twin is not None and int(number) == 0:  # a port free on both loopbacks
-        for sock in bound_sockets(host, 0):
-            address = host_port(written_host, sock.getsockname()[1])
-            sock.close()
-    port = bind(address)
-    if twin is not None:
-        bind(host_port(twin, port))
+    if twin is None:
+        return bind(address)
+    port = bind(address) if int(number) else _bind_a_port_free_on_both(host, written_host, bind)
+    bind(host_port(twin, port))  # not picked again: gRPC cannot let go of the first
     return port
+
+
+def _bind_a_port_free_on_both(host: str, written_host: str, bind: Callable[[str], int]) -> int:
+    """Port 0 on a loopback: a port free on it and on its twin, bound on the first. It is
+    picked again when another process takes it between the pick and gRPC's bind (an
+    outgoing connection's ephemeral port: a CI run's engine failed to start so)."""
+    picks_left = _PORT_PICKS
+    while True:
+        picks_left -= 1
+        sockets = bound_sockets(host, 0)
+        picked = sockets[0].getsockname()[1]
+        for sock in sockets:
+            sock.close()
+        try:
+            return bind(host_port(written_host, picked))
+        except CannotListen:
+            if not picks_left:
+                raise
 
 
 # Ports tried for port 0 on a loopback and its twin: one picked free on the first may be
