@@ -93,6 +93,11 @@ def test_storage_works_unchanged_on_a_cluster(cluster: RedisCluster) -> None:
     _run(cluster.url, body)
 
 
+async def _node_away(*_: object, **__: object) -> None:
+    """A write to the clock index's node, which is away."""
+    raise redis.exceptions.ConnectionError("the index's node is away")
+
+
 def test_a_clock_whose_index_write_failed_after_its_commit_still_wakes_the_sweeper(
         cluster: RedisCluster) -> None:
     """An audit on a real cluster: the index's node away just after a join's commit left a
@@ -105,11 +110,7 @@ def test_a_clock_whose_index_write_failed_after_its_commit_still_wakes_the_sweep
         await s.matches.create("late1", "S0", status="playing", events=[{"kind": "created"}],
                                deadline_ms=now + 100)
         indexed = s.clocks.index
-
-        async def node_away(match_id: str, deadline_ms: int) -> None:
-            raise redis.exceptions.ConnectionError("the index's node is away")
-
-        s.clocks.index = node_away  # type: ignore[method-assign]
+        s.clocks.index = _node_away  # type: ignore[method-assign]
         done = await s.matches.commit("late1", expected_version=1, state="S1",
                                       events=[{"kind": "action"}], deadline_ms=now + 60_000)
         s.clocks.index = indexed  # type: ignore[method-assign]
@@ -140,11 +141,7 @@ def test_a_clocked_action_goes_on_while_the_index_is_away_and_is_indexed_after(
         deadline = st.now_ms() + 60_000
         await s.matches.create("away1", "S0", status="playing", events=[{"kind": "created"}])
         zadd = s.connection.redis.zadd
-
-        async def node_away(*args: object, **kwargs: object) -> None:
-            raise redis.exceptions.ConnectionError("the index's node is away")
-
-        s.connection.redis.zadd = node_away  # type: ignore[method-assign]
+        s.connection.redis.zadd = _node_away  # type: ignore[method-assign]
         done = await s.matches.commit("away1", expected_version=1, state="S1",
                                       events=[{"kind": "action"}], deadline_ms=deadline)
         s.connection.redis.zadd = zadd  # type: ignore[method-assign]

@@ -10,7 +10,7 @@ import multiprocessing.pool
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import TypeVar
@@ -26,12 +26,20 @@ def spawned_pool(processes: int) -> multiprocessing.pool.Pool:
     reached them too, and each printed a traceback (an audit of signals). They are
     started with SIGINT ignored where the caller can set it (its main thread), so that
     one that lands while they still import is ignored too, and ignore it after."""
-    context = multiprocessing.get_context("spawn")
+    with _ctrl_c_ignored_while_starting():
+        return multiprocessing.get_context("spawn").Pool(processes, initializer=_ignore_ctrl_c)
+
+
+@contextlib.contextmanager
+def _ctrl_c_ignored_while_starting() -> Iterator[None]:
+    """SIGINT ignored in this process (from its main thread; elsewhere unchanged) while
+    the block runs: children started then inherit that through exec."""
     if threading.current_thread() is not threading.main_thread():
-        return context.Pool(processes, initializer=_ignore_ctrl_c)
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited through exec
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        return context.Pool(processes, initializer=_ignore_ctrl_c)
+        yield
     finally:
         signal.signal(signal.SIGINT, previous)
 

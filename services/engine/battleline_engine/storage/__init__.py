@@ -100,9 +100,9 @@ class Storage:
         """The client itself, for tests and tools that look at keys directly."""
         return self.connection.redis
 
-    async def sync_time(self) -> bool:
-        """Take the store's time now (`StoreClock`); whether this process has it. A
-        failure is logged, and the time taken last kept. Says so when the store's time
+    async def sync_time(self) -> None:
+        """Take the store's time now (`StoreClock`); a failure is logged, and the time
+        taken last kept. Says so when the store's time
         moved (a failover to a Redis whose machine's clock differs moves every running
         clock) and when this machine's own clock is off the store's (`WALL_GAP_WARN_S`)."""
         try:
@@ -113,16 +113,15 @@ class Storage:
         except TimeoutError:
             log.warning("store clock: no time from the store within %g s: keeping the last",
                         CLOCK_SYNC_TIMEOUT_S)
-            return STORE_CLOCK.synced
+            return
         except Exception as err:
             log_failure(log, "store clock", err)
-            return STORE_CLOCK.synced
+            return
         if moved_s is not None and abs(moved_s) > WALL_GAP_WARN_S:
             log.warning("the store's time moved %+.1f s since this process last took it (a "
                         "failover to a Redis whose machine's clock differs?): running "
                         "match clocks moved with it", moved_s)
         self._tell_wall_gap(STORE_CLOCK.wall_gap_s())
-        return True
 
     def _tell_wall_gap(self, gap_s: float) -> None:
         """Warn once when this machine's clock goes off the store's, and say when it is

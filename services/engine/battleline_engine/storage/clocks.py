@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Final, cast
 
+import redis.exceptions
+
 from .connection import PREFIX, STORE_UNAVAILABLE, Connection, text
 
 if TYPE_CHECKING:
@@ -55,7 +57,22 @@ class ClockIndex:
             await self._conn.redis.zrem(_KEY, match_id)
         self._kept.pop(match_id, None)
 
-    def keep(self, match_id: str, deadline_ms: int) -> None:
+    async def index_after_commit(self, match_id: str, deadline_ms: int) -> None:
+        """`index`, outside and after a match's commit (Redis Cluster: another slot): a
+        failure must not answer a committed action as failed. The entry written before
+        the commit (`index_no_later`) wakes the sweeper early meanwhile, and a running
+        clock's entry is kept for the next sweep to write; a stopped clock's entry left
+        behind is dropped by the sweeper."""
+        try:
+            await self.index(match_id, deadline_ms)
+        except redis.exceptions.RedisError as err:
+            if deadline_ms:
+                self._keep(match_id, deadline_ms)
+            what = "its clock's deadline" if deadline_ms else "its stopped clock"
+            log.warning("match %s: %s not written to the clock index (the sweeper writes "
+                        "or drops it): %s", match_id, what, err)
+
+    def _keep(self, match_id: str, deadline_ms: int) -> None:
         """Hold an entry that could not be written, for `write_kept`."""
         self._kept[match_id] = min(deadline_ms, self._kept.get(match_id, deadline_ms))
 
@@ -69,12 +86,12 @@ class ClockIndex:
         try:
             await self._conn.redis.zadd(_KEY, {match_id: deadline_ms}, lt=True)
         except STORE_UNAVAILABLE as err:
-            self.keep(match_id, deadline_ms)
+            self._keep(match_id, deadline_ms)
             log.warning("match %s: its clock is indexed once the store takes it: %s",
                         match_id, err)
 
     async def write_kept(self) -> None:
-        """Write the entries this process kept (`keep`), earliest first, until one fails."""
+        """Write the entries this process kept (`_keep`), earliest first, until one fails."""
         for match_id, deadline_ms in sorted(self._kept.items(), key=lambda kept: kept[1]):
             await self._conn.redis.zadd(_KEY, {match_id: deadline_ms}, lt=True)
             if self._kept.get(match_id) == deadline_ms:

@@ -378,7 +378,7 @@ class MatchStore:
         if text(reply[0]) in ("EXISTS", "USED"):
             return CommitResult(CommitStatus(text(reply[0])))
         if deadline_ms and not in_script_clock:
-            await self._index_clock(match_id, deadline_ms)
+            await self._clocks.index_after_commit(match_id, deadline_ms)
         await self._index_live(match_id, _expiry_ms(created, ttl))
         return CommitResult(CommitStatus.OK, int(reply[1]), int(reply[2]))
 
@@ -499,7 +499,7 @@ class MatchStore:
             return CommitResult(outcome, int(reply[1]) if len(reply) > 1 else 0)
         if deadline_ms is not None and not in_script_clock:
             # Shielded: a call cancelled here (its deadline) still writes its clock.
-            await asyncio.shield(self._index_clock(match_id, deadline_ms))
+            await asyncio.shield(self._clocks.index_after_commit(match_id, deadline_ms))
         if finished:
             await _after_the_match(f"match {match_id}: finished, not taken out of the "
                                    "lobby index", self._lobby.remove_open([match_id]))
@@ -508,20 +508,6 @@ class MatchStore:
         elif claim_seat is not None:  # joined: from the lobby's minutes to the idle TTL
             await self._index_live(match_id, _expiry_ms(now_ms(), ttl), joined=True)
         return CommitResult(outcome, int(reply[1]), int(reply[2]))
-
-    async def _index_clock(self, match_id: str, deadline_ms: int) -> None:
-        """Index a clock outside the match's script (Redis Cluster: another slot). If
-        that fails, the entry written before the commit (`ClockIndex.index_no_later`)
-        wakes the sweeper early, which then moves it, and the entry is kept for the next
-        sweep to write; a stopped clock's entry left behind is dropped by the sweeper."""
-        try:
-            await self._clocks.index(match_id, deadline_ms)
-        except redis.exceptions.RedisError as err:
-            if deadline_ms:
-                self._clocks.keep(match_id, deadline_ms)
-            what = "its clock's deadline" if deadline_ms else "its stopped clock"
-            log.warning("match %s: %s not written to the clock index (the sweeper writes "
-                        "or drops it): %s", match_id, what, err)
 
     async def _index_live(self, match_id: str, expiry_ms: float, joined: bool = False) -> None:
         """Note when a match expires untouched in `bl:live`, which feeds a gauge and nothing
